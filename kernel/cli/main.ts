@@ -1,0 +1,49 @@
+// Entry point: gradlab install | kernel -f CONN | run NB.ipynb [-o OUT.ipynb]
+const [cmd, ...args] = process.argv.slice(2);
+
+const USAGE = `usage:
+  gradlab install [--user | --sys-prefix | --prefix DIR] [--name NAME]   write the Jupyter kernelspec
+  gradlab kernel -f CONNECTION_FILE                                      run the kernel (Jupyter does this)
+  gradlab run NOTEBOOK.ipynb [-o OUT.ipynb | --inplace] [--timeout S]    execute a notebook headlessly`;
+
+async function main(): Promise<number> {
+  switch (cmd) {
+    case "kernel": {
+      const i = args.findIndex((a) => a === "-f" || a === "--connection-file");
+      const file = i >= 0 ? args[i + 1] : args.find((a) => a.startsWith("--f="))?.slice(4);
+      if (!file) throw new Error("gradlab kernel needs -f CONNECTION_FILE");
+      const { readConnectionFile } = await import("../sockets/connection.ts");
+      const { Kernel } = await import("../kernel.ts");
+      await new Kernel(readConnectionFile(file)).start();
+      return -1; // keep running
+    }
+    case "install": {
+      const { installKernelspec } = await import("./install.ts");
+      console.log(`Installed kernelspec gradlab in ${installKernelspec(args)}`);
+      return 0;
+    }
+    case "run": {
+      const { runNotebookCli } = await import("./run.ts");
+      return runNotebookCli(args);
+    }
+    case undefined:
+    case "-h":
+    case "--help":
+    case "help":
+      console.log(USAGE);
+      return cmd ? 0 : 2;
+    default:
+      console.error(`gradlab: unknown command ${cmd}\n${USAGE}`);
+      return 2;
+  }
+}
+
+main().then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (e) => {
+    console.error(`gradlab: ${e?.message ?? e}`);
+    process.exit(1);
+  },
+);

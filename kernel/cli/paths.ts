@@ -1,0 +1,23 @@
+// Where things are: this checkout, the tsx loader, Node flags the kernel needs, Jupyter's data dirs.
+import { createRequire } from "node:module";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { homedir } from "node:os";
+
+export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export const MAIN = join(REPO, "kernel", "cli", "main.ts");
+
+export function tsxLoaderUrl(): string {
+  return pathToFileURL(createRequire(join(REPO, "package.json")).resolve("tsx")).href;
+}
+
+/** The argv that starts the kernel (or any gradlab command) with the flags it needs. */
+export function nodeArgv(...args: string[]): string[] {
+  return [process.execPath, "--expose-gc", "--import", tsxLoaderUrl(), MAIN, ...args];
+}
+
+export function jupyterUserDataDir(): string {
+  if (process.env.JUPYTER_DATA_DIR) return process.env.JUPYTER_DATA_DIR;
+  if (process.platform === "darwin") return join(homedir(), "Library", "Jupyter");
+  return join(process.env.XDG_DATA_HOME || join(homedir(), ".local", "share"), "jupyter");
+}

@@ -1,0 +1,1 @@
+export async function runNotebookCli(_a: string[]): Promise<number> { return 1; }

@@ -1,0 +1,103 @@
+// Errors from cells -> Jupyter `error` content, with stack frames mapped back to cell lines.
+import { SourceMap } from "node:module";
+import type { Message as EsbuildMessage } from "esbuild";
+
+export interface ErrorContent {
+  ename: string;
+  evalue: string;
+  traceback: string[];
+}
+
+interface CellRecord { label: string; lines: string[]; map: SourceMap; wrapperLine: number }
+const cells = new Map<string, CellRecord>();
+
+const RED = "\x1b[31m", GREEN = "\x1b[32m", BOLD = "\x1b[1m", RESET = "\x1b[0m";
+export const CELL_FILE = /gradlab-cell-(\d+)\.js/;
+
+export function registerCell(filename: string, label: string, source: string, map: string, code: string): void {
+  const wrapperLine = code.split("\n").length; // the line holding the wrapper's `})()`
+  cells.set(filename, { label, lines: source.split("\n"), map: new SourceMap(JSON.parse(map)), wrapperLine });
+}
+
+export class InterruptError extends Error {
+  constructor() {
+    super("Execution interrupted");
+    this.name = "KeyboardInterrupt";
+  }
+}
+
+function mapPosition(file: string, line: number, col: number): { cell: CellRecord; line: number; col: number } | null {
+  const cell = cells.get(file);
+  if (!cell) return null;
+  const e = cell.map.findEntry(line - 1, Math.max(0, col - 1)) as any;
+  if (!e || e.originalLine === undefined) {
+    const e0 = cell.map.findEntry(line - 1, 0) as any;
+    if (!e0 || e0.originalLine === undefined) return null;
+    return { cell, line: e0.originalLine + 1, col: 1 };
+  }
+  return { cell, line: e.originalLine + 1, col: e.originalColumn + 1 };
+}
+
+function context(cell: CellRecord, line: number): string[] {
+  const out = [`${GREEN}${cell.label}${RESET}, line ${line}:`];
+  const from = Math.max(1, line - 2), to = Math.min(cell.lines.length, line + 2);
+  const w = String(to).length;
+  for (let i = from; i <= to; i++) {
+    const text = cell.lines[i - 1];
+    out.push(i === line ? `${RED}--> ${String(i).padStart(w)}${RESET} ${text}` : `    ${String(i).padStart(w)} ${text}`);
+  }
+  return out;
+}
+
+const INTERNAL = /\(node:|at node:|\/kernel\/[\w/-]+\.ts|node_modules\/(tsx|esbuild)\//;
+
+export function errorContent(err: unknown): ErrorContent {
+  if (err instanceof InterruptError) return { ename: "KeyboardInterrupt", evalue: "Execution interrupted", traceback: [`${RED}KeyboardInterrupt${RESET}: Execution interrupted`] };
+  if (!(err instanceof Error)) {
+    const evalue = typeof err === "string" ? err : safeString(err);
+    return { ename: "Error", evalue, traceback: [`${RED}Uncaught${RESET} ${evalue}`] };
+  }
+  const ename = err.name || err.constructor?.name || "Error";
+  const evalue = err.message ?? "";
+  const traceback = [`${RED}${BOLD}${ename}${RESET}: ${evalue}`];
+  let shownContext = false;
+  const frames: string[] = [];
+  for (const raw of String(err.stack ?? "").split("\n").slice(1)) {
+    if (!/^\s+at /.test(raw)) continue;
+    if (INTERNAL.test(raw)) continue;
+    const m = /(gradlab-cell-\d+\.js):(\d+):(\d+)/.exec(raw);
+    if (m) {
+      if (cells.get(m[1])?.wrapperLine === Number(m[2])) continue;
+      const pos = mapPosition(m[1], Number(m[2]), Number(m[3]));
+      if (pos) {
+        if (!shownContext) {
+          traceback.push(...context(pos.cell, pos.line));
+          shownContext = true;
+        }
+        frames.push(raw.replace(m[0], `${pos.cell.label}:${pos.line}:${pos.col}`).replace(/^\s+/, "    "));
+        continue;
+      }
+    }
+    frames.push(raw.replace(/^\s+/, "    "));
+  }
+  if (frames.length) traceback.push(...frames);
+  return { ename, evalue, traceback };
+}
+
+export function syntaxErrorContent(errors: EsbuildMessage[], label: string, source: string): ErrorContent {
+  const first = errors[0];
+  const line = first?.location?.line ?? 1;
+  const col = (first?.location?.column ?? 0) + 1;
+  const lines = source.split("\n");
+  const rec = { label, lines, map: null as any, wrapperLine: 0 };
+  const tb = [`${RED}${BOLD}SyntaxError${RESET}: ${first?.text ?? "invalid syntax"} (${label}, line ${line}:${col})`, ...context(rec, line)];
+  return { ename: "SyntaxError", evalue: `${first?.text ?? "invalid syntax"} (line ${line})`, traceback: tb };
+}
+
+function safeString(v: unknown): string {
+  try {
+    return String(v);
+  } catch {
+    return Object.prototype.toString.call(v);
+  }
+}

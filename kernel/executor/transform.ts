@@ -1,0 +1,173 @@
+// Cell source (TypeScript) -> a script the executor can run in the main realm:
+//  - esbuild strips types (keeping every import, since a notebook imports for later cells);
+//  - top-level declarations become assignments to globals, so they persist and may be redeclared;
+//  - imports become awaited dynamic imports resolved against the notebook's directory;
+//  - the last expression statement becomes the cell's value;
+//  - every loop body polls the interrupt flag.
+// Edits never add or remove newlines, so line numbers of esbuild's output (and its source map) hold.
+import { transformSync, type Message as EsbuildMessage } from "esbuild";
+import { Parser } from "acorn";
+
+export const IRQ = "__gradlab_irq";
+export const RT = "__gradlab";
+const LOOP_CHECK = `if(Atomics.load(${IRQ},0)!==0)${RT}.interrupted();`;
+
+export interface Transformed {
+  code: string;
+  map: string;
+  names: string[];
+  hasTopLevelValue: boolean;
+}
+
+export class CellSyntaxError extends Error {
+  constructor(readonly errors: EsbuildMessage[], readonly sourcefile: string) {
+    super(errors.map((e) => e.text).join("; "));
+    this.name = "SyntaxError";
+  }
+}
+
+type Node = { type: string; start: number; end: number; [k: string]: any };
+interface Edit { pos: number; end: number; text: string; order: number }
+
+export function stripTypes(source: string, sourcefile: string) {
+  try {
+    return transformSync(source, {
+      loader: "ts",
+      target: "es2022",
+      sourcemap: "external",
+      sourcefile,
+      sourcesContent: false,
+      tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true, experimentalDecorators: false } },
+      logLevel: "silent",
+    });
+  } catch (e: any) {
+    if (Array.isArray(e?.errors)) throw new CellSyntaxError(e.errors, sourcefile);
+    throw e;
+  }
+}
+
+export function transformCell(source: string, sourcefile: string, opts: { lastValue?: boolean } = {}): Transformed {
+  const { code: js, map } = stripTypes(source, sourcefile);
+  const ast = Parser.parse(js, { ecmaVersion: "latest", sourceType: "module", allowAwaitOutsideFunction: true }) as unknown as Node;
+  const edits: Edit[] = [];
+  let order = 0;
+  const insert = (pos: number, text: string) => edits.push({ pos, end: pos, text, order: order++ });
+  const replace = (pos: number, end: number, text: string) => edits.push({ pos, end, text, order: order++ });
+  const names = new Set<string>();
+  const hoisted: string[] = [];
+  let importCount = 0;
+
+  const body: Node[] = ast.body;
+  const lastIdx = opts.lastValue === false ? -1 : body.length - 1;
+  body.forEach((stmt0, idx) => {
+    let stmt = stmt0;
+    if (stmt.type === "ExportNamedDeclaration" || stmt.type === "ExportDefaultDeclaration") {
+      if (!stmt.declaration) {
+        replace(stmt.start, stmt.end, ";");
+        return;
+      }
+      replace(stmt.start, stmt.declaration.start, "");
+      stmt = stmt.declaration;
+      if (stmt.type.endsWith("Expression")) return; // export default <expr>
+    }
+    switch (stmt.type) {
+      case "ImportDeclaration": {
+        const m = `__gradlab_m${importCount++}`;
+        const parts = [`const ${m} = await ${RT}.import(${JSON.stringify(stmt.source.value)});`];
+        for (const s of stmt.specifiers) {
+          const local = s.local.name;
+          names.add(local);
+          if (s.type === "ImportNamespaceSpecifier") parts.push(`${local} = ${m};`);
+          else if (s.type === "ImportDefaultSpecifier") parts.push(`${local} = ${RT}.defaultExport(${m});`);
+          else {
+            const imported = s.imported.type === "Literal" ? s.imported.value : s.imported.name;
+            parts.push(`${local} = ${RT}.namedExport(${m}, ${JSON.stringify(imported)});`);
+          }
+        }
+        replace(stmt.start, stmt.end, parts.join(" "));
+        return;
+      }
+      case "VariableDeclaration": {
+        if (stmt.kind !== "var" && stmt.kind !== "let" && stmt.kind !== "const") return; // using
+        replace(stmt.start, stmt.declarations[0].start, ";");
+        for (const d of stmt.declarations) {
+          collectPattern(d.id, names);
+          insert(d.id.start, "(");
+          if (d.init) {
+            walkLoops(d.init, insert);
+            insert(d.init.end, ")");
+          } else insert(d.id.end, stmt.kind === "var" ? ")" : " = void 0)");
+        }
+        return;
+      }
+      case "FunctionDeclaration":
+        names.add(stmt.id.name);
+        hoisted.push(`globalThis[${JSON.stringify(stmt.id.name)}] = ${stmt.id.name};`);
+        walkLoops(stmt, insert);
+        return;
+      case "ClassDeclaration":
+        names.add(stmt.id.name);
+        insert(stmt.start, `${stmt.id.name} = `);
+        walkLoops(stmt, insert);
+        insert(stmt.end, ";");
+        return;
+      case "ExpressionStatement":
+        walkLoops(stmt, insert);
+        if (idx === lastIdx && !stmt.directive) {
+          insert(stmt.expression.start, "return (");
+          insert(stmt.expression.end, ");");
+        }
+        return;
+      default:
+        walkLoops(stmt, insert);
+    }
+  });
+
+  edits.sort((a, b) => a.pos - b.pos || a.order - b.order);
+  let out = "";
+  let cur = 0;
+  for (const e of edits) {
+    if (e.pos < cur) continue; // overlapped by a replacement
+    out += js.slice(cur, e.pos) + e.text;
+    cur = e.end;
+  }
+  out += js.slice(cur);
+  const code = `(async () => {${hoisted.join("")}${out}\n})()`;
+  const last = lastIdx >= 0 ? body[lastIdx] : undefined;
+  return { code, map, names: [...names], hasTopLevelValue: last?.type === "ExpressionStatement" };
+}
+
+function collectPattern(p: Node | null, names: Set<string>): void {
+  if (!p) return;
+  switch (p.type) {
+    case "Identifier": names.add(p.name); break;
+    case "ObjectPattern": for (const prop of p.properties) collectPattern(prop.type === "RestElement" ? prop.argument : prop.value, names); break;
+    case "ArrayPattern": for (const el of p.elements) collectPattern(el, names); break;
+    case "RestElement": collectPattern(p.argument, names); break;
+    case "AssignmentPattern": collectPattern(p.left, names); break;
+  }
+}
+
+const LOOPS = new Set(["ForStatement", "ForInStatement", "ForOfStatement", "WhileStatement", "DoWhileStatement"]);
+
+function walkLoops(node: Node, insert: (pos: number, text: string) => void): void {
+  const stack: Node[] = [node];
+  while (stack.length) {
+    const n = stack.pop()!;
+    if (LOOPS.has(n.type)) {
+      const b = n.body as Node;
+      if (b.type === "BlockStatement") insert(b.start + 1, LOOP_CHECK);
+      else {
+        insert(b.start, `{${LOOP_CHECK}`);
+        insert(b.end, "}");
+      }
+    }
+    for (const key in n) {
+      if (key === "type" || key === "start" || key === "end") continue;
+      const v = n[key];
+      if (Array.isArray(v)) {
+        for (const c of v) if (c && typeof c.type === "string") stack.push(c);
+      } else if (v && typeof v === "object" && typeof v.type === "string") stack.push(v);
+    }
+  }
+}

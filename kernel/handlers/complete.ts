@@ -1,0 +1,51 @@
+// complete_request and inspect_request: the TypeScript language service (types, signatures, docs)
+// merged with live values.
+import type { Kernel } from "../kernel.ts";
+import type { Message } from "../wire/message.ts";
+import { liveCompletions, liveInspect } from "../language/live.ts";
+import { languageService } from "../language/client.ts";
+
+export async function completeRequest(k: Kernel, msg: Message): Promise<void> {
+  const code = String(msg.content?.code ?? "");
+  const cursor = Number(msg.content?.cursor_pos ?? code.length);
+  const live = liveCompletions(code, cursor);
+  const ts = await languageService(k).complete(code, cursor);
+  const seen = new Set<string>();
+  const matches: string[] = [];
+  const types: { start: number; end: number; text: string; type: string }[] = [];
+  for (const e of ts?.entries ?? []) {
+    if (seen.has(e.name) || !e.name.startsWith(code.slice(live.start, cursor))) continue;
+    seen.add(e.name);
+    matches.push(e.name);
+    types.push({ start: live.start, end: live.end, text: e.name, type: e.kind });
+  }
+  for (const m of live.matches) {
+    if (seen.has(m)) continue;
+    seen.add(m);
+    matches.push(m);
+    types.push({ start: live.start, end: live.end, text: m, type: "value" });
+  }
+  k.reply(msg, "complete_reply", {
+    status: "ok",
+    matches,
+    cursor_start: live.start,
+    cursor_end: live.end,
+    metadata: { _jupyter_types_experimental: types },
+  });
+}
+
+export async function inspectRequest(k: Kernel, msg: Message): Promise<void> {
+  const code = String(msg.content?.code ?? "");
+  const cursor = Number(msg.content?.cursor_pos ?? code.length);
+  const ts = await languageService(k).inspect(code, cursor);
+  const live = liveInspect(code, cursor);
+  const parts: string[] = [];
+  if (ts?.signature) parts.push(ts.signature);
+  if (ts?.docs) parts.push(ts.docs);
+  if (live) parts.push((ts ? "Value: " : "") + live.text);
+  if (!parts.length) {
+    k.reply(msg, "inspect_reply", { status: "ok", found: false, data: {}, metadata: {} });
+    return;
+  }
+  k.reply(msg, "inspect_reply", { status: "ok", found: true, data: { "text/plain": parts.join("\n\n") }, metadata: {} });
+}

@@ -1,0 +1,68 @@
+// execute_request: execute_input, streams, execute_result / error, reply; stop_on_error aborts the queue.
+import type { Kernel } from "../kernel.ts";
+import type { Message } from "../wire/message.ts";
+import { toBundle, plain } from "../display/bundle.ts";
+import { errorContent } from "../executor/errors.ts";
+import type { CellContext } from "../executor/output.ts";
+import { languageService } from "../language/client.ts";
+
+export async function executeRequest(k: Kernel, msg: Message): Promise<void> {
+  const c = msg.content ?? {};
+  const code = String(c.code ?? "");
+  const silent = !!c.silent;
+  const storeHistory = silent ? false : c.store_history !== false;
+  const stopOnError = c.stop_on_error !== false;
+  const started = new Date().toISOString();
+
+  if (k.aborting) {
+    k.reply(msg, "execute_reply", { status: "aborted", execution_count: k.executionCount }, "shell", { status: "aborted", started });
+    return;
+  }
+  if (storeHistory) k.executionCount++;
+  const count = k.executionCount;
+  if (!silent) k.publish("execute_input", { code, execution_count: count }, msg.header);
+
+  const ctx: CellContext = { parent: msg.header, identities: msg.identities, executionCount: count, allowStdin: c.allow_stdin !== false };
+  const label = storeHistory ? `Cell [${count}]` : "Cell";
+  const outcome = await k.executor.run(code, label, ctx);
+  k.capture.flush();
+
+  let resultText: string | null = null;
+  if (outcome.status === "ok") {
+    if (outcome.hasValue && !silent) {
+      try {
+        const b = await toBundle(outcome.value);
+        resultText = String(b.data["text/plain"] ?? "");
+        k.publish("execute_result", { execution_count: count, data: b.data, metadata: b.metadata }, msg.header);
+      } catch (e) {
+        const err = errorContent(e);
+        k.publish("error", err, msg.header);
+      }
+    }
+    const user_expressions = await userExpressions(k, c.user_expressions, ctx);
+    k.reply(msg, "execute_reply", { status: "ok", execution_count: count, payload: [], user_expressions }, "shell", { status: "ok", started });
+  } else {
+    if (!silent) k.publish("error", outcome.error, msg.header);
+    if (stopOnError) await k.abortQueued();
+    k.reply(msg, "execute_reply", { status: "error", execution_count: count, ...outcome.error, payload: [], user_expressions: {} }, "shell", { status: "error", started });
+  }
+  if (storeHistory) k.history.add(count, code, resultText);
+  if (outcome.status === "ok" && !silent) languageService(k).addCell(code);
+}
+
+async function userExpressions(k: Kernel, exprs: unknown, ctx: CellContext): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  if (!exprs || typeof exprs !== "object") return out;
+  for (const [name, expr] of Object.entries(exprs as Record<string, string>)) {
+    const r = await k.executor.run(`(${expr})`, `user_expressions[${JSON.stringify(name)}]`, ctx);
+    if (r.status === "ok") {
+      try {
+        const b = await toBundle(r.value);
+        out[name] = { status: "ok", data: b.data, metadata: b.metadata };
+      } catch {
+        out[name] = { status: "ok", data: { "text/plain": plain(r.value) }, metadata: {} };
+      }
+    } else out[name] = { status: "error", ...r.error };
+  }
+  return out;
+}

@@ -1,0 +1,78 @@
+// kernel_info, is_complete, history, comms, shutdown.
+import type { Kernel } from "../kernel.ts";
+import type { Message } from "../wire/message.ts";
+import { stripTypes, CellSyntaxError } from "../executor/transform.ts";
+
+type Channel = "shell" | "control";
+
+export function kernelInfoRequest(k: Kernel, msg: Message, ch: Channel): void {
+  k.reply(msg, "kernel_info_reply", k.kernelInfo, ch);
+}
+
+export function isCompleteRequest(k: Kernel, msg: Message): void {
+  const code = String(msg.content?.code ?? "");
+  k.reply(msg, "is_complete_reply", isComplete(code));
+}
+
+export function isComplete(code: string): { status: "complete" | "incomplete" | "invalid"; indent?: string } {
+  try {
+    stripTypes(code, "is_complete.ts");
+    return { status: "complete" };
+  } catch (e) {
+    if (!(e instanceof CellSyntaxError)) return { status: "invalid" };
+    const atEnd = e.errors.some((x) => /end of file|Unterminated template/i.test(x.text));
+    if (!atEnd) return { status: "invalid" };
+    const lastLine = code.split("\n").pop() ?? "";
+    const indent = /^\s*/.exec(lastLine)![0] + (/[{([]\s*$/.test(lastLine) ? "  " : "");
+    return { status: "incomplete", indent };
+  }
+}
+
+export function historyRequest(k: Kernel, msg: Message): void {
+  const c = msg.content ?? {};
+  const output = !!c.output;
+  let history: unknown[] = [];
+  if (c.hist_access_type === "tail") history = k.history.tail(Number(c.n ?? 10), output);
+  else if (c.hist_access_type === "range") history = k.history.range(Number(c.session ?? 0), Number(c.start ?? 0), c.stop == null ? null : Number(c.stop), output);
+  else if (c.hist_access_type === "search") history = k.history.search(String(c.pattern ?? "*"), c.n == null ? null : Number(c.n), !!c.unique, output);
+  k.reply(msg, "history_reply", { status: "ok", history });
+}
+
+export function commInfoRequest(k: Kernel, msg: Message): void {
+  k.reply(msg, "comm_info_reply", { status: "ok", comms: k.comms.info(msg.content?.target_name) });
+}
+
+/** Runs comm callbacks as if in a cell: their output and errors go to the frontend, attributed to this message. */
+function inCommContext(k: Kernel, msg: Message, fn: () => boolean): boolean {
+  const ctx = { parent: msg.header, identities: msg.identities, executionCount: k.executionCount, allowStdin: false };
+  return k.capture.als.run(ctx, () => {
+    try {
+      return fn();
+    } catch (e) {
+      process.stderr.write(`Error in comm handler: ${(e as Error)?.stack ?? e}\n`);
+      return true;
+    }
+  });
+}
+
+export function commOpen(k: Kernel, msg: Message): void {
+  const ok = inCommContext(k, msg, () => k.comms.open(msg.content, msg.metadata, msg.buffers));
+  if (!ok) {
+    // no such target: tell the frontend the comm is closed, as ipykernel does
+    k.publish("comm_close", { comm_id: msg.content?.comm_id, data: {} }, msg.header);
+  }
+}
+
+export function commMsg(k: Kernel, msg: Message): void {
+  inCommContext(k, msg, () => k.comms.msg(msg.content, msg.metadata, msg.buffers));
+}
+
+export function commClose(k: Kernel, msg: Message): void {
+  inCommContext(k, msg, () => k.comms.close(msg.content));
+}
+
+export async function shutdownRequest(k: Kernel, msg: Message, ch: Channel): Promise<void> {
+  const restart = !!msg.content?.restart;
+  k.reply(msg, "shutdown_reply", { status: "ok", restart }, ch);
+  await k.shutdown(restart);
+}

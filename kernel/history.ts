@@ -1,0 +1,80 @@
+// Execution history, persisted as JSON lines so history_request (tail, range, search) spans restarts.
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { homedir } from "node:os";
+
+interface Entry { s: number; l: number; i: string; o: string | null }
+type Row = [number, number, string | [string, string | null]];
+
+export function defaultHistoryFile(): string {
+  if (process.env.GRADLAB_HISTORY_FILE) return process.env.GRADLAB_HISTORY_FILE;
+  const base = process.env.XDG_DATA_HOME || join(homedir(), ".local", "share");
+  return join(base, "gradlab", "history.jsonl");
+}
+
+export class History {
+  private entries: Entry[] | null = null;
+  private sessionNo = 0;
+
+  constructor(private readonly file: string) {}
+
+  private load(): Entry[] {
+    if (this.entries) return this.entries;
+    const entries: Entry[] = [];
+    if (existsSync(this.file)) {
+      for (const line of readFileSync(this.file, "utf8").split("\n")) {
+        if (!line) continue;
+        try {
+          entries.push(JSON.parse(line));
+        } catch {
+          // a torn line from a killed kernel: skip it
+        }
+      }
+    }
+    this.sessionNo = entries.reduce((m, e) => Math.max(m, e.s), 0) + 1;
+    return (this.entries = entries);
+  }
+
+  get session(): number {
+    this.load();
+    return this.sessionNo;
+  }
+
+  add(line: number, input: string, output: string | null): void {
+    const e = { s: this.session, l: line, i: input, o: output };
+    this.load().push(e);
+    try {
+      mkdirSync(dirname(this.file), { recursive: true });
+      appendFileSync(this.file, JSON.stringify(e) + "\n");
+    } catch {
+      // history is a convenience: a read-only home must not break execution
+    }
+  }
+
+  private row(e: Entry, output: boolean): Row {
+    return [e.s, e.l, output ? [e.i, e.o] : e.i];
+  }
+
+  tail(n: number, output: boolean): Row[] {
+    const all = this.load();
+    return all.slice(Math.max(0, all.length - n)).map((e) => this.row(e, output));
+  }
+
+  range(session: number, start: number, stop: number | null, output: boolean): Row[] {
+    const s = session <= 0 ? this.session + session : session;
+    return this.load()
+      .filter((e) => e.s === s && e.l >= start && (stop == null || e.l < stop))
+      .map((e) => this.row(e, output));
+  }
+
+  search(pattern: string, n: number | null, unique: boolean, output: boolean): Row[] {
+    const re = new RegExp("^" + pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, "[\\s\\S]*").replace(/\?/g, "[\\s\\S]") + "$");
+    let hits = this.load().filter((e) => re.test(e.i));
+    if (unique) {
+      const seen = new Set<string>();
+      hits = hits.reverse().filter((e) => (seen.has(e.i) ? false : (seen.add(e.i), true))).reverse();
+    }
+    if (n != null && n > 0) hits = hits.slice(Math.max(0, hits.length - n));
+    return hits.map((e) => this.row(e, output));
+  }
+}

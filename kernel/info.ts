@@ -1,0 +1,41 @@
+// kernel_info_reply content, shared by the shell handler and the socket thread (control channel).
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { PROTOCOL_VERSION } from "./wire/message.ts";
+
+const require = createRequire(import.meta.url);
+const pkgVersion = (name: string) => {
+  try {
+    return JSON.parse(readFileSync(require.resolve(`${name}/package.json`), "utf8")).version as string;
+  } catch {
+    return "unknown";
+  }
+};
+
+export const KERNEL_VERSION = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version as string;
+
+export function kernelInfo(): object {
+  const ts = pkgVersion("typescript");
+  return {
+    status: "ok",
+    protocol_version: PROTOCOL_VERSION,
+    implementation: "gradlab",
+    implementation_version: KERNEL_VERSION,
+    language_info: {
+      name: "typescript",
+      version: ts,
+      mimetype: "text/typescript",
+      file_extension: ".ts",
+      pygments_lexer: "typescript",
+      codemirror_mode: { name: "javascript", typescript: true },
+      nbconvert_exporter: "script",
+    },
+    banner: `GradLab ${KERNEL_VERSION} — TypeScript ${ts} on Node ${process.version}, with a PyTorch-like autograd runtime on WebGPU preloaded as \`torch\`.`,
+    help_links: [
+      { text: "GradLab", url: "https://github.com/gradlab/gradlab#readme" },
+      { text: "TypeScript handbook", url: "https://www.typescriptlang.org/docs/handbook/intro.html" },
+      { text: "Node.js API", url: "https://nodejs.org/docs/latest-v20.x/api/" },
+    ],
+    debugger: false,
+  };
+}

@@ -1,0 +1,204 @@
+// The kernel process: shell and iopub on the main thread, everything that must answer while a cell
+// runs (control, heartbeat, stdin) on the socket thread; requests dispatched to handlers.
+import type { Worker } from "node:worker_threads";
+import { startTsWorker } from "./sockets/ts-worker.ts";
+import { randomUUID } from "node:crypto";
+import * as zmq from "zeromq";
+import { makeHeader, parse, serialize, Signer, type Message } from "./wire/message.ts";
+import { endpoint, type ConnectionInfo } from "./sockets/connection.ts";
+import { SendQueue } from "./sockets/queue.ts";
+import { createShared, type FromWorker, type SharedState, type ToWorker } from "./sockets/shared.ts";
+import { OutputCapture, type CellContext } from "./executor/output.ts";
+import { Executor } from "./executor/executor.ts";
+import { History, defaultHistoryFile } from "./history.ts";
+import { CommManager } from "./comms.ts";
+import { installGlobals } from "./display/globals.ts";
+import { kernelInfo } from "./info.ts";
+import { handlers } from "./handlers/index.ts";
+import { log } from "./log.ts";
+
+export class Kernel {
+  readonly session = randomUUID();
+  readonly signer: Signer;
+  readonly shared: SharedState;
+  readonly capture: OutputCapture;
+  readonly executor: Executor;
+  readonly history = new History(defaultHistoryFile());
+  readonly comms = new CommManager();
+  readonly kernelInfo = kernelInfo();
+  executionCount = 0;
+  /** after an error with stop_on_error: execute_requests that arrived up to this sequence number are aborted */
+  abortThrough = 0;
+  private seq = 0;
+  /** sequence number of the request being handled */
+  currentSeq = 0;
+  /** the shell request being handled now */
+  current: Message | null = null;
+
+  private shell = new zmq.Router({ linger: 0, sendHighWaterMark: 0, receiveHighWaterMark: 0 });
+  private iopub = new zmq.Publisher({ linger: 1000, sendHighWaterMark: 0 });
+  private shellOut = new SendQueue(this.shell);
+  private iopubOut = new SendQueue(this.iopub);
+  private worker: Worker;
+  private queue: { msg: Message; channel: "shell" | "control"; seq: number }[] = [];
+  private processing = false;
+  private workerReady: Promise<void>;
+
+  constructor(private readonly conn: ConnectionInfo, readonly baseDir = process.cwd()) {
+    this.signer = new Signer(conn.key, conn.signature_scheme);
+    const { sab, state } = createShared();
+    this.shared = state;
+    this.capture = new OutputCapture((ctx, name, text) => this.publish("stream", { name, text }, ctx.parent));
+    this.executor = new Executor(state.irq, this.capture, baseDir);
+    this.comms.publisher = () => (type, content, metadata = {}, buffers = []) =>
+      this.publish(type, content, this.currentParent(), metadata, buffers);
+    this.worker = startTsWorker(new URL("./sockets/control-worker.ts", import.meta.url), {
+      workerData: { conn, session: this.session, sab, kernelInfo: this.kernelInfo },
+    });
+    this.workerReady = new Promise((resolve) => {
+      this.worker.on("message", (m: FromWorker) => {
+        if (m.type === "ready") resolve();
+        else this.onWorker(m);
+      });
+    });
+    this.worker.on("error", (e) => log(`socket thread died: ${e.stack ?? e}`));
+    this.worker.unref();
+  }
+
+  async start(): Promise<void> {
+    await Promise.all([
+      this.shell.bind(endpoint(this.conn, this.conn.shell_port)),
+      this.iopub.bind(endpoint(this.conn, this.conn.iopub_port)),
+    ]);
+    this.capture.install();
+    installGlobals(this);
+    process.on("SIGINT", () => this.executor.interrupt());
+    process.on("SIGTERM", () => this.shutdown(false));
+    void this.shellLoop();
+    await this.workerReady;
+    log(`kernel ${this.session} ready (${endpoint(this.conn, this.conn.shell_port)})`);
+  }
+
+  private onWorker(m: FromWorker): void {
+    if (m.type === "interrupt") this.executor.interrupt();
+    else if (m.type === "shutdown") void this.shutdown(m.restart);
+    else if (m.type === "control-status") this.publish("status", { execution_state: m.state }, m.parent);
+    else if (m.type === "control") {
+      const r = parse(m.frames.map((f) => Buffer.from(f)), this.signer);
+      if (r.ok) this.enqueue(r.msg, "control");
+    }
+  }
+
+  private async shellLoop(): Promise<void> {
+    try {
+      for await (const frames of this.shell) {
+        const r = parse(frames, this.signer);
+        if (!r.ok) {
+          log(`shell: dropped message: ${r.reason}`);
+          continue;
+        }
+        this.enqueue(r.msg, "shell");
+      }
+    } catch (e) {
+      if (!this.shell.closed) log(`shell loop: ${(e as Error).stack}`);
+    }
+  }
+
+  private enqueue(msg: Message, channel: "shell" | "control"): void {
+    this.queue.push({ msg, channel, seq: ++this.seq });
+    if (!this.processing) void this.process();
+  }
+
+  private async process(): Promise<void> {
+    this.processing = true;
+    while (this.queue.length) {
+      const { msg, channel, seq } = this.queue.shift()!;
+      this.currentSeq = seq;
+      await this.handle(msg, channel);
+    }
+    this.processing = false;
+  }
+
+  private async handle(msg: Message, channel: "shell" | "control"): Promise<void> {
+    const type = msg.header.msg_type;
+    this.current = msg;
+    this.publish("status", { execution_state: "busy" }, msg.header);
+    try {
+      const h = handlers[type];
+      if (h) await h(this, msg, channel);
+      else {
+        log(`unknown message type ${JSON.stringify(type)} on ${channel}`);
+        const replyType = type.endsWith("_request") ? type.replace(/_request$/, "_reply") : null;
+        if (replyType) this.reply(msg, replyType, { status: "error", ename: "UnknownMessageType", evalue: `unknown message type ${type}`, traceback: [] }, channel);
+      }
+    } catch (e) {
+      log(`handler ${type} failed: ${(e as Error).stack}`);
+    } finally {
+      this.capture.flush();
+      this.publish("status", { execution_state: "idle" }, msg.header);
+      this.current = null;
+    }
+  }
+
+  currentParent(): object {
+    return this.capture.als.getStore()?.parent ?? this.current?.header ?? this.capture.last?.parent ?? {};
+  }
+
+  reply(req: Message, type: string, content: object, channel: "shell" | "control" = "shell", metadata: object = {}): void {
+    const frames = serialize(this.signer, makeHeader(type, this.session), req.header, metadata, content, req.identities);
+    if (channel === "shell") this.shellOut.send(frames);
+    else this.toWorker({ type: "control-send", frames });
+  }
+
+  publish(type: string, content: object, parent: object, metadata: object = {}, buffers: Buffer[] = []): void {
+    if (type !== "stream") this.capture.flush();
+    const topic = Buffer.from(`kernel.${this.session}.${type}`);
+    this.iopubOut.send(serialize(this.signer, makeHeader(type, this.session), parent, metadata, content, [topic], buffers));
+  }
+
+  get aborting(): boolean {
+    return this.currentSeq <= this.abortThrough;
+  }
+
+  /** stop_on_error: abort every request already sent to us. Reads what zeromq has buffered first,
+   *  so call it before sending the error reply (nothing after the reply can be "queued"). */
+  async abortQueued(): Promise<void> {
+    let n = -1;
+    for (let i = 0; i < 50 && n !== this.seq; i++) {
+      n = this.seq;
+      await new Promise((r) => setImmediate(r));
+    }
+    this.abortThrough = this.seq;
+  }
+
+  toWorker(m: ToWorker): void {
+    this.worker.postMessage(m);
+  }
+
+  /** input_request on stdin, blocking this thread until the reply (or an interrupt) arrives. */
+  prompt(ctx: CellContext | null, prompt: string, password: boolean): string | null {
+    const req = ctx ?? this.capture.last;
+    if (!req || !(req as any).allowStdin) throw new Error("stdin is not available: this frontend does not support input requests");
+    this.capture.flush();
+    const ctl = this.shared.stdinCtl;
+    Atomics.store(ctl, 0, 0);
+    this.toWorker({ type: "input_request", prompt, password, parent: req.parent, identities: req.identities });
+    while (Atomics.load(ctl, 0) === 0) Atomics.wait(ctl, 0, 0, 1000);
+    const state = Atomics.load(ctl, 0);
+    Atomics.store(ctl, 0, 1);
+    if (state === 2) this.executor.interrupt();
+    if (state !== 1) return null;
+    return Buffer.from(this.shared.stdinData.subarray(0, Atomics.load(ctl, 1))).toString("utf8");
+  }
+
+  async shutdown(restart: boolean): Promise<void> {
+    log(`shutting down${restart ? " for restart" : ""}`);
+    this.capture.flush();
+    this.publish("shutdown_reply", { status: "ok", restart }, this.current?.header ?? {});
+    await Promise.race([Promise.all([this.iopubOut.flushed(), this.shellOut.flushed()]), new Promise((r) => setTimeout(r, 500))]);
+    this.toWorker({ type: "close" });
+    this.shell.close();
+    this.iopub.close();
+    process.exit(0);
+  }
+}

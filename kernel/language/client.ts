@@ -1,0 +1,78 @@
+// Main-thread side of the language service. The TypeScript compiler is loaded in a worker thread the
+// first time it is needed, so it never delays kernel start or a cell.
+import type { Worker } from "node:worker_threads";
+import { startTsWorker } from "../sockets/ts-worker.ts";
+import type { Kernel } from "../kernel.ts";
+import { log } from "../log.ts";
+
+export interface TsCompletion { entries: { name: string; kind: string }[] }
+export interface TsInspection { signature: string; docs: string }
+export interface TsDiagnostic { line: number; col: number; code: number; text: string }
+
+const TIMEOUT_MS = Number(process.env.GRADLAB_LS_TIMEOUT_MS ?? 10_000);
+
+class LanguageClient {
+  private worker: Worker | null = null;
+  private seq = 0;
+  private pending = new Map<number, (v: any) => void>();
+  private cells: string[] = [];
+
+  private ensure(): Worker {
+    if (this.worker) return this.worker;
+    const w = startTsWorker(new URL("./service-worker.ts", import.meta.url), { workerData: { cells: this.cells } });
+    w.unref();
+    w.on("message", (m: { id: number; result: unknown }) => {
+      const r = this.pending.get(m.id);
+      this.pending.delete(m.id);
+      r?.(m.result);
+    });
+    w.on("error", (e) => {
+      log(`language service failed: ${e.stack ?? e}`);
+      for (const r of this.pending.values()) r(null);
+      this.pending.clear();
+      this.worker = null;
+    });
+    return (this.worker = w);
+  }
+
+  private call<T>(op: string, args: object): Promise<T | null> {
+    const w = this.ensure();
+    const id = ++this.seq;
+    return new Promise<T | null>((resolve) => {
+      const t = setTimeout(() => {
+        this.pending.delete(id);
+        resolve(null);
+      }, TIMEOUT_MS);
+      this.pending.set(id, (v) => {
+        clearTimeout(t);
+        resolve(v);
+      });
+      w.postMessage({ id, op, ...args });
+    });
+  }
+
+  /** Remember a cell that ran, so later completions know its declarations. */
+  addCell(code: string): void {
+    this.cells.push(code);
+    this.worker?.postMessage({ id: 0, op: "addCell", code });
+  }
+
+  complete(code: string, cursor: number) {
+    return this.call<TsCompletion>("complete", { code, cursor });
+  }
+  inspect(code: string, cursor: number) {
+    return this.call<TsInspection>("inspect", { code, cursor });
+  }
+  diagnostics(code: string) {
+    return this.call<TsDiagnostic[]>("diagnostics", { code });
+  }
+  /** Start loading TypeScript in the background. */
+  warm(): void {
+    this.ensure();
+  }
+}
+
+let client: LanguageClient | null = null;
+export function languageService(_k?: Kernel): LanguageClient {
+  return (client ??= new LanguageClient());
+}

@@ -1,0 +1,144 @@
+// Worker thread hosting the TypeScript language service over a virtual notebook: a prelude that
+// declares the kernel's globals (torch, display, ...) and one file holding every cell run so far
+// followed by the cell being edited.
+import { parentPort, workerData } from "node:worker_threads";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import ts from "typescript";
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const baseDir = process.cwd();
+const PRELUDE = join(baseDir, "__gradlab_prelude.d.ts");
+const CELLS = join(baseDir, "__gradlab_cells.ts");
+
+const preludeText = `
+declare const torch: typeof import(${JSON.stringify(join(repo, "src/index.ts"))});
+interface GradlabDisplayHandle { display_id: string; update(obj: unknown, opts?: { metadata?: Record<string, unknown> }): void }
+interface GradlabDisplayOptions { display_id?: string | boolean; update?: boolean; metadata?: Record<string, unknown> }
+/** Show a value in the notebook as rich output (honours obj[Symbol.for("Jupyter.display")]()). */
+declare function display(obj: unknown, opts?: GradlabDisplayOptions): GradlabDisplayHandle | undefined;
+declare namespace display {
+  function html(html: string, opts?: GradlabDisplayOptions): GradlabDisplayHandle | undefined;
+  function markdown(md: string, opts?: GradlabDisplayOptions): GradlabDisplayHandle | undefined;
+  function svg(svg: string, opts?: GradlabDisplayOptions): GradlabDisplayHandle | undefined;
+  function json(value: unknown, opts?: GradlabDisplayOptions): GradlabDisplayHandle | undefined;
+  function latex(tex: string, opts?: GradlabDisplayOptions): GradlabDisplayHandle | undefined;
+  function png(data: string | Uint8Array, opts?: GradlabDisplayOptions): GradlabDisplayHandle | undefined;
+  function bundle(data: Record<string, unknown>, opts?: GradlabDisplayOptions): GradlabDisplayHandle | undefined;
+}
+/** Clear this cell's output; with {wait: true}, when the next output arrives. */
+declare function clear_output(opts?: { wait?: boolean }): void;
+/** Ask the user for a line of text (blocks until answered). */
+declare function prompt(message?: string, _default?: string): string | null;
+declare function input(message?: string, opts?: { password?: boolean }): Promise<string | null>;
+interface GradlabComm {
+  readonly comm_id: string; readonly target_name: string;
+  send(data?: unknown, metadata?: object, buffers?: Uint8Array[]): void;
+  close(data?: unknown): void;
+  onMsg(fn: (data: any, msg: { metadata: unknown; buffers: Uint8Array[] }) => void): this;
+  onClose(fn: (data: any) => void): this;
+}
+declare const comms: {
+  registerTarget(name: string, handler: (comm: GradlabComm, open: { data: unknown; metadata: unknown; buffers: Uint8Array[] }) => void): void;
+  unregisterTarget(name: string): void;
+  open(target_name: string, data?: unknown, metadata?: object, buffers?: Uint8Array[]): GradlabComm;
+  list(): GradlabComm[];
+};
+`;
+
+const history: string[] = [...((workerData?.cells as string[]) ?? [])];
+let current = "";
+let version = 0;
+
+const options: ts.CompilerOptions = {
+  target: ts.ScriptTarget.ES2022,
+  module: ts.ModuleKind.ESNext,
+  moduleResolution: ts.ModuleResolutionKind.Bundler,
+  allowImportingTsExtensions: true,
+  noEmit: true,
+  strict: true,
+  noImplicitAny: false,
+  skipLibCheck: true,
+  esModuleInterop: true,
+  lib: ["lib.es2023.d.ts", "lib.esnext.disposable.d.ts"],
+  types: ["node"],
+  typeRoots: [join(repo, "node_modules/@types")],
+};
+
+function cellsText(): { text: string; offset: number } {
+  const prefix = history.map((c) => c + "\n;\n").join("");
+  return { text: prefix + current + "\nexport {};\n", offset: prefix.length };
+}
+
+const host: ts.LanguageServiceHost = {
+  getCompilationSettings: () => options,
+  getScriptFileNames: () => [PRELUDE, CELLS],
+  getScriptVersion: (f) => (f === CELLS ? String(version) : "1"),
+  getScriptSnapshot: (f) => {
+    if (f === PRELUDE) return ts.ScriptSnapshot.fromString(preludeText);
+    if (f === CELLS) return ts.ScriptSnapshot.fromString(cellsText().text);
+    const text = ts.sys.readFile(f);
+    return text === undefined ? undefined : ts.ScriptSnapshot.fromString(text);
+  },
+  getCurrentDirectory: () => baseDir,
+  getDefaultLibFileName: (o) => ts.getDefaultLibFilePath(o),
+  fileExists: (f) => f === PRELUDE || f === CELLS || ts.sys.fileExists(f),
+  readFile: (f) => (f === PRELUDE ? preludeText : f === CELLS ? cellsText().text : ts.sys.readFile(f)),
+  readDirectory: ts.sys.readDirectory,
+  directoryExists: ts.sys.directoryExists,
+  getDirectories: ts.sys.getDirectories,
+};
+const service = ts.createLanguageService(host, ts.createDocumentRegistry());
+
+function setCurrent(code: string): number {
+  current = code;
+  version++;
+  return cellsText().offset;
+}
+
+// Diagnostics that notebooks trigger by design (redeclaring across cells, top-level await, ...).
+const IGNORED = new Set([2300, 2451, 2403, 2393, 1375, 1378, 2440, 6133, 7016, 2307, 2792]);
+
+function handle(m: any): unknown {
+  switch (m.op) {
+    case "addCell":
+      history.push(m.code);
+      version++;
+      return undefined;
+    case "complete": {
+      const off = setCurrent(m.code);
+      const r = service.getCompletionsAtPosition(CELLS, off + m.cursor, { includeCompletionsWithInsertText: false });
+      return { entries: (r?.entries ?? []).filter((e) => !e.name.startsWith("__gradlab")).map((e) => ({ name: e.name, kind: e.kind })) };
+    }
+    case "inspect": {
+      const off = setCurrent(m.code);
+      let info = service.getQuickInfoAtPosition(CELLS, off + m.cursor);
+      if (!info && m.cursor > 0) info = service.getQuickInfoAtPosition(CELLS, off + m.cursor - 1);
+      if (!info) return null;
+      return { signature: ts.displayPartsToString(info.displayParts), docs: ts.displayPartsToString(info.documentation) };
+    }
+    case "diagnostics": {
+      const off = setCurrent(m.code);
+      const end = off + m.code.length;
+      const sf = service.getProgram()!.getSourceFile(CELLS)!;
+      return [...service.getSyntacticDiagnostics(CELLS), ...service.getSemanticDiagnostics(CELLS)]
+        .filter((d) => d.start !== undefined && d.start >= off && d.start <= end && !IGNORED.has(d.code))
+        .map((d) => {
+          const lc = sf.getLineAndCharacterOfPosition(d.start!);
+          const base = sf.getLineAndCharacterOfPosition(off);
+          return { line: lc.line - base.line + 1, col: lc.character + 1, code: d.code, text: ts.flattenDiagnosticMessageText(d.messageText, "\n") };
+        });
+    }
+  }
+  return null;
+}
+
+parentPort!.on("message", (m) => {
+  let result: unknown = null;
+  try {
+    result = handle(m);
+  } catch (e) {
+    result = null;
+  }
+  if (m.id) parentPort!.postMessage({ id: m.id, result });
+});

@@ -1,0 +1,24 @@
+// Connection file (written by the client that starts the kernel) and endpoint helpers.
+import { readFileSync } from "node:fs";
+
+export interface ConnectionInfo {
+  transport: string;
+  ip: string;
+  key: string;
+  signature_scheme: string;
+  shell_port: number;
+  iopub_port: number;
+  stdin_port: number;
+  control_port: number;
+  hb_port: number;
+  kernel_name?: string;
+}
+
+export function readConnectionFile(path: string): ConnectionInfo {
+  const c = JSON.parse(readFileSync(path, "utf8"));
+  return { transport: "tcp", ip: "127.0.0.1", signature_scheme: "hmac-sha256", key: "", ...c };
+}
+
+export function endpoint(c: ConnectionInfo, port: number): string {
+  return c.transport === "ipc" ? `ipc://${c.ip}-${port}` : `tcp://${c.ip}:${port}`;
+}

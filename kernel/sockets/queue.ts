@@ -1,0 +1,40 @@
+// zeromq v6 allows one send in flight per socket: queue frames and drain them in order, never dropping.
+import type * as zmq from "zeromq";
+
+export class SendQueue {
+  private q: Buffer[][] = [];
+  private draining = false;
+  private idleWaiters: (() => void)[] = [];
+  constructor(private readonly sock: zmq.Writable & { closed: boolean }) {}
+
+  send(frames: Buffer[]): void {
+    this.q.push(frames);
+    if (!this.draining) void this.drain();
+  }
+
+  /** Resolves once everything queued so far has been handed to zeromq. */
+  flushed(): Promise<void> {
+    if (!this.draining && this.q.length === 0) return Promise.resolve();
+    return new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.q.length) {
+        const frames = this.q.shift()!;
+        if (this.sock.closed) continue;
+        try {
+          await this.sock.send(frames);
+        } catch (e) {
+          if (!this.sock.closed) process.stderr.write(`[gradlab] send failed: ${(e as Error).message}\n`);
+        }
+      }
+    } finally {
+      this.draining = false;
+      const w = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const r of w) r();
+    }
+  }
+}

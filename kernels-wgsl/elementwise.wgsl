@@ -1,0 +1,152 @@
+// Strided, broadcasting elementwise kernels. Operand 0 is the output, 1..3 the inputs.
+// Params (u32 words): [0] numel, [1] rank, [2] scalar s0 (f32), [3] scalar s1 (f32),
+// [4..11] output shape, [12..15] element offsets of operands 0..3, [16..47] strides of operands 0..3
+// (8 each; 0 for broadcast dims), [48..51] dtypes of operands 0..3.
+// The host coalesces dims first, so contiguous operands have rank 1 and cost one div per element.
+
+override OP: u32 = 0u;
+override B_SCALAR: u32 = 0u;   // binary: operand b is the scalar s0
+override INT_MATH: u32 = 0u;   // binary: compute in i32 (both inputs integral)
+
+fn off(k: u32, i: u32) -> u32 {
+  var rem = i;
+  var o = P[12u + k];
+  for (var d = P[1]; d > 0u; d--) {
+    let s = P[3u + d];
+    o += (rem % s) * P[15u + k * 8u + d];
+    rem = rem / s;
+  }
+  return o;
+}
+fn dt(k: u32) -> u32 { return P[48u + k]; }
+
+fn erf_approx(x: f32) -> f32 {
+  // Abramowitz & Stegun 7.1.26 refined (max abs error ~1.2e-7 in f32 range used by GELU)
+  let t = 1.0 / (1.0 + 0.5 * abs(x));
+  let y = 1.0 - t * exp(-x * x - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 +
+    t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));
+  return select(-y, y, x >= 0.0);
+}
+
+fn unary_op(x: f32) -> f32 {
+  switch OP {
+    case 0u: { return -x; }
+    case 1u: { return abs(x); }
+    case 2u: { return exp(x); }
+    case 3u: { return log(x); }
+    case 4u: { return sqrt(x); }
+    case 5u: { return inverseSqrt(x); }
+    case 6u: { return max(x, 0.0); }
+    case 7u: { return 0.5 * x * (1.0 + erf_approx(x * 0.7071067811865476)); }
+    case 8u: { return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
+    case 9u: { return 1.0 / (1.0 + exp(-x)); }
+    case 10u: { return tanh(x); }
+    case 11u: {
+      // clamp: s0 = min, s1 = max; NaN bounds mean "none"
+      var y = x;
+      if (pf(2u) == pf(2u)) { y = max(y, pf(2u)); }
+      if (pf(3u) == pf(3u)) { y = min(y, pf(3u)); }
+      return y;
+    }
+    case 13u: { return pow(x, pf(2u)); }
+    case 14u: { return pf(2u); }
+    case 15u: { return x * pf(2u); }
+    case 16u: { return select(0.0, 1.0, x > 0.0) * pf(2u); }  // relu backward factor
+    default: { return x; }
+  }
+}
+
+@compute @workgroup_size(64)
+fn unary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
+  let i = linear_id(g, n, 64u);
+  if (i >= P[0]) { return; }
+  if (OP == 14u) { st(S0, off(0u, i), from_f32(pf(2u), dt(0u))); return; }
+  let bits = ld(S1, off(1u, i));
+  if (OP == 12u && dt(0u) == dt(1u)) { st(S0, off(0u, i), bits); return; }  // exact copy
+  st(S0, off(0u, i), from_f32(unary_op(as_f32(bits, dt(1u))), dt(0u)));
+}
+
+fn as_i32(bits: u32, d: u32) -> i32 {
+  if (d == F32) { return i32(bitcast<f32>(bits)); }
+  if (d == I32) { return bitcast<i32>(bits); }
+  return select(0, 1, bits != 0u);
+}
+
+fn binary_f(a: f32, b: f32) -> f32 {
+  switch OP {
+    case 0u: { return a + pf(3u) * b; }
+    case 1u: { return a - pf(3u) * b; }
+    case 2u: { return a * b; }
+    case 3u: { return a / b; }
+    case 4u: {
+      // pow with PyTorch's conventions for negative bases and integral exponents
+      if (b == 0.0) { return 1.0; }
+      if (a < 0.0 && b == round(b)) {
+        let m = pow(-a, b);
+        return select(m, -m, (i32(b) & 1) == 1);
+      }
+      return pow(a, b);
+    }
+    case 5u: { return select(0.0, 1.0, a == b); }
+    case 6u: { return select(0.0, 1.0, a != b); }
+    case 7u: { return select(0.0, 1.0, a < b); }
+    case 8u: { return select(0.0, 1.0, a <= b); }
+    case 9u: { return select(0.0, 1.0, a > b); }
+    case 10u: { return select(0.0, 1.0, a >= b); }
+    case 11u: { return select(max(a, b), a + b, a != a || b != b); }
+    case 12u: { return select(min(a, b), a + b, a != a || b != b); }
+    case 13u: { return b - a; }
+    default: { return a; }
+  }
+}
+
+fn binary_i(a: i32, b: i32) -> i32 {
+  switch OP {
+    case 0u: { return a + i32(pf(3u)) * b; }
+    case 1u: { return a - i32(pf(3u)) * b; }
+    case 2u: { return a * b; }
+    case 5u: { return select(0, 1, a == b); }
+    case 6u: { return select(0, 1, a != b); }
+    case 7u: { return select(0, 1, a < b); }
+    case 8u: { return select(0, 1, a <= b); }
+    case 9u: { return select(0, 1, a > b); }
+    case 10u: { return select(0, 1, a >= b); }
+    case 11u: { return max(a, b); }
+    case 12u: { return min(a, b); }
+    case 13u: { return b - a; }
+    default: { return a; }
+  }
+}
+
+@compute @workgroup_size(64)
+fn binary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
+  let i = linear_id(g, n, 64u);
+  if (i >= P[0]) { return; }
+  let abits = ld(S1, off(1u, i));
+  var bbits = P[2u];
+  var bdt = F32;
+  if (B_SCALAR == 0u) { bbits = ld(S2, off(2u, i)); bdt = dt(2u); }
+  var r: u32;
+  if (INT_MATH == 1u) {
+    if (B_SCALAR == 1u) { bdt = I32; bbits = bitcast<u32>(i32(bitcast<f32>(bbits))); }
+    let v = binary_i(as_i32(abits, dt(1u)), as_i32(bbits, bdt));
+    if (dt(0u) == F32) { r = bitcast<u32>(f32(v)); } else if (dt(0u) == BOOL) { r = select(0u, 1u, v != 0); } else { r = bitcast<u32>(v); }
+  } else {
+    r = from_f32(binary_f(as_f32(abits, dt(1u)), as_f32(bbits, bdt)), dt(0u));
+  }
+  st(S0, off(0u, i), r);
+}
+
+@compute @workgroup_size(64)
+fn where3(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
+  let i = linear_id(g, n, 64u);
+  if (i >= P[0]) { return; }
+  let c = ld(S1, off(1u, i));
+  let a = ld(S2, off(2u, i));
+  let b = ld(S3, off(3u, i));
+  if (dt(2u) == dt(0u) && dt(3u) == dt(0u)) {
+    st(S0, off(0u, i), select(b, a, c != 0u));
+  } else {
+    st(S0, off(0u, i), from_f32(select(as_f32(b, dt(3u)), as_f32(a, dt(2u)), c != 0u), dt(0u)));
+  }
+}

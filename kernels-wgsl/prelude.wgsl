@@ -1,0 +1,74 @@
+// Shared by every GradLab kernel (prepended at load time).
+//
+// Binding 0 holds the dispatch's parameters as raw u32 words. Bindings 1..6 are device memory.
+// Many tensors share one buffer (the caching allocator carves segments into blocks), and WebGPU
+// forbids a writable binding that overlaps another binding of the same buffer, so the host binds each
+// distinct block once and tells the kernel, through the override constants S0..S5, which binding
+// holds operand k. Every storage binding is read_write: a read-only binding may not share a buffer
+// with a writable one in the same dispatch.
+@group(0) @binding(0) var<storage, read> P: array<u32>;
+@group(0) @binding(1) var<storage, read_write> B1: array<u32>;
+@group(0) @binding(2) var<storage, read_write> B2: array<u32>;
+@group(0) @binding(3) var<storage, read_write> B3: array<u32>;
+@group(0) @binding(4) var<storage, read_write> B4: array<u32>;
+@group(0) @binding(5) var<storage, read_write> B5: array<u32>;
+@group(0) @binding(6) var<storage, read_write> B6: array<u32>;
+
+override S0: u32 = 1u;
+override S1: u32 = 2u;
+override S2: u32 = 3u;
+override S3: u32 = 4u;
+override S4: u32 = 5u;
+override S5: u32 = 6u;
+
+// dtype codes, as the host sends them
+const F32: u32 = 0u;
+const I32: u32 = 1u;
+const BOOL: u32 = 2u;
+
+fn ld(slot: u32, i: u32) -> u32 {
+  switch slot {
+    case 1u: { return B1[i]; }
+    case 2u: { return B2[i]; }
+    case 3u: { return B3[i]; }
+    case 4u: { return B4[i]; }
+    case 5u: { return B5[i]; }
+    default: { return B6[i]; }
+  }
+}
+
+fn st(slot: u32, i: u32, v: u32) {
+  switch slot {
+    case 1u: { B1[i] = v; }
+    case 2u: { B2[i] = v; }
+    case 3u: { B3[i] = v; }
+    case 4u: { B4[i] = v; }
+    case 5u: { B5[i] = v; }
+    default: { B6[i] = v; }
+  }
+}
+
+fn ldf(slot: u32, i: u32) -> f32 { return bitcast<f32>(ld(slot, i)); }
+fn stf(slot: u32, i: u32, v: f32) { st(slot, i, bitcast<u32>(v)); }
+
+/// A value of dtype `dt` as f32 (ints and bools are converted, floats reinterpreted).
+fn as_f32(bits: u32, dt: u32) -> f32 {
+  if (dt == F32) { return bitcast<f32>(bits); }
+  if (dt == I32) { return f32(bitcast<i32>(bits)); }
+  return select(0.0, 1.0, bits != 0u);
+}
+
+/// An f32 value stored as dtype `dt` (float->int truncates toward zero, as PyTorch's casts do).
+fn from_f32(v: f32, dt: u32) -> u32 {
+  if (dt == F32) { return bitcast<u32>(v); }
+  if (dt == I32) { return bitcast<u32>(i32(v)); }
+  return select(0u, 1u, v != 0.0);
+}
+
+fn pf(i: u32) -> f32 { return bitcast<f32>(P[i]); }
+
+/// The invocation's linear index for a 2-D grid of 1-D workgroups of size `wg`
+/// (more than 65535 workgroups spill into y).
+fn linear_id(gid: vec3<u32>, nwg: vec3<u32>, wg: u32) -> u32 {
+  return gid.x + gid.y * nwg.x * wg;
+}

@@ -1,0 +1,118 @@
+// torch.webgpu (aliased as torch.cuda): device queries and memory statistics.
+// Device queries are async because WebGPU hands out adapters asynchronously; memory statistics are
+// synchronous and never wait on the GPU, since the allocator's accounting is host-side and exact.
+
+import { allocator } from "../memory/storage.ts";
+import { formatBytes } from "../memory/format-bytes.ts";
+import { getDevice, readyDevice, simulateDeviceLoss } from "./backend.ts";
+import { flush } from "./scheduler.ts";
+import { OutOfMemoryError, ValueError } from "../errors.ts";
+
+export { OutOfMemoryError };
+
+export async function is_available(): Promise<boolean> {
+  try {
+    await getDevice();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Acquires the device now (it is otherwise acquired at the first readback or synchronize). */
+export async function init(): Promise<void> {
+  await getDevice();
+}
+
+export async function device_count(): Promise<number> {
+  return (await is_available()) ? 1 : 0;
+}
+
+export const current_device = () => 0;
+
+export async function get_device_name(): Promise<string> {
+  const { facts } = await getDevice();
+  return facts.description || facts.device || `${facts.vendor} ${facts.architecture}`.trim() || "WebGPU adapter";
+}
+export const device_name = get_device_name;
+
+export async function get_device_properties() {
+  const { facts } = await getDevice();
+  return {
+    name: await get_device_name(),
+    backend: facts.backend,
+    vendor: facts.vendor,
+    architecture: facts.architecture,
+    device: facts.device,
+    description: facts.description,
+    is_fallback_adapter: facts.is_fallback_adapter,
+    feature_level: facts.feature_level,
+    total_memory: allocator.capacity,
+    limits: facts.limits,
+    features: facts.features,
+  };
+}
+
+/** Waits until every op recorded so far has run on the GPU. */
+export async function synchronize(): Promise<void> {
+  await flush();
+  await readyDevice()?.device.queue.onSubmittedWorkDone();
+}
+
+export const memory_allocated = () => allocator.allocated.all.current;
+export const max_memory_allocated = () => allocator.allocated.all.peak;
+export const memory_reserved = () => allocator.reserved.all.current;
+export const max_memory_reserved = () => allocator.reserved.all.peak;
+export const reset_peak_memory_stats = () => allocator.resetPeak();
+export const reset_max_memory_allocated = () => allocator.resetPeak();
+/** Releases every cached segment that holds no live tensor (memory_reserved drops; allocated does not). */
+export const empty_cache = () => allocator.releaseCached();
+export const memory_stats = () => allocator.stats();
+
+/** torch.cuda.set_per_process_memory_fraction: caps what GradLab may reserve, as a share of the device. */
+export function set_per_process_memory_fraction(fraction: number, total = deviceMemory): void {
+  if (!(fraction >= 0 && fraction <= 1)) throw new ValueError(`Invalid fraction value: ${fraction}. Allowed range: 0~1`);
+  allocator.capacity = Math.floor(total * fraction);
+}
+/** Sets the device capacity in bytes (for demonstrations of running out of memory). */
+export function set_memory_capacity(bytes: number): void {
+  if (!(bytes > 0)) throw new ValueError(`capacity must be a positive number of bytes, got ${bytes}`);
+  allocator.capacity = bytes;
+}
+const deviceMemory = allocator.capacity;
+
+/** A table in the layout of torch.cuda.memory_summary(). */
+export function memory_summary(): string {
+  const s = allocator.stats();
+  const line = "|" + "=".repeat(75) + "|";
+  const thin = "|" + "-".repeat(75) + "|";
+  const row = (label: string, vals: string[]) =>
+    "| " + label.padEnd(24) + "| " + vals.map((v) => v.padStart(9)).join(" | ") + " |";
+  const block = (title: string, key: string, fmt: (n: number) => string) => [
+    row(title, ["Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed"].map((h) => h.slice(0, 10))),
+    thin,
+    ...(["all", "large_pool", "small_pool"] as const).map((pool) =>
+      row(pool === "all" ? "  from all pools" : pool === "large_pool" ? "    from large pool" : "    from small pool",
+        ["current", "peak", "allocated", "freed"].map((k) => fmt(s[`${key}.${pool}.${k}`])))),
+    thin,
+  ];
+  const bytes = (n: number) => formatBytes(n).replace(" bytes", " B").replace("KiB", "KB").replace("MiB", "MB").replace("GiB", "GB");
+  const count = (n: number) => String(n);
+  return [
+    line,
+    "|" + "                  GradLab WebGPU memory summary, device ID 0".padEnd(75) + "|",
+    thin,
+    "|" + `  OOMs: ${s.num_ooms}  |  alloc retries: ${s.num_alloc_retries}  |  capacity: ${formatBytes(allocator.capacity)}`.padEnd(75) + "|",
+    line,
+    ...block("Allocated memory", "allocated_bytes", bytes),
+    ...block("Requested memory", "requested_bytes", bytes),
+    ...block("GPU reserved memory", "reserved_bytes", bytes),
+    ...block("Allocations", "allocation", count),
+    ...block("GPU reserved segments", "segment", count),
+    row("Non-releasable memory", [bytes(s["inactive_split_bytes.all.current"]), "", "", ""]),
+    line,
+  ].join("\n");
+}
+
+/** Destroys the device as a driver reset would; tensors created before report the loss when used. */
+export const _simulate_device_loss = simulateDeviceLoss;

@@ -1,0 +1,67 @@
+// WGSL lives in kernels-wgsl/*.wgsl. Each file is compiled with prelude.wgsl in front (shared helpers:
+// bindings, loads and stores by slot, dtype conversion, dispatch indexing). Pipelines are specialised
+// with WGSL `override` constants (op codes, dtypes, binding slots, tile sizes) instead of text
+// templates, so every shader stays a plain, valid WGSL file; they are cached per device.
+// All kernels share one explicit bind group layout: params + MAX_BINDINGS storage buffers.
+
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+export const MAX_BINDINGS = 6;
+const dir = fileURLToPath(new URL("../../kernels-wgsl/", import.meta.url));
+const sources = new Map<string, string>();
+
+interface PerDevice {
+  layout: GPUBindGroupLayout;
+  pipelineLayout: GPUPipelineLayout;
+  dummy: GPUBuffer;
+  modules: Map<string, GPUShaderModule>;
+  pipelines: Map<string, GPUComputePipeline>;
+}
+const cache = new WeakMap<GPUDevice, PerDevice>();
+
+export function shaderSource(name: string): string {
+  let src = sources.get(name);
+  if (src === undefined) {
+    src = readFileSync(`${dir}prelude.wgsl`, "utf8") + "\n" + readFileSync(`${dir}${name}.wgsl`, "utf8");
+    sources.set(name, src);
+  }
+  return src;
+}
+
+function perDevice(device: GPUDevice): PerDevice {
+  let d = cache.get(device);
+  if (!d) {
+    const entries: GPUBindGroupLayoutEntry[] = [
+      { binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: "read-only-storage" } },
+    ];
+    for (let i = 1; i <= MAX_BINDINGS; i++) entries.push({ binding: i, visibility: GPUShaderStage.COMPUTE, buffer: { type: "storage" } });
+    const layout = device.createBindGroupLayout({ entries });
+    d = {
+      layout,
+      pipelineLayout: device.createPipelineLayout({ bindGroupLayouts: [layout] }),
+      // Unused bindings point at disjoint 256-byte ranges of this buffer, so they never alias.
+      dummy: device.createBuffer({ size: 256 * MAX_BINDINGS, usage: GPUBufferUsage.STORAGE }),
+      modules: new Map(),
+      pipelines: new Map(),
+    };
+    cache.set(device, d);
+  }
+  return d;
+}
+
+export const bindGroupLayout = (device: GPUDevice) => perDevice(device).layout;
+export const dummyFor = (device: GPUDevice) => perDevice(device).dummy;
+
+export function pipelineFor(device: GPUDevice, shader: string, entry: string, constants: Record<string, number>): GPUComputePipeline {
+  const d = perDevice(device);
+  const key = `${shader}:${entry}:${JSON.stringify(constants)}`;
+  let p = d.pipelines.get(key);
+  if (!p) {
+    let module = d.modules.get(shader);
+    if (!module) d.modules.set(shader, (module = device.createShaderModule({ code: shaderSource(shader), label: shader })));
+    p = device.createComputePipeline({ layout: d.pipelineLayout, label: key, compute: { module, entryPoint: entry, constants } });
+    d.pipelines.set(key, p);
+  }
+  return p;
+}

@@ -1,0 +1,85 @@
+// GradLab's runtime: `import * as torch from "gradlab"`. Importing touches no GPU; the device is
+// acquired at the first readback, synchronize() or webgpu.init().
+
+import { Tensor } from "./tensor.ts";
+import * as ew from "./ops/elementwise.ts";
+import * as la from "./ops/linalg.ts";
+import * as red from "./ops/reduce.ts";
+import { formatTensor } from "./format.ts";
+import type { TensorOrScalar, DimArg, ReduceOpts } from "./tensor.ts";
+import * as webgpuApi from "./device/api.ts";
+
+export { Tensor };
+export * from "./dtype.ts";
+export { RuntimeError, IndexError, ValueError, OutOfMemoryError } from "./errors.ts";
+export {
+  tensor, scalar_tensor, empty, zeros, ones, fullOf as full, empty_like, zeros_like, ones_like, full_like, rand_like,
+  randn_like, arange, linspace, rand, randn, randint, manual_seed, initial_seed, get_rng_state, set_rng_state,
+} from "./ops/creation.ts";
+export { scope, gc } from "./memory/lifetime.ts";
+export * as nn from "./nn/index.ts";
+
+export const webgpu = webgpuApi;
+/** The article's code says torch.cuda; here it is the WebGPU device. */
+export const cuda = webgpuApi;
+
+/** torch.del(t): what Python's `del t` does to the last reference. */
+export function del(...ts: Tensor[]): void {
+  for (const t of ts) t.dispose();
+}
+
+// Functional forms of the Tensor methods, with PyTorch's names.
+export const add = (a: Tensor, b: TensorOrScalar, opts?: { alpha?: number }) => a.add(b, opts);
+export const sub = (a: Tensor, b: TensorOrScalar, opts?: { alpha?: number }) => a.sub(b, opts);
+export const mul = (a: Tensor, b: TensorOrScalar) => a.mul(b);
+export const div = (a: Tensor, b: TensorOrScalar) => a.div(b);
+export const pow = (a: Tensor, b: TensorOrScalar) => a.pow(b);
+export const maximum = (a: Tensor, b: Tensor) => a.maximum(b);
+export const minimum = (a: Tensor, b: Tensor) => a.minimum(b);
+export const eq = (a: Tensor, b: TensorOrScalar) => a.eq(b);
+export const ne = (a: Tensor, b: TensorOrScalar) => a.ne(b);
+export const lt = (a: Tensor, b: TensorOrScalar) => a.lt(b);
+export const le = (a: Tensor, b: TensorOrScalar) => a.le(b);
+export const gt = (a: Tensor, b: TensorOrScalar) => a.gt(b);
+export const ge = (a: Tensor, b: TensorOrScalar) => a.ge(b);
+export const neg = (a: Tensor) => a.neg();
+export const abs = (a: Tensor) => a.abs();
+export const exp = (a: Tensor) => a.exp();
+export const log = (a: Tensor) => a.log();
+export const sqrt = (a: Tensor) => a.sqrt();
+export const rsqrt = (a: Tensor) => a.rsqrt();
+export const relu = (a: Tensor) => a.relu();
+export const sigmoid = (a: Tensor) => a.sigmoid();
+export const tanh = (a: Tensor) => a.tanh();
+export const clamp = (a: Tensor, min?: number | null, max?: number | null) => a.clamp(min, max);
+export const where = (cond: Tensor, a: TensorOrScalar, b: TensorOrScalar) => ew.where(cond, a, b);
+export const sum = (a: Tensor, dim?: DimArg | ReduceOpts, opts?: ReduceOpts) => a.sum(dim, opts);
+export const mean = (a: Tensor, dim?: DimArg | ReduceOpts, opts?: ReduceOpts) => a.mean(dim, opts);
+export const argmax = (a: Tensor, dim?: number, opts?: ReduceOpts) => a.argmax(dim, opts);
+export const argmin = (a: Tensor, dim?: number, opts?: ReduceOpts) => a.argmin(dim, opts);
+export const max = (a: Tensor) => a.max();
+export const min = (a: Tensor) => a.min();
+export const softmax = (a: Tensor, dim: number) => red.softmax(a, dim, false);
+export const log_softmax = (a: Tensor, dim: number) => red.softmax(a, dim, true);
+export const matmul = la.matmul;
+export const mm = la.mm;
+export const bmm = la.bmm;
+export const addmm = la.addmm;
+export const transpose = (a: Tensor, d0: number, d1: number) => a.transpose(d0, d1);
+export const t = (a: Tensor) => a.t();
+export const permute = (a: Tensor, dims: number[]) => a.permute(dims);
+export const reshape = (a: Tensor, shape: number[]) => a.reshape(shape);
+export const unsqueeze = (a: Tensor, dim: number) => a.unsqueeze(dim);
+export const squeeze = (a: Tensor, dim?: number) => a.squeeze(dim);
+export const narrow = (a: Tensor, dim: number, start: number, length: number) => a.narrow(dim, start, length);
+export const select = (a: Tensor, dim: number, index: number) => a.select(dim, index);
+export const flatten = (a: Tensor, start = 0, end = -1) => a.flatten(start, end);
+export const clone = (a: Tensor) => a.clone();
+
+/** Python's print(): tensors in PyTorch's repr, other values as strings, separated by spaces. */
+export async function print(...values: unknown[]): Promise<void> {
+  const parts = await Promise.all(values.map((v) => (v instanceof Tensor ? v.repr() : String(v))));
+  console.log(parts.join(" "));
+}
+
+export { formatTensor };

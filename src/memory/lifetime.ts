@@ -1,0 +1,77 @@
+// When a tensor handle lets go of its storage: dispose() / torch.del / `using`, the end of a
+// torch.scope, or, as a fallback for handles dropped by rebinding a variable, the GC's finalizer.
+
+import type { Storage } from "./storage.ts";
+
+interface Disposable_ {
+  dispose(): void;
+  readonly disposed: boolean;
+}
+
+const finalizer = new FinalizationRegistry<Storage>((storage) => storage.release());
+const scopes: Disposable_[][] = [];
+
+export function track(handle: Disposable_ & object, storage: Storage): void {
+  finalizer.register(handle, storage, handle);
+  scopes[scopes.length - 1]?.push(handle);
+}
+
+export function untrack(handle: object): void {
+  finalizer.unregister(handle);
+}
+
+function collectKept(value: unknown, kept: Set<unknown>, depth = 0): void {
+  if (value === null || typeof value !== "object" || depth > 3 || kept.has(value)) return;
+  kept.add(value);
+  if (Array.isArray(value)) for (const v of value) collectKept(v, kept, depth + 1);
+  else if (Object.getPrototypeOf(value) === Object.prototype) for (const v of Object.values(value)) collectKept(v, kept, depth + 1);
+}
+
+function close(frame: Disposable_[], result: unknown): void {
+  const kept = new Set<unknown>();
+  collectKept(result, kept);
+  for (const h of frame) if (!kept.has(h) && !h.disposed) h.dispose();
+  // Returned handles belong to the enclosing scope now.
+  const parent = scopes[scopes.length - 1];
+  if (parent) for (const h of frame) if (kept.has(h) && !h.disposed) parent.push(h);
+}
+
+/**
+ * Runs fn; every tensor handle created inside and not returned (directly, or in an array or plain
+ * object) is disposed when it returns, as CPython frees a function's locals. Works with async fn.
+ */
+export function scope<T>(fn: () => T): T {
+  const frame: Disposable_[] = [];
+  scopes.push(frame);
+  let result: T;
+  try {
+    result = fn();
+  } catch (e) {
+    scopes.pop();
+    close(frame, undefined);
+    throw e;
+  }
+  if (result instanceof Promise) {
+    // Async scopes stay open until the promise settles; handles created meanwhile by other code on the
+    // same stack frame would be captured too, so async scopes are for sequential notebook code.
+    return result.then(
+      (v) => { scopes.splice(scopes.lastIndexOf(frame), 1); close(frame, v); return v; },
+      (e) => { scopes.splice(scopes.lastIndexOf(frame), 1); close(frame, undefined); throw e; },
+    ) as T;
+  }
+  scopes.pop();
+  close(frame, result);
+  return result;
+}
+
+/** A full GC, then a wait for finalizers (needs node --expose-gc, which the kernel passes). */
+export async function gc(): Promise<void> {
+  const g = (globalThis as { gc?: () => void }).gc;
+  if (!g) {
+    throw new Error("torch.gc() needs Node started with --expose-gc (the GradLab kernel does this); use dispose() or torch.scope instead");
+  }
+  for (let i = 0; i < 3; i++) {
+    g();
+    await new Promise((r) => setTimeout(r, 0));
+  }
+}

@@ -1,0 +1,187 @@
+// Creating tensors: from nested arrays (uploaded in order with the dispatches around them), filled,
+// ranged, and random. Random draws come from a counter-based generator on the GPU (kernels-wgsl/
+// random.wgsl): the state is (seed, offset), each draw advances the offset by its element count, so
+// get_rng_state/set_rng_state replay a draw exactly (as checkpointing's preserve_rng_state needs).
+
+import { checkDType, type DType } from "../dtype.ts";
+import { RuntimeError, TypeError_ } from "../errors.ts";
+import { upload } from "../device/scheduler.ts";
+import { Tensor, type Scalar } from "../tensor.ts";
+import { full } from "./elementwise.ts";
+import { dispatch, f32bits } from "./launch.ts";
+import { flatShape } from "./views.ts";
+
+export interface CreateOpts {
+  dtype?: DType;
+  requires_grad?: boolean;
+  device?: string;
+}
+
+type Nested = number | boolean | Nested[];
+
+function finish(t: Tensor, opts?: CreateOpts): Tensor {
+  if (opts?.requires_grad) {
+    if (t.dtype !== "float32") {
+      t.dispose();
+      throw new RuntimeError("Only Tensors of floating point and complex dtype can require gradients");
+    }
+    t.requires_grad = true;
+  }
+  return t;
+}
+
+function inferShape(data: Nested): number[] {
+  const shape: number[] = [];
+  let cur: Nested = data;
+  while (Array.isArray(cur)) {
+    shape.push(cur.length);
+    cur = cur[0];
+    if (cur === undefined) break;
+  }
+  return shape;
+}
+
+function flatten(data: Nested, shape: number[], depth: number, out: Array<number | boolean>): void {
+  if (depth === shape.length) {
+    if (typeof data !== "number" && typeof data !== "boolean") {
+      throw new TypeError_(`torch.tensor: expected a number or boolean at depth ${depth}, got ${Array.isArray(data) ? "a list" : typeof data}`);
+    }
+    out.push(data);
+    return;
+  }
+  if (!Array.isArray(data) || data.length !== shape[depth]) {
+    throw new RuntimeError(`expected sequence of length ${shape[depth]} at dim ${depth} (got ${Array.isArray(data) ? data.length : typeof data})`);
+  }
+  for (const d of data) flatten(d, shape, depth + 1, out);
+}
+
+/** torch.tensor(data): numbers become float32 unless dtype says otherwise (JS has no int literals). */
+export function tensor(data: Nested | Float32Array | Int32Array, opts?: CreateOpts): Tensor {
+  let values: ArrayLike<number | boolean>;
+  let shape: number[];
+  if (data instanceof Float32Array || data instanceof Int32Array) {
+    values = data;
+    shape = [data.length];
+  } else {
+    shape = inferShape(data);
+    const flat: Array<number | boolean> = [];
+    flatten(data, shape, 0, flat);
+    values = flat;
+  }
+  const dtype = opts?.dtype ? checkDType(opts.dtype) : data instanceof Int32Array ? "int32" : values.length > 0 && typeof values[0] === "boolean" ? "bool" : "float32";
+  const t = Tensor.empty(shape, dtype);
+  const n = values.length;
+  const buf = dtype === "float32" ? new Float32Array(n) : dtype === "int32" ? new Int32Array(n) : new Uint32Array(n);
+  for (let i = 0; i < n; i++) {
+    const v = Number(values[i]);
+    buf[i] = dtype === "bool" ? (v ? 1 : 0) : dtype === "int32" ? Math.trunc(v) : v;
+  }
+  if (n > 0) upload(t.storage.liveBlock(), buf);
+  return finish(t, opts);
+}
+
+export function scalar_tensor(v: Scalar, opts?: CreateOpts): Tensor {
+  return finish(full([], v, opts?.dtype ?? "float32"), opts);
+}
+
+type ShapeArgs = Array<number | number[] | CreateOpts>;
+function shapeAndOpts(args: ShapeArgs): { shape: number[]; opts: CreateOpts } {
+  const last = args[args.length - 1];
+  const opts = last !== undefined && typeof last === "object" && !Array.isArray(last) ? (args.pop() as CreateOpts) : {};
+  const shape = flatShape(args as Array<number | number[]>);
+  for (const s of shape) {
+    if (!Number.isInteger(s) || s < 0) throw new RuntimeError(`Trying to create tensor with negative dimension ${s}: [${shape.join(", ")}]`);
+  }
+  return { shape, opts };
+}
+
+export const empty = (...args: ShapeArgs) => { const { shape, opts } = shapeAndOpts(args); return finish(Tensor.empty(shape, opts.dtype ?? "float32"), opts); };
+export const zeros = (...args: ShapeArgs) => { const { shape, opts } = shapeAndOpts(args); return finish(full(shape, 0, opts.dtype ?? "float32"), opts); };
+export const ones = (...args: ShapeArgs) => { const { shape, opts } = shapeAndOpts(args); return finish(full(shape, 1, opts.dtype ?? "float32"), opts); };
+export function fullOf(shape: number[], value: Scalar, opts?: CreateOpts): Tensor {
+  const dtype = opts?.dtype ?? (typeof value === "boolean" ? "bool" : "float32");
+  return finish(full(flatShape([shape]), value, dtype), opts);
+}
+
+const like = (x: Tensor, opts?: CreateOpts): CreateOpts => ({ dtype: x.check().dtype, ...opts });
+export const empty_like = (x: Tensor, opts?: CreateOpts) => empty(x.shape, like(x, opts));
+export const zeros_like = (x: Tensor, opts?: CreateOpts) => zeros(x.shape, like(x, opts));
+export const ones_like = (x: Tensor, opts?: CreateOpts) => ones(x.shape, like(x, opts));
+export const full_like = (x: Tensor, v: Scalar, opts?: CreateOpts) => fullOf(x.shape, v, like(x, opts));
+export const rand_like = (x: Tensor, opts?: CreateOpts) => rand(x.shape, like(x, opts));
+export const randn_like = (x: Tensor, opts?: CreateOpts) => randn(x.shape, like(x, opts));
+
+/** torch.arange(end) / (start, end) / (start, end, step); int32 when all arguments are integers. */
+export function arange(a: number, b?: number, c?: number | CreateOpts, d?: CreateOpts): Tensor {
+  const opts = (typeof c === "object" ? c : d) ?? {};
+  const [start, end, step] = b === undefined ? [0, a, 1] : [a, b, typeof c === "number" ? c : 1];
+  if (step === 0) throw new RuntimeError("step must be nonzero");
+  if ((end - start) / step < 0) throw new RuntimeError("upper bound and larger bound inconsistent with step sign");
+  const n = Math.ceil((end - start) / step);
+  const dtype = opts.dtype ?? ([start, end, step].every(Number.isInteger) ? "int32" : "float32");
+  const values = Array.from({ length: n }, (_, i) => start + i * step);
+  return tensor(values, { ...opts, dtype });
+}
+
+export function linspace(start: number, end: number, steps: number, opts?: CreateOpts): Tensor {
+  if (!Number.isInteger(steps) || steps < 0) throw new RuntimeError("number of steps must be non-negative");
+  const step = steps > 1 ? (end - start) / (steps - 1) : 0;
+  // PyTorch fills the two halves from each end, so the last element is exactly `end`.
+  const half = Math.floor(steps / 2);
+  const values = Array.from({ length: steps }, (_, i) => (i < half ? start + i * step : end - (steps - 1 - i) * step));
+  return tensor(values, { dtype: "float32", ...opts });
+}
+
+// ---- random ----
+const rng = { seed: 0x2f6b_1d3an, offset: 0 };
+
+/** torch.manual_seed(seed): resets the generator to (seed, offset 0). */
+export function manual_seed(seed: number | bigint): void {
+  rng.seed = BigInt.asUintN(64, BigInt(seed));
+  rng.offset = 0;
+}
+export function initial_seed(): number {
+  return Number(rng.seed);
+}
+export function get_rng_state(): { seed: bigint; offset: number } {
+  return { ...rng };
+}
+export function set_rng_state(state: { seed: bigint; offset: number }): void {
+  rng.seed = state.seed;
+  rng.offset = state.offset;
+}
+
+/** Records a random draw into `out` (and for dropout reads x, writes mask), advancing the offset. */
+export function draw(dist: number, out: Tensor, a: number, b: number, extra: Tensor[] = [], xOffset = 0): void {
+  const n = out.numel();
+  const seed = rng.seed;
+  const params = [n, Number(seed & 0xffffffffn), Number(seed >> 32n), rng.offset >>> 0, f32bits(a), f32bits(b), out._offset, xOffset];
+  rng.offset += n;
+  dispatch("random", "draw", [out, ...extra], params, n, { DIST: dist });
+}
+
+export function rand(...args: ShapeArgs): Tensor {
+  const { shape, opts } = shapeAndOpts(args);
+  const t = Tensor.empty(shape, "float32");
+  draw(0, t, 0, 1);
+  return finish(t, opts);
+}
+
+export function randn(...args: ShapeArgs): Tensor {
+  const { shape, opts } = shapeAndOpts(args);
+  const t = Tensor.empty(shape, "float32");
+  draw(1, t, 0, 1);
+  return finish(t, opts);
+}
+
+/** torch.randint(high, size) or torch.randint(low, high, size): int32 in [low, high). */
+export function randint(a: number, b: number | number[], c?: number[] | CreateOpts, d?: CreateOpts): Tensor {
+  const [low, high, size, opts] = Array.isArray(b) ? [0, a, b, c as CreateOpts | undefined] : [a, b, c as number[], d];
+  if (!(high > low)) throw new RuntimeError(`random_ expects 'from' to be less than 'to', but got from=${low} >= to=${high}`);
+  const t = Tensor.empty(size, "int32");
+  draw(2, t, low, high);
+  if (!opts?.dtype || opts.dtype === "int32") return t;
+  const cast = t.to(opts.dtype);
+  t.dispose();
+  return cast;
+}

@@ -1,0 +1,238 @@
+// Broadcasting elementwise ops, their in-place variants, copies and casts. Type promotion and error
+// texts follow ATen (TensorIterator, ExpandUtils.cpp).
+
+import { promoteTypes, promoteWithScalar, type DType } from "../dtype.ts";
+import { RuntimeError, TypeError_ } from "../errors.ts";
+import { Tensor, type Scalar, type TensorOrScalar } from "../tensor.ts";
+import { elementwise } from "./launch.ts";
+
+const UNARY = { neg: 0, abs: 1, exp: 2, log: 3, sqrt: 4, rsqrt: 5, relu: 6, gelu: 7, gelu_tanh: 8, sigmoid: 9, tanh: 10, clamp: 11, copy: 12, pow_scalar: 13, fill: 14, scale: 15 } as const;
+const BINARY = { add: 0, sub: 1, mul: 2, div: 3, pow: 4, eq: 5, ne: 6, lt: 7, le: 8, gt: 9, ge: 10, maximum: 11, minimum: 12 } as const;
+export type UnaryOp = keyof typeof UNARY;
+export type BinaryOp = keyof typeof BINARY;
+const COMPARISON = new Set<BinaryOp>(["eq", "ne", "lt", "le", "gt", "ge"]);
+/** Unary ops whose result is floating even for integer inputs (ATen's "int-to-float" ops). */
+const FLOATING = new Set<UnaryOp>(["exp", "log", "sqrt", "rsqrt", "gelu", "gelu_tanh", "sigmoid", "tanh"]);
+
+const typeName: Record<DType, string> = { float32: "Float", int32: "Int", bool: "Bool" };
+
+/** ATen's infer_size: the broadcast shape of a and b, or its error. */
+export function broadcastShapes(a: readonly number[], b: readonly number[]): number[] {
+  const n = Math.max(a.length, b.length);
+  const out = new Array<number>(n);
+  for (let i = n - 1; i >= 0; i--) {
+    const da = a[i - n + a.length] ?? 1;
+    const db = b[i - n + b.length] ?? 1;
+    if (da !== db && da !== 1 && db !== 1) {
+      throw new RuntimeError(`The size of tensor a (${da}) must match the size of tensor b (${db}) at non-singleton dimension ${i}`);
+    }
+    out[i] = da === 1 ? db : da;
+  }
+  return out;
+}
+
+/** t's strides when read over `shape` (0 on broadcast dims). */
+export function stridesOver(t: Tensor, shape: readonly number[]): number[] {
+  const lead = shape.length - t.ndim;
+  return shape.map((s, i) => (i < lead || t.shape[i - lead] !== s ? 0 : t._strides[i - lead]));
+}
+
+function checkWritable(out: Tensor): void {
+  if (out.shape.some((s, i) => s > 1 && out._strides[i] === 0)) {
+    throw new RuntimeError(
+      "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.",
+    );
+  }
+}
+
+/** An input that shares memory with the output but is laid out differently is copied first. */
+function unaliased(input: Tensor, out: Tensor): Tensor {
+  const same = input._offset === out._offset && input.shape.length === out.shape.length &&
+    input._strides.every((s, i) => s === out._strides[i]);
+  return input.storage === out.storage && !same ? copyOf(input) : input;
+}
+
+function checkCast(result: DType, out: Tensor): void {
+  if (promoteTypes(result, out.dtype) !== out.dtype) {
+    throw new RuntimeError(`result type ${typeName[result]} can't be cast to the desired output type ${typeName[out.dtype]}`);
+  }
+}
+
+function checkInplaceShape(out: Tensor, shape: readonly number[]): void {
+  if (shape.length !== out.ndim || shape.some((s, i) => s !== out.shape[i])) {
+    throw new RuntimeError(`output with shape [${out.shape.join(", ")}] doesn't match the broadcast shape [${shape.join(", ")}]`);
+  }
+}
+
+function unaryInto(op: UnaryOp, out: Tensor, x: Tensor | null, s0 = 0, s1 = 0): void {
+  elementwise("unary", { OP: UNARY[op] }, out, x ? [{ t: x, strides: stridesOver(x, out.shape) }] : [], [s0, s1]);
+}
+
+export function unary(op: UnaryOp, x: Tensor): Tensor {
+  x.check();
+  if (op === "neg" && x.dtype === "bool") {
+    throw new RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  }
+  const dtype = FLOATING.has(op) ? "float32" : x.dtype;
+  const out = Tensor.empty(x.shape, dtype);
+  unaryInto(op, out, x);
+  return out;
+}
+
+export function gelu(x: Tensor, approximate: "none" | "tanh" = "none"): Tensor {
+  if (approximate !== "none" && approximate !== "tanh") throw new RuntimeError(`approximate argument must be either none or tanh.`);
+  return unary(approximate === "tanh" ? "gelu_tanh" : "gelu", x);
+}
+
+type ClampArg = number | null | undefined | { min?: number; max?: number };
+function clampBounds(min: ClampArg, max: number | null | undefined): [number, number] {
+  const o = typeof min === "object" && min !== null ? min : { min: min ?? undefined, max: max ?? undefined };
+  if (o.min === undefined && o.max === undefined) throw new RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None");
+  return [o.min ?? NaN, o.max ?? NaN];
+}
+
+export function clamp(x: Tensor, min: ClampArg, max: number | null | undefined): Tensor {
+  x.check();
+  const [lo, hi] = clampBounds(min, max);
+  const out = Tensor.empty(x.shape, x.dtype);
+  unaryInto("clamp", out, x, lo, hi);
+  return out;
+}
+
+export function clampInplace<T extends Tensor>(x: T, min: ClampArg, max: number | null | undefined): T {
+  x.check();
+  checkWritable(x);
+  const [lo, hi] = clampBounds(min, max);
+  unaryInto("clamp", x, x, lo, hi);
+  x._bump_version();
+  return x;
+}
+
+export function inplaceUnary<T extends Tensor>(op: UnaryOp, x: T): T {
+  x.check();
+  checkWritable(x);
+  unaryInto(op, x, x);
+  x._bump_version();
+  return x;
+}
+
+function resultType(op: BinaryOp, a: Tensor, b: TensorOrScalar): DType {
+  const t = b instanceof Tensor ? promoteTypes(a.dtype, b.dtype) : promoteWithScalar(a.dtype, b);
+  if (op === "div") return "float32";
+  return t;
+}
+
+function binaryInto(op: BinaryOp, out: Tensor, a: Tensor, b: TensorOrScalar, alpha: number, compute: DType): void {
+  const intMath = compute !== "float32" && op !== "div" && op !== "pow" ? 1 : 0;
+  if (b instanceof Tensor) {
+    elementwise("binary", { OP: BINARY[op], B_SCALAR: 0, INT_MATH: intMath }, out,
+      [{ t: a, strides: stridesOver(a, out.shape) }, { t: b, strides: stridesOver(b, out.shape) }], [0, alpha]);
+  } else {
+    elementwise("binary", { OP: BINARY[op], B_SCALAR: 1, INT_MATH: intMath }, out,
+      [{ t: a, strides: stridesOver(a, out.shape) }], [Number(b), alpha]);
+  }
+}
+
+function checkOperand(b: unknown, op: string): void {
+  if (b instanceof Tensor) b.check();
+  else if (typeof b !== "number" && typeof b !== "boolean") {
+    throw new TypeError_(`${op}(): argument 'other' must be a Tensor or a number, not ${b === null ? "null" : typeof b}`);
+  }
+}
+
+export function binary(op: BinaryOp, a: Tensor, b: TensorOrScalar, alpha = 1): Tensor {
+  a.check();
+  checkOperand(b, op);
+  const shape = b instanceof Tensor ? broadcastShapes(a.shape, b.shape) : [...a.shape];
+  const compute = resultType(op, a, b);
+  const out = Tensor.empty(shape, COMPARISON.has(op) ? "bool" : compute);
+  binaryInto(op, out, a, b, alpha, compute);
+  return out;
+}
+
+export function inplaceBinary<T extends Tensor>(op: BinaryOp, self: T, other: TensorOrScalar, alpha = 1): T {
+  self.check();
+  checkOperand(other, `${op}_`);
+  const compute = resultType(op, self, other);
+  checkCast(compute, self);
+  if (other instanceof Tensor) checkInplaceShape(self, broadcastShapes(self.shape, other.shape));
+  checkWritable(self);
+  const b = other instanceof Tensor ? unaliased(other, self) : other;
+  try {
+    binaryInto(op, self, self, b, alpha, compute);
+  } finally {
+    if (b !== other && b instanceof Tensor) b.dispose();
+  }
+  self._bump_version();
+  return self;
+}
+
+export function fillInplace<T extends Tensor>(self: T, value: Scalar): T {
+  self.check();
+  checkWritable(self);
+  unaryInto("fill", self, null, Number(value));
+  self._bump_version();
+  return self;
+}
+
+export function copyInplace<T extends Tensor>(self: T, src: Tensor): T {
+  self.check();
+  if (!(src instanceof Tensor)) throw new TypeError_("copy_(): argument 'src' must be a Tensor");
+  src.check();
+  checkInplaceShape(self, broadcastShapes(self.shape, src.shape));
+  checkWritable(self);
+  const s = unaliased(src, self);
+  try {
+    unaryInto("copy", self, s);
+  } finally {
+    if (s !== src) s.dispose();
+  }
+  self._bump_version();
+  return self;
+}
+
+/** A contiguous copy (also how contiguous() materialises a non-contiguous view). */
+export function copyOf(x: Tensor): Tensor {
+  x.check();
+  const out = Tensor.empty(x.shape, x.dtype);
+  unaryInto("copy", out, x);
+  return out;
+}
+
+export function cast(x: Tensor, dtype: DType): Tensor {
+  x.check();
+  const out = Tensor.empty(x.shape, dtype);
+  unaryInto("copy", out, x);
+  return out;
+}
+
+export function full(shape: readonly number[], value: Scalar, dtype: DType): Tensor {
+  const out = Tensor.empty(shape, dtype);
+  unaryInto("fill", out, null, Number(value));
+  return out;
+}
+
+export function where(cond: Tensor, a: TensorOrScalar, b: TensorOrScalar): Tensor {
+  cond.check();
+  if (cond.dtype !== "bool") {
+    throw new RuntimeError(`where expected condition to be a boolean tensor, but got a tensor with dtype ${typeName[cond.dtype]}`);
+  }
+  const made: Tensor[] = [];
+  const asTensor = (v: TensorOrScalar, other: TensorOrScalar): Tensor => {
+    if (v instanceof Tensor) return v.check();
+    const dt = other instanceof Tensor ? promoteWithScalar(other.dtype, v) : "float32";
+    const t = full([], v, dt);
+    made.push(t);
+    return t;
+  };
+  try {
+    const ta = asTensor(a, b);
+    const tb = asTensor(b, a);
+    const shape = broadcastShapes(broadcastShapes(cond.shape, ta.shape), tb.shape);
+    const out = Tensor.empty(shape, promoteTypes(ta.dtype, tb.dtype));
+    elementwise("where3", {}, out, [cond, ta, tb].map((t) => ({ t, strides: stridesOver(t, shape) })));
+    return out;
+  } finally {
+    for (const t of made) t.dispose();
+  }
+}

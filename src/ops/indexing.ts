@@ -1,0 +1,63 @@
+// Python's basic indexing, x[...] and x[...] = v, from a NumPy-style string ("0, 1:3, ..., None, ::2"),
+// since TypeScript has no slice syntax. Basic indexing only returns views, so reads cost no memory.
+
+import { IndexError, RuntimeError } from "../errors.ts";
+import type { Tensor, TensorOrScalar } from "../tensor.ts";
+import { alias, select, slice, unsqueeze } from "./views.ts";
+
+type Part = { kind: "int"; i: number } | { kind: "slice"; start?: number; end?: number; step: number } | { kind: "ellipsis" } | { kind: "none" };
+
+function parseInt_(s: string, whole: string): number {
+  if (!/^-?\d+$/.test(s)) throw new IndexError(`invalid index "${s}" in "${whole}": use integers, slices like 1:3 or ::2, "...", or None`);
+  return Number(s);
+}
+
+function parse(index: string | number): Part[] {
+  if (typeof index === "number") return [{ kind: "int", i: index }];
+  const whole = index;
+  return index.split(",").map((raw) => raw.trim()).filter((s, i, all) => s !== "" || all.length === 1).map((s): Part => {
+    if (s === "...") return { kind: "ellipsis" };
+    if (s === "None") return { kind: "none" };
+    if (s === "" || s === ":") return { kind: "slice", step: 1 };
+    if (s.includes(":")) {
+      const [a, b, c] = s.split(":").map((x) => x.trim());
+      if (s.split(":").length > 3) throw new IndexError(`invalid slice "${s}" in "${whole}"`);
+      const step = c ? parseInt_(c, whole) : 1;
+      if (step <= 0) throw new RuntimeError("step must be greater than zero");
+      return { kind: "slice", start: a ? parseInt_(a, whole) : undefined, end: b ? parseInt_(b, whole) : undefined, step };
+    }
+    return { kind: "int", i: parseInt_(s, whole) };
+  });
+}
+
+export function getitem(t: Tensor, index: string | number): Tensor {
+  t.check();
+  const parts = parse(index);
+  const consumed = parts.filter((p) => p.kind === "int" || p.kind === "slice").length;
+  if (parts.filter((p) => p.kind === "ellipsis").length > 1) throw new IndexError("an index can only have a single ellipsis ('...')");
+  if (consumed > t.ndim) throw new IndexError(`too many indices for tensor of dimension ${t.ndim}`);
+  let cur = alias(t);
+  let dim = 0;
+  const step = (next: Tensor) => { cur.dispose(); cur = next; };
+  for (const p of parts) {
+    if (p.kind === "ellipsis") dim += t.ndim - consumed;
+    else if (p.kind === "none") { step(unsqueeze(cur, dim)); dim++; }
+    else if (p.kind === "slice") { step(slice(cur, dim, p.start, p.end, p.step)); dim++; }
+    else {
+      const size = cur.shape[dim];
+      if (p.i < -size || p.i >= size) throw new IndexError(`index ${p.i} is out of bounds for dimension ${dim} with size ${size}`);
+      step(select(cur, dim, p.i));
+    }
+  }
+  return cur;
+}
+
+export function setitem(t: Tensor, index: string | number, value: TensorOrScalar): void {
+  const target = getitem(t, index);
+  try {
+    if (typeof value === "number" || typeof value === "boolean") target.fill_(value);
+    else target.copy_(value);
+  } finally {
+    target.dispose();
+  }
+}

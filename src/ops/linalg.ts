@@ -1,0 +1,145 @@
+// matmul / mm / bmm / addmm with PyTorch's shape rules and error texts (LinearAlgebra.cpp).
+// Operands are read through their strides, so transposed weights (x @ w.t()) need no copy.
+
+import { RuntimeError } from "../errors.ts";
+import { Tensor, numelOf } from "../tensor.ts";
+import { broadcastShapes } from "./elementwise.ts";
+import { coalesce, dispatch } from "./launch.ts";
+import { expand } from "./views.ts";
+
+const typeName = { float32: "Float", int32: "Int", bool: "Bool" } as const;
+
+function checkFloat(op: string, ...ts: Tensor[]): void {
+  for (const t of ts) {
+    t.check();
+    if (t.dtype !== "float32") throw new RuntimeError(`"${op}_webgpu" not implemented for '${typeName[t.dtype]}'`);
+  }
+}
+
+/** One batch stride for the leading dims of t, or null when they do not coalesce. */
+function batchStride(t: Tensor): number | null {
+  const lead = t.ndim - 2;
+  if (lead === 0) return 0;
+  const c = coalesce(t.shape.slice(0, lead), [t._strides.slice(0, lead)]);
+  if (c.shape.length === 0) return 0;
+  return c.shape.length === 1 ? c.strides[0][0] : null;
+}
+
+/** C = A @ B for A [..., M, K], B [..., K, N] with equal leading dims; C is contiguous. */
+function batchedInto(a: Tensor, b: Tensor, out: Tensor): void {
+  const temps: Tensor[] = [];
+  const fix = (t: Tensor) => {
+    if (batchStride(t) !== null) return t;
+    const c = t.contiguous();
+    temps.push(c);
+    return c;
+  };
+  try {
+    const A = fix(a);
+    const B = fix(b);
+    const M = A.shape[A.ndim - 2];
+    const K = A.shape[A.ndim - 1];
+    const N = B.shape[B.ndim - 1];
+    const batch = numelOf(A.shape.slice(0, -2));
+    if (M === 0 || N === 0 || batch === 0) return;
+    if (K === 0) {
+      out.zero_();
+      return;
+    }
+    const params = [
+      M, N, K, batch,
+      A._offset, batchStride(A)!, A._strides[A.ndim - 2], A._strides[A.ndim - 1],
+      B._offset, batchStride(B)!, B._strides[B.ndim - 2], B._strides[B.ndim - 1],
+      0,
+    ];
+    dispatch("matmul", "mm", [out, A, B], params, Math.ceil(M / 4) * Math.ceil(N / 4) * batch);
+  } finally {
+    for (const t of temps) t.dispose();
+  }
+}
+
+export function mm(a: Tensor, b: Tensor): Tensor {
+  checkFloat("mm", a, b);
+  if (a.ndim !== 2) throw new RuntimeError("self must be a matrix");
+  if (b.ndim !== 2) throw new RuntimeError("mat2 must be a matrix");
+  if (a.shape[1] !== b.shape[0]) {
+    throw new RuntimeError(`mat1 and mat2 shapes cannot be multiplied (${a.shape[0]}x${a.shape[1]} and ${b.shape[0]}x${b.shape[1]})`);
+  }
+  const out = Tensor.empty([a.shape[0], b.shape[1]]);
+  batchedInto(a, b, out);
+  return out;
+}
+
+export function bmm(a: Tensor, b: Tensor): Tensor {
+  checkFloat("bmm", a, b);
+  if (a.ndim !== 3) throw new RuntimeError("batch1 must be a 3D tensor");
+  if (b.ndim !== 3) throw new RuntimeError("batch2 must be a 3D tensor");
+  if (b.shape[0] !== a.shape[0] || b.shape[1] !== a.shape[2]) {
+    throw new RuntimeError(
+      `Expected size for first two dimensions of batch2 tensor to be: [${a.shape[0]}, ${a.shape[2]}] but got: [${b.shape[0]}, ${b.shape[1]}].`,
+    );
+  }
+  const out = Tensor.empty([a.shape[0], a.shape[1], b.shape[2]]);
+  batchedInto(a, b, out);
+  return out;
+}
+
+export function matmul(a: Tensor, b: Tensor): Tensor {
+  checkFloat("matmul", a, b);
+  if (a.ndim === 0 || b.ndim === 0) {
+    throw new RuntimeError(`both arguments to matmul need to be at least 1D, but they are ${a.ndim}D and ${b.ndim}D`);
+  }
+  if (a.ndim === 1 && b.ndim === 1) {
+    if (a.shape[0] !== b.shape[0]) {
+      throw new RuntimeError(
+        `inconsistent tensor size, expected tensor [${a.shape[0]}] and src [${b.shape[0]}] to have the same number of elements, but got ${a.shape[0]} and ${b.shape[0]} elements respectively`,
+      );
+    }
+  }
+  // Promote 1-D operands to matrices, multiply, then drop the added dims (PyTorch's rules).
+  const A = a.ndim === 1 ? a.unsqueeze(0) : a;
+  const B = b.ndim === 1 ? b.unsqueeze(-1) : b;
+  const temps = [A, B].filter((t) => t !== a && t !== b);
+  try {
+    const M = A.shape[A.ndim - 2];
+    const K = A.shape[A.ndim - 1];
+    const K2 = B.shape[B.ndim - 2];
+    const N = B.shape[B.ndim - 1];
+    if (K !== K2) {
+      const [r1, c1] = a.ndim === 1 ? [1, K] : [numelOf(A.shape.slice(0, -1)), K];
+      throw new RuntimeError(`mat1 and mat2 shapes cannot be multiplied (${r1}x${c1} and ${K2}x${N})`);
+    }
+    const batch = broadcastShapes(A.shape.slice(0, -2), B.shape.slice(0, -2));
+    const Ae = expand(A, [...batch, M, K]);
+    const Be = expand(B, [...batch, K, N]);
+    temps.push(Ae, Be);
+    const out = Tensor.empty([...batch, M, N]);
+    batchedInto(Ae, Be, out);
+    const shape = [...batch, ...(a.ndim > 1 ? [M] : []), ...(b.ndim > 1 ? [N] : [])];
+    if (shape.length === out.ndim) return out;
+    const r = out.view(shape);
+    out.dispose();
+    return r;
+  } finally {
+    for (const t of temps) t.dispose();
+  }
+}
+
+/** beta * input + alpha * (mat1 @ mat2) */
+export function addmm(input: Tensor, m1: Tensor, m2: Tensor, opts?: { beta?: number; alpha?: number }): Tensor {
+  const beta = opts?.beta ?? 1;
+  const alpha = opts?.alpha ?? 1;
+  const prod = mm(m1, m2);
+  try {
+    broadcastShapes(input.shape, prod.shape);
+    if (beta === 0) return alpha === 1 ? prod.clone() : prod.mul(alpha);
+    const scaled = beta === 1 ? input : input.mul(beta);
+    try {
+      return scaled.add(prod, { alpha });
+    } finally {
+      if (scaled !== input) scaled.dispose();
+    }
+  } finally {
+    prod.dispose();
+  }
+}

@@ -1,0 +1,165 @@
+// Reductions over dims (with keepdim), softmax and log_softmax. The input is laid out as rows of
+// reduced elements (kept dims first); rows that are very long and few are reduced in two passes so
+// that the GPU has enough parallel work (kernels-wgsl/reduce.wgsl).
+
+import { dtypeCode, type DType } from "../dtype.ts";
+import { IndexError, RuntimeError } from "../errors.ts";
+import { Tensor, numelOf, type DimArg, type ReduceOpts } from "../tensor.ts";
+import { coalesce, dispatch, f32bits } from "./launch.ts";
+import { permute, wrapDim } from "./views.ts";
+
+const OPS = { sum: 0, max: 1, min: 2, argmax: 3, argmin: 4, var: 5, prod: 6, mean: 0 } as const;
+type ReduceOp = keyof typeof OPS;
+const CHUNK = 1024;
+
+function dimsOf(x: Tensor, dim: DimArg): number[] {
+  if (dim === undefined) return x.shape.map((_, i) => i);
+  const list = Array.isArray(dim) ? dim : [dim];
+  const w = list.map((d) => wrapDim(d, x.ndim));
+  if (new Set(w).size !== w.length) throw new RuntimeError(`dim ${w.find((d, i) => w.indexOf(d) !== i)} appears multiple times in the list of dims`);
+  return x.ndim === 0 ? [] : w;
+}
+
+function splitArgs<O extends ReduceOpts>(dim: DimArg | O | undefined, opts: O | undefined): { dim: DimArg; opts: O } {
+  if (dim !== undefined && typeof dim === "object" && !Array.isArray(dim)) return { dim: dim.dim, opts: dim };
+  return { dim: dim as DimArg, opts: (opts ?? {}) as O };
+}
+
+function outShape(x: Tensor, dims: number[], keepdim: boolean): number[] {
+  const out: number[] = [];
+  x.shape.forEach((s, i) => {
+    if (!dims.includes(i)) out.push(s);
+    else if (keepdim) out.push(1);
+  });
+  return out;
+}
+
+/** Records the row reduction of x over dims into `out` (contiguous, shape = kept dims). */
+function reduceInto(op: ReduceOp, x: Tensor, dims: number[], out: Tensor, scale: number): void {
+  const kept = x.shape.map((_, i) => i).filter((i) => !dims.includes(i));
+  let src = x;
+  const temps: Tensor[] = [];
+  let rows = numelOf(kept.map((i) => x.shape[i]));
+  const len = numelOf(dims.map((i) => x.shape[i]));
+  // Try to address x directly: kept dims must coalesce to one row stride, reduced dims to one element stride.
+  const ck = coalesce(kept.map((i) => x.shape[i]), [kept.map((i) => x._strides[i])]);
+  const cr = coalesce(dims.map((i) => x.shape[i]), [dims.map((i) => x._strides[i])]);
+  let rowStride = ck.shape.length === 0 ? 0 : ck.strides[0][0];
+  let es = cr.shape.length === 0 ? 1 : cr.strides[0][0];
+  if (ck.shape.length > 1 || cr.shape.length > 1) {
+    const p = permute(x, [...kept, ...dims]);
+    src = p.contiguous();
+    temps.push(p, src);
+    rowStride = len;
+    es = 1;
+  }
+  const params = (rowsN: number, rowLen: number, rs: number, off: number, e: number, idt: DType, odt: DType, chunks: number, total: number, s0: number) =>
+    [rowsN, rowLen, f32bits(s0), rs, off, e, 0, dtypeCode[idt], dtypeCode[odt], chunks, total];
+  const chunked = (op === "sum" || op === "mean" || op === "max" || op === "min" || op === "prod") && rows < 256 && len > 4 * CHUNK;
+  try {
+    if (chunked) {
+      const chunks = Math.ceil(len / CHUNK);
+      const partial = Tensor.empty([rows, chunks], src.dtype === "float32" ? "float32" : "int32");
+      temps.push(partial);
+      dispatch("reduce", "reduce_rows", [partial, src], params(rows * chunks, CHUNK, rowStride, src._offset, es, src.dtype, partial.dtype, chunks, len, 1), rows * chunks, { OP: OPS[op] });
+      dispatch("reduce", "reduce_rows", [out, partial], params(rows, chunks, chunks, 0, 1, partial.dtype, out.dtype, 1, chunks, scale), rows, { OP: OPS[op] });
+    } else {
+      rows = Math.max(rows, 1);
+      dispatch("reduce", "reduce_rows", [out, src], params(rows, len, rowStride, src._offset, es, src.dtype, out.dtype, 1, len, scale), rows, { OP: OPS[op] });
+    }
+  } finally {
+    for (const t of temps) if (t !== x) t.dispose();
+  }
+}
+
+export function reduce(op: "sum" | "mean" | "prod", x: Tensor, dimArg?: DimArg | ReduceOpts, optsArg?: ReduceOpts): Tensor {
+  x.check();
+  const { dim, opts } = splitArgs(dimArg, optsArg);
+  const dims = dimsOf(x, dim);
+  if (op === "mean" && x.dtype !== "float32") {
+    throw new RuntimeError(`mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: ${x.dtype === "int32" ? "Int" : "Bool"}`);
+  }
+  const dtype: DType = x.dtype === "float32" ? "float32" : "int32";
+  const out = Tensor.empty(outShape(x, dims, opts.keepdim ?? false), dtype);
+  const count = numelOf(dims.map((i) => x.shape[i]));
+  reduceInto(op === "mean" ? "mean" : op, x, dims, out, op === "mean" ? 1 / count : 1);
+  return out;
+}
+
+function checkNonEmpty(name: string, x: Tensor, dim: number | undefined): void {
+  if (dim === undefined && x.numel() === 0) {
+    throw new RuntimeError(`${name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.`);
+  }
+  if (dim !== undefined && x.ndim > 0 && x.shape[wrapDim(dim, x.ndim)] === 0) {
+    throw new IndexError(`${name}(): Expected reduction dim ${wrapDim(dim, x.ndim)} to have non-zero size.`);
+  }
+}
+
+export function minmax(op: "max" | "min", x: Tensor, dim?: number, opts?: ReduceOpts): Tensor | { values: Tensor; indices: Tensor } {
+  x.check();
+  checkNonEmpty(op, x, dim);
+  if (dim === undefined) {
+    const out = Tensor.empty([], x.dtype);
+    reduceInto(op, x, dimsOf(x, undefined), out, 1);
+    return out;
+  }
+  const dims = dimsOf(x, dim);
+  const shape = outShape(x, dims, opts?.keepdim ?? false);
+  const values = Tensor.empty(shape, x.dtype);
+  const indices = Tensor.empty(shape, "int32");
+  reduceInto(op, x, dims, values, 1);
+  reduceInto(op === "max" ? "argmax" : "argmin", x, dims, indices, 1);
+  return { values, indices };
+}
+
+export function arg(op: "argmax" | "argmin", x: Tensor, dim?: number, opts?: ReduceOpts): Tensor {
+  x.check();
+  checkNonEmpty(op, x, dim);
+  const dims = dimsOf(x, dim);
+  // Without dim, PyTorch returns the index into the flattened tensor.
+  const src = dim === undefined ? x.reshape(-1) : x;
+  try {
+    const shape = dim === undefined ? (opts?.keepdim ? x.shape.map(() => 1) : []) : outShape(x, dims, opts?.keepdim ?? false);
+    const out = Tensor.empty(shape, "int32");
+    reduceInto(op, src, dim === undefined ? [0] : dims, out, 1);
+    return out;
+  } finally {
+    if (src !== x) src.dispose();
+  }
+}
+
+type VarOpts = ReduceOpts & { correction?: number; unbiased?: boolean };
+export function variance(x: Tensor, dimArg?: DimArg | VarOpts, optsArg?: VarOpts, std = false): Tensor {
+  x.check();
+  const { dim, opts } = splitArgs<VarOpts>(dimArg, optsArg);
+  if (x.dtype !== "float32") throw new RuntimeError(`std and var only support floating point and complex dtypes`);
+  const correction = opts.correction ?? (opts.unbiased === false ? 0 : 1);
+  const dims = dimsOf(x, dim);
+  const out = Tensor.empty(outShape(x, dims, opts.keepdim ?? false), "float32");
+  reduceInto("var", x, dims, out, correction);
+  if (!std) return out;
+  try {
+    return out.sqrt();
+  } finally {
+    out.dispose();
+  }
+}
+
+export function softmax(x: Tensor, dim: number, log: boolean): Tensor {
+  x.check();
+  if (x.dtype !== "float32") {
+    throw new RuntimeError(`"${log ? "log_softmax" : "softmax"}_lastdim_kernel_impl" not implemented for '${x.dtype === "int32" ? "Int" : "Bool"}'`);
+  }
+  const d = x.ndim === 0 ? 0 : wrapDim(dim, x.ndim);
+  const src = x.contiguous();
+  try {
+    const out = Tensor.empty(x.shape, "float32");
+    const n = x.ndim === 0 ? 1 : x.shape[d];
+    const inner = numelOf(x.shape.slice(d + 1));
+    const rows = n === 0 ? 0 : x.numel() / n;
+    dispatch("rows", "softmax", [out, src], [rows, n, inner, src._offset, 0], rows, { LOG: log ? 1 : 0 });
+    return out;
+  } finally {
+    src.dispose();
+  }
+}

@@ -1,0 +1,256 @@
+// The tensor handle: shape, strides and offset over a refcounted Storage, plus the version counter it
+// shares with its views. Math lives in src/ops; the methods here are thin, PyTorch-named entry points.
+
+import { ELEMENT_SIZE, type DType } from "./dtype.ts";
+import { RuntimeError } from "./errors.ts";
+import { formatTensor } from "./format.ts";
+import { track, untrack } from "./memory/lifetime.ts";
+import { Storage, VersionCounter } from "./memory/storage.ts";
+import { readBlock } from "./device/scheduler.ts";
+import * as ew from "./ops/elementwise.ts";
+import * as red from "./ops/reduce.ts";
+import * as la from "./ops/linalg.ts";
+import * as vw from "./ops/views.ts";
+import * as idx from "./ops/indexing.ts";
+
+export type Shape = readonly number[];
+export type Scalar = number | boolean;
+export type TensorOrScalar = Tensor | Scalar;
+export type DimArg = number | number[] | undefined;
+export interface ReduceOpts { dim?: number | number[]; keepdim?: boolean }
+
+export function contiguousStrides(shape: Shape): number[] {
+  const s = new Array<number>(shape.length);
+  let acc = 1;
+  for (let i = shape.length - 1; i >= 0; i--) {
+    s[i] = acc;
+    acc *= Math.max(shape[i], 1);
+  }
+  return s;
+}
+
+export const numelOf = (shape: Shape) => shape.reduce((a, b) => a * b, 1);
+
+export class Tensor {
+  readonly storage: Storage;
+  readonly shape: number[];
+  readonly _strides: number[];
+  readonly _offset: number;
+  readonly dtype: DType;
+  readonly _versionCounter: VersionCounter;
+  /** The tensor this one is a view of (PyTorch's `._base`), or null. */
+  readonly _base: Tensor | null;
+  requires_grad = false;
+  private _disposed = false;
+
+  constructor(storage: Storage, shape: Shape, strides: Shape, offset: number, dtype: DType, version?: VersionCounter, base?: Tensor | null) {
+    this.storage = storage;
+    this.shape = [...shape];
+    this._strides = [...strides];
+    this._offset = offset;
+    this.dtype = dtype;
+    this._versionCounter = version ?? new VersionCounter();
+    this._base = base ?? null;
+    storage.retain();
+    track(this, storage);
+  }
+
+  /** A fresh, uninitialised, contiguous tensor (torch.empty). */
+  static empty(shape: Shape, dtype: DType = "float32"): Tensor {
+    const n = numelOf(shape);
+    return new Tensor(new Storage(n * ELEMENT_SIZE), shape, contiguousStrides(shape), 0, dtype);
+  }
+
+  // ---- lifetime ----
+  get disposed(): boolean {
+    return this._disposed;
+  }
+  /** Drops this handle's reference to its storage; the memory is freed when no holder is left. */
+  dispose(): void {
+    if (this._disposed) return;
+    this._disposed = true;
+    untrack(this);
+    this.storage.release();
+  }
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+  /** Throws if this handle was disposed; every op calls it on its inputs. */
+  check(): this {
+    if (this._disposed) {
+      throw new RuntimeError(
+        `Tensor of shape [${this.shape.join(", ")}] was disposed (by dispose(), torch.del, \`using\` or the end of a torch.scope) and can no longer be used`,
+      );
+    }
+    return this;
+  }
+
+  // ---- metadata ----
+  get ndim(): number { return this.shape.length; }
+  dim(): number { return this.shape.length; }
+  numel(): number { return numelOf(this.shape); }
+  size(dim?: number): number | number[] {
+    return dim === undefined ? [...this.shape] : this.shape[vw.wrapDim(dim, this.ndim)];
+  }
+  stride(dim?: number): number | number[] {
+    return dim === undefined ? [...this._strides] : this._strides[vw.wrapDim(dim, this.ndim)];
+  }
+  storage_offset(): number { return this._offset; }
+  element_size(): number { return ELEMENT_SIZE; }
+  get nbytes(): number { return this.numel() * ELEMENT_SIZE; }
+  get itemsize(): number { return ELEMENT_SIZE; }
+  get _version(): number { return this._versionCounter.value; }
+  get is_leaf(): boolean { return true; }
+  get device(): string { return "webgpu:0"; }
+  get is_cuda(): boolean { return true; }
+  is_contiguous(): boolean {
+    const expect = contiguousStrides(this.shape);
+    return this.shape.every((s, i) => s === 1 || this._strides[i] === expect[i]);
+  }
+  /** Marks an in-place write: the version counter shared with every view goes up by one. */
+  _bump_version(): void { this._versionCounter.value++; }
+
+  // ---- reading (async: the GPU works ahead of the host) ----
+  /** The elements in row-major order, as a typed array of the tensor's dtype. */
+  async data(): Promise<Float32Array | Int32Array | Uint8Array> {
+    this.check();
+    const c = this.is_contiguous() ? this : this.contiguous();
+    try {
+      const n = c.numel();
+      const raw = n === 0 ? new ArrayBuffer(0) : await readBlock(c.storage.liveBlock(), c._offset * ELEMENT_SIZE, n * ELEMENT_SIZE);
+      if (this.dtype === "float32") return new Float32Array(raw);
+      if (this.dtype === "int32") return new Int32Array(raw);
+      return Uint8Array.from(new Uint32Array(raw), (v) => (v ? 1 : 0));
+    } finally {
+      if (c !== this) c.dispose();
+    }
+  }
+  /** Nested arrays (numbers, or booleans for bool tensors); a number for a 0-dim tensor. */
+  async tolist(): Promise<unknown> {
+    const d = Array.from(await this.data(), (v) => (this.dtype === "bool" ? v !== 0 : v));
+    if (this.ndim === 0) return d[0];
+    const build = (dim: number, off: number): unknown[] => {
+      const st = numelOf(this.shape.slice(dim + 1));
+      return Array.from({ length: this.shape[dim] }, (_, i) => (dim === this.ndim - 1 ? d[off + i] : build(dim + 1, off + i * st)));
+    };
+    return build(0, 0);
+  }
+  async item(): Promise<number | boolean> {
+    if (this.numel() !== 1) {
+      throw new RuntimeError(`a Tensor with ${this.numel()} elements cannot be converted to Scalar`);
+    }
+    const v = (await this.data())[0];
+    return this.dtype === "bool" ? v !== 0 : v;
+  }
+  /** PyTorch's repr, e.g. `tensor([1., 2.], requires_grad=True)`. */
+  async repr(): Promise<string> {
+    return formatTensor(await this.data(), this.shape, this.dtype, this._reprSuffixes());
+  }
+  _reprSuffixes(): string[] {
+    return this.requires_grad ? ["requires_grad=True"] : [];
+  }
+  toString(): string {
+    return `tensor(<on webgpu: await .repr() or torch.print() to read>, shape=[${this.shape.join(", ")}], dtype=torch.${this.dtype})`;
+  }
+  [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return this.toString();
+  }
+  [Symbol.for("Jupyter.display")](): Promise<Record<string, string>> {
+    return this.repr().then((text) => ({ "text/plain": text }));
+  }
+
+  // ---- views (share storage and version counter) ----
+  view(...shape: Array<number | number[]>): Tensor { return vw.view(this, vw.flatShape(shape)); }
+  reshape(...shape: Array<number | number[]>): Tensor { return vw.reshape(this, vw.flatShape(shape)); }
+  view_as(other: Tensor): Tensor { return vw.view(this, other.shape); }
+  flatten(start = 0, end = -1): Tensor { return vw.flatten(this, start, end); }
+  transpose(d0: number, d1: number): Tensor { return vw.transpose(this, d0, d1); }
+  t(): Tensor { return vw.t(this); }
+  get T(): Tensor { return vw.permute(this, this.shape.map((_, i) => this.ndim - 1 - i)); }
+  get mT(): Tensor { return vw.transpose(this, -2, -1); }
+  permute(...dims: Array<number | number[]>): Tensor { return vw.permute(this, vw.flatShape(dims)); }
+  expand(...sizes: Array<number | number[]>): Tensor { return vw.expand(this, vw.flatShape(sizes)); }
+  expand_as(other: Tensor): Tensor { return vw.expand(this, other.shape); }
+  unsqueeze(dim: number): Tensor { return vw.unsqueeze(this, dim); }
+  squeeze(dim?: number): Tensor { return vw.squeeze(this, dim); }
+  narrow(dim: number, start: number, length: number): Tensor { return vw.narrow(this, dim, start, length); }
+  select(dim: number, index: number): Tensor { return vw.select(this, dim, index); }
+  slice(dim: number, start?: number, end?: number, step = 1): Tensor { return vw.slice(this, dim, start, end, step); }
+  /** Python's `x[...]`, from a NumPy-style string: `x.getitem(":, 1:3")`, `x.getitem("0, ..., None")`. */
+  getitem(index: string | number): Tensor { return idx.getitem(this, index); }
+  /** Python's `x[...] = value` (in place: bumps the version counter). */
+  setitem(index: string | number, value: TensorOrScalar): this { idx.setitem(this, index, value); return this; }
+  contiguous(): Tensor { return this.check().is_contiguous() ? vw.alias(this) : ew.copyOf(this); }
+  clone(): Tensor { return ew.copyOf(this); }
+  detach(): Tensor { return vw.alias(this); }
+  to(dtype: DType): Tensor { return dtype === this.dtype ? vw.alias(this) : ew.cast(this, dtype); }
+  float(): Tensor { return this.to("float32"); }
+  int(): Tensor { return this.to("int32"); }
+  bool(): Tensor { return this.to("bool"); }
+  cuda(): Tensor { return vw.alias(this); }
+  cpu(): Tensor { return vw.alias(this); }
+
+  // ---- elementwise ----
+  add(other: TensorOrScalar, opts?: { alpha?: number }): Tensor { return ew.binary("add", this, other, opts?.alpha); }
+  sub(other: TensorOrScalar, opts?: { alpha?: number }): Tensor { return ew.binary("sub", this, other, opts?.alpha); }
+  mul(other: TensorOrScalar): Tensor { return ew.binary("mul", this, other); }
+  div(other: TensorOrScalar): Tensor { return ew.binary("div", this, other); }
+  pow(exponent: TensorOrScalar): Tensor { return ew.binary("pow", this, exponent); }
+  maximum(other: Tensor): Tensor { return ew.binary("maximum", this, other); }
+  minimum(other: Tensor): Tensor { return ew.binary("minimum", this, other); }
+  eq(other: TensorOrScalar): Tensor { return ew.binary("eq", this, other); }
+  ne(other: TensorOrScalar): Tensor { return ew.binary("ne", this, other); }
+  lt(other: TensorOrScalar): Tensor { return ew.binary("lt", this, other); }
+  le(other: TensorOrScalar): Tensor { return ew.binary("le", this, other); }
+  gt(other: TensorOrScalar): Tensor { return ew.binary("gt", this, other); }
+  ge(other: TensorOrScalar): Tensor { return ew.binary("ge", this, other); }
+  neg(): Tensor { return ew.unary("neg", this); }
+  abs(): Tensor { return ew.unary("abs", this); }
+  exp(): Tensor { return ew.unary("exp", this); }
+  log(): Tensor { return ew.unary("log", this); }
+  sqrt(): Tensor { return ew.unary("sqrt", this); }
+  rsqrt(): Tensor { return ew.unary("rsqrt", this); }
+  relu(): Tensor { return ew.unary("relu", this); }
+  sigmoid(): Tensor { return ew.unary("sigmoid", this); }
+  tanh(): Tensor { return ew.unary("tanh", this); }
+  gelu(opts?: { approximate?: "none" | "tanh" }): Tensor { return ew.gelu(this, opts?.approximate); }
+  clamp(min?: number | null | { min?: number; max?: number }, max?: number | null): Tensor { return ew.clamp(this, min, max); }
+  where(condition: Tensor, other: TensorOrScalar): Tensor { return ew.where(condition, this, other); }
+
+  // ---- in place (bump the version counter) ----
+  add_(other: TensorOrScalar, opts?: { alpha?: number }): this { return ew.inplaceBinary("add", this, other, opts?.alpha); }
+  sub_(other: TensorOrScalar, opts?: { alpha?: number }): this { return ew.inplaceBinary("sub", this, other, opts?.alpha); }
+  mul_(other: TensorOrScalar): this { return ew.inplaceBinary("mul", this, other); }
+  div_(other: TensorOrScalar): this { return ew.inplaceBinary("div", this, other); }
+  relu_(): this { return ew.inplaceUnary("relu", this); }
+  clamp_(min?: number | null | { min?: number; max?: number }, max?: number | null): this { return ew.clampInplace(this, min, max); }
+  zero_(): this { return ew.fillInplace(this, 0); }
+  fill_(value: Scalar): this { return ew.fillInplace(this, value); }
+  copy_(src: Tensor): this { return ew.copyInplace(this, src); }
+
+  // ---- reductions ----
+  sum(dim?: DimArg | ReduceOpts, opts?: ReduceOpts): Tensor { return red.reduce("sum", this, dim, opts); }
+  mean(dim?: DimArg | ReduceOpts, opts?: ReduceOpts): Tensor { return red.reduce("mean", this, dim, opts); }
+  prod(dim?: number, opts?: ReduceOpts): Tensor { return red.reduce("prod", this, dim, opts); }
+  max(): Tensor;
+  max(dim: number, opts?: ReduceOpts): { values: Tensor; indices: Tensor };
+  max(dim?: number, opts?: ReduceOpts): Tensor | { values: Tensor; indices: Tensor } { return red.minmax("max", this, dim, opts); }
+  min(): Tensor;
+  min(dim: number, opts?: ReduceOpts): { values: Tensor; indices: Tensor };
+  min(dim?: number, opts?: ReduceOpts): Tensor | { values: Tensor; indices: Tensor } { return red.minmax("min", this, dim, opts); }
+  argmax(dim?: number, opts?: ReduceOpts): Tensor { return red.arg("argmax", this, dim, opts); }
+  argmin(dim?: number, opts?: ReduceOpts): Tensor { return red.arg("argmin", this, dim, opts); }
+  var(dim?: DimArg | (ReduceOpts & { correction?: number; unbiased?: boolean }), opts?: ReduceOpts & { correction?: number; unbiased?: boolean }): Tensor {
+    return red.variance(this, dim, opts);
+  }
+  std(dim?: DimArg | (ReduceOpts & { correction?: number; unbiased?: boolean }), opts?: ReduceOpts & { correction?: number; unbiased?: boolean }): Tensor {
+    return red.variance(this, dim, opts, true);
+  }
+  softmax(dim: number): Tensor { return red.softmax(this, dim, false); }
+  log_softmax(dim: number): Tensor { return red.softmax(this, dim, true); }
+
+  // ---- linear algebra ----
+  matmul(other: Tensor): Tensor { return la.matmul(this, other); }
+  mm(other: Tensor): Tensor { return la.mm(this, other); }
+  bmm(other: Tensor): Tensor { return la.bmm(this, other); }
+}

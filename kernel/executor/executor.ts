@@ -1,7 +1,7 @@
 // Runs transformed cells in the main realm: persistent globals, top-level await, interrupts
 // (loop polling + vm breakOnSigint + racing pending awaits), output attributed to the cell.
 import { runInThisContext } from "node:vm";
-import { transformCell, CellSyntaxError, IRQ, RT } from "./transform.ts";
+import { transformCell, CellSyntaxError, IRQ, LAST, RT } from "./transform.ts";
 import { errorContent, InterruptError, registerCell, syntaxErrorContent, type ErrorContent } from "./errors.ts";
 import { importForCell, loadTorch, torchOrThrow } from "./modules.ts";
 import type { CellContext, OutputCapture } from "./output.ts";
@@ -21,6 +21,7 @@ export class Executor {
   ) {
     const g = globalThis as any;
     g[IRQ] = irq;
+    g[LAST] = undefined;
     g[RT] = {
       import: (spec: string) => importForCell(spec, this.baseDir),
       defaultExport: (m: any) => (m && "default" in m ? m.default : m),

@@ -7,9 +7,12 @@
 // Edits never add or remove newlines, so line numbers of esbuild's output (and its source map) hold.
 import { transformSync, type Message as EsbuildMessage } from "esbuild";
 import { Parser } from "acorn";
+import { createRequire } from "node:module";
 
 export const IRQ = "__gradlab_irq";
 export const RT = "__gradlab";
+/** global that keeps an otherwise dropped last expression alive through esbuild */
+export const LAST = "__gradlab_last";
 const LOOP_CHECK = `if(Atomics.load(${IRQ},0)!==0)${RT}.interrupted();`;
 
 export interface Transformed {
@@ -46,9 +49,21 @@ export function stripTypes(source: string, sourcefile: string) {
   }
 }
 
+const parse = (js: string) =>
+  Parser.parse(js, { ecmaVersion: "latest", sourceType: "module", allowAwaitOutsideFunction: true }) as unknown as Node;
+
 export function transformCell(source: string, sourcefile: string, opts: { lastValue?: boolean } = {}): Transformed {
-  const { code: js, map } = stripTypes(source, sourcefile);
-  const ast = Parser.parse(js, { ecmaVersion: "latest", sourceType: "module", allowAwaitOutsideFunction: true }) as unknown as Node;
+  let { code: js, map } = stripTypes(source, sourcefile);
+  let ast = parse(js);
+  if (opts.lastValue !== false && mayHaveDroppedValue(source, ast)) {
+    // esbuild drops side-effect-free expression statements such as 'a' + 'b': find the cell's last
+    // statement with the TypeScript parser (only in this rare case) and keep it alive as an assignment.
+    const kept = keepLastExpression(source);
+    if (kept) {
+      ({ code: js, map } = stripTypes(kept, sourcefile));
+      ast = parse(js);
+    }
+  }
   const edits: Edit[] = [];
   let order = 0;
   const insert = (pos: number, text: string) => edits.push({ pos, end: pos, text, order: order++ });
@@ -113,9 +128,12 @@ export function transformCell(source: string, sourcefile: string, opts: { lastVa
         return;
       case "ExpressionStatement":
         walkLoops(stmt, insert);
-        if (idx === lastIdx && !stmt.directive) {
-          insert(stmt.expression.start, "return (");
-          insert(stmt.expression.end, ");");
+        if (idx === lastIdx) {
+          // around the whole statement: the expression may be parenthesized, e.g. ({ a: 1 })
+          let end = stmt.end;
+          while (end > stmt.start && /[\s;]/.test(js[end - 1])) end--;
+          insert(stmt.start, "return (");
+          insert(end, ");");
         }
         return;
       default:
@@ -170,4 +188,25 @@ function walkLoops(node: Node, insert: (pos: number, text: string) => void): voi
       } else if (v && typeof v === "object" && typeof v.type === "string") stack.push(v);
     }
   }
+}
+
+function mayHaveDroppedValue(source: string, ast: Node): boolean {
+  const trimmed = source.replace(/\/\/[^\n]*$/gm, "").replace(/[\s;]+$/, "");
+  if (!trimmed) return false;
+  const last = ast.body[ast.body.length - 1];
+  const endsLikeLiteral = /['"`]$/.test(trimmed);
+  return endsLikeLiteral || (!last && !trimmed.endsWith("}"));
+}
+
+let tsModule: typeof import("typescript") | null = null;
+
+function keepLastExpression(source: string): string | null {
+  tsModule ??= createRequire(import.meta.url)("typescript") as typeof import("typescript");
+  const ts = tsModule;
+  const sf = ts.createSourceFile("cell.ts", source, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
+  const last = sf.statements[sf.statements.length - 1];
+  if (!last || !ts.isExpressionStatement(last)) return null;
+  const e = last.expression;
+  const start = e.getStart(sf);
+  return `${source.slice(0, start)}${LAST} = (${source.slice(start, e.end)})${source.slice(e.end)}`;
 }

@@ -37,15 +37,17 @@ export async function completeRequest(k: Kernel, msg: Message): Promise<void> {
 export async function inspectRequest(k: Kernel, msg: Message): Promise<void> {
   const code = String(msg.content?.code ?? "");
   const cursor = Number(msg.content?.cursor_pos ?? code.length);
+  const text = await inspectText(k, code, cursor);
+  k.reply(msg, "inspect_reply", text == null ? { status: "ok", found: false, data: {}, metadata: {} } : { status: "ok", found: true, data: { "text/plain": text }, metadata: {} });
+}
+
+/** Type signature and docs from TypeScript, then the live value; null when nothing is known. */
+export async function inspectText(k: Kernel, code: string, cursor: number): Promise<string | null> {
   const ts = await languageService(k).inspect(code, cursor);
   const live = liveInspect(code, cursor);
   const parts: string[] = [];
   if (ts?.signature) parts.push(ts.signature);
   if (ts?.docs) parts.push(ts.docs);
   if (live) parts.push((ts ? "Value: " : "") + live.text);
-  if (!parts.length) {
-    k.reply(msg, "inspect_reply", { status: "ok", found: false, data: {}, metadata: {} });
-    return;
-  }
-  k.reply(msg, "inspect_reply", { status: "ok", found: true, data: { "text/plain": parts.join("\n\n") }, metadata: {} });
+  return parts.length ? parts.join("\n\n") : null;
 }

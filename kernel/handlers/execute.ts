@@ -5,6 +5,19 @@ import { toBundle, plain } from "../display/bundle.ts";
 import { errorContent } from "../executor/errors.ts";
 import type { CellContext } from "../executor/output.ts";
 import { languageService } from "../language/client.ts";
+import { inspectText } from "./complete.ts";
+
+/** `name?` shows what inspection knows about name in the pager, as IPython does. */
+async function pageHelp(k: Kernel, msg: Message, name: string, storeHistory: boolean, started: string): Promise<void> {
+  if (storeHistory) k.executionCount++;
+  const text = (await inspectText(k, name, name.length)) ?? `No information about ${name}`;
+  k.reply(msg, "execute_reply", {
+    status: "ok",
+    execution_count: k.executionCount,
+    payload: [{ source: "page", data: { "text/plain": text }, start: 0 }],
+    user_expressions: {},
+  }, "shell", { status: "ok", started });
+}
 
 export async function executeRequest(k: Kernel, msg: Message): Promise<void> {
   const c = msg.content ?? {};
@@ -18,6 +31,8 @@ export async function executeRequest(k: Kernel, msg: Message): Promise<void> {
     k.reply(msg, "execute_reply", { status: "aborted", execution_count: k.executionCount }, "shell", { status: "aborted", started });
     return;
   }
+  const help = /^\s*([A-Za-z_$][\w$.]*)\s*\?\s*$/.exec(code);
+  if (help) return pageHelp(k, msg, help[1], storeHistory, started);
   if (storeHistory) k.executionCount++;
   const count = k.executionCount;
   if (!silent) k.publish("execute_input", { code, execution_count: count }, msg.header);

@@ -20,7 +20,10 @@ export function isComplete(code: string): { status: "complete" | "incomplete" | 
     return { status: "complete" };
   } catch (e) {
     if (!(e instanceof CellSyntaxError)) return { status: "invalid" };
-    const atEnd = e.errors.some((x) => /end of file|Unterminated template/i.test(x.text));
+    const atEnd = e.errors.some(
+      (x) => /end of file|Unterminated template/i.test(x.text) ||
+        (/Unterminated string/i.test(x.text) && (code.match(/(?<!\\)`/g) ?? []).length % 2 === 1),
+    );
     if (!atEnd) return { status: "invalid" };
     const lastLine = code.split("\n").pop() ?? "";
     const indent = /^\s*/.exec(lastLine)![0] + (/[{([]\s*$/.test(lastLine) ? "  " : "");

@@ -1,1 +1,173 @@
-export async function runNotebookCli(_a: string[]): Promise<number> { return 1; }
+// gradlab run NOTEBOOK.ipynb [-o OUT.ipynb | --inplace] [--timeout SECONDS]
+// Executes every code cell through a real kernel over the protocol, writes outputs in nbformat 4,
+// prints progress and text outputs; a failing cell stops the run with its traceback and status 1.
+import { readFileSync, writeFileSync } from "node:fs";
+import { basename, dirname, resolve } from "node:path";
+import { KernelClient } from "./client.ts";
+import { nodeArgv } from "./paths.ts";
+import type { Message } from "../wire/message.ts";
+
+interface Output { output_type: string; [k: string]: unknown }
+interface Cell { cell_type: string; source: string | string[]; outputs?: Output[]; execution_count?: number | null; metadata?: object; id?: string }
+interface Notebook { cells: Cell[]; metadata: Record<string, unknown>; nbformat: number; nbformat_minor: number }
+
+export interface RunOptions {
+  notebook: string;
+  output?: string;
+  timeoutS?: number;
+  /** where progress and text outputs go (default: the terminal) */
+  out?: (s: string) => void;
+  err?: (s: string) => void;
+}
+
+export async function runNotebookCli(args: string[]): Promise<number> {
+  const opts: RunOptions = { notebook: "" };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (a === "-o" || a === "--output") opts.output = args[++i];
+    else if (a === "--inplace") opts.output = "";
+    else if (a === "--timeout") opts.timeoutS = Number(args[++i]);
+    else if (!a.startsWith("-") && !opts.notebook) opts.notebook = a;
+    else throw new Error(`unknown argument ${a}\nusage: gradlab run NOTEBOOK.ipynb [-o OUT.ipynb | --inplace] [--timeout SECONDS]`);
+  }
+  if (!opts.notebook) throw new Error("usage: gradlab run NOTEBOOK.ipynb [-o OUT.ipynb | --inplace] [--timeout SECONDS]");
+  if (opts.output === "") opts.output = opts.notebook;
+  return runNotebook(opts);
+}
+
+const text = (s: string | string[]) => (Array.isArray(s) ? s.join("") : s);
+const lines = (s: string) => s.split(/(?<=\n)/);
+
+export async function runNotebook(opts: RunOptions): Promise<number> {
+  const out = opts.out ?? ((s: string) => process.stdout.write(s));
+  const err = opts.err ?? ((s: string) => process.stderr.write(s));
+  const path = resolve(opts.notebook);
+  const nb: Notebook = JSON.parse(readFileSync(path, "utf8"));
+  const code = nb.cells.filter((c) => c.cell_type === "code");
+  const client = new KernelClient();
+  const started = Date.now();
+  err(`gradlab run: ${basename(path)} (${code.length} code cells)\n`);
+  let status = 0;
+  try {
+    await client.start(nodeArgv("kernel", "-f", "{connection_file}"), {
+      cwd: dirname(path),
+      env: { NODE_NO_WARNINGS: "1", GRADLAB_KERNEL_QUIET: "1", ...process.env },
+    });
+    const info = await client.ready();
+    nb.metadata.kernelspec = { name: "gradlab", display_name: "GradLab (TypeScript · WebGPU)", language: "typescript" };
+    nb.metadata.language_info = info.content.language_info;
+    for (const c of code) {
+      c.outputs = [];
+      c.execution_count = null;
+    }
+    for (let i = 0; i < code.length; i++) {
+      const cell = code[i];
+      const src = text(cell.source);
+      const first = src.split("\n").find((l) => l.trim()) ?? "";
+      err(`\x1b[2m[${i + 1}/${code.length}] ${first.slice(0, 70)}\x1b[0m\n`);
+      if (!src.trim()) continue;
+      const r = await executeCell(client, cell, src, opts.timeoutS, out, err);
+      if (r === "error") {
+        err(`\ngradlab run: cell ${i + 1} of ${code.length} failed; stopping.\n`);
+        status = 1;
+        break;
+      }
+      if (r === "timeout") {
+        err(`\ngradlab run: cell ${i + 1} timed out after ${opts.timeoutS} s; stopping.\n`);
+        status = 1;
+        break;
+      }
+    }
+  } catch (e) {
+    err(`gradlab run: ${(e as Error).message}\n`);
+    status = 1;
+  } finally {
+    await client.shutdown().catch(() => client.close());
+  }
+  if (opts.output) {
+    writeFileSync(resolve(opts.output), JSON.stringify(nb, null, 1) + "\n");
+    err(`gradlab run: wrote ${opts.output}\n`);
+  }
+  if (status === 0) err(`gradlab run: ${code.length} cells ok in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  return status;
+}
+
+async function executeCell(
+  client: KernelClient, cell: Cell, src: string, timeoutS: number | undefined,
+  out: (s: string) => void, err: (s: string) => void,
+): Promise<"ok" | "error" | "timeout"> {
+  const outputs: Output[] = (cell.outputs = []);
+  let clearPending = false;
+  const displayIndex = new Map<string, number[]>();
+  const add = (o: Output, displayId?: string) => {
+    if (clearPending) {
+      outputs.length = 0;
+      displayIndex.clear();
+      clearPending = false;
+    }
+    if (displayId) displayIndex.set(displayId, [...(displayIndex.get(displayId) ?? []), outputs.length]);
+    outputs.push(o);
+  };
+  const onIopub = (m: Message) => {
+    const c = m.content;
+    switch (m.header.msg_type) {
+      case "stream": {
+        (c.name === "stderr" ? err : out)(c.text);
+        const last = outputs[outputs.length - 1];
+        if (!clearPending && last?.output_type === "stream" && last.name === c.name) last.text = [...(last.text as string[]), ...lines(c.text)];
+        else add({ output_type: "stream", name: c.name, text: lines(c.text) });
+        break;
+      }
+      case "display_data":
+      case "execute_result": {
+        const plain = c.data?.["text/plain"];
+        if (plain !== undefined) out(`${m.header.msg_type === "execute_result" ? `Out[${c.execution_count}]: ` : ""}${plain}\n`);
+        const o: Output = m.header.msg_type === "execute_result"
+          ? { output_type: "execute_result", execution_count: c.execution_count, data: nbData(c.data), metadata: c.metadata ?? {} }
+          : { output_type: "display_data", data: nbData(c.data), metadata: c.metadata ?? {} };
+        add(o, c.transient?.display_id);
+        break;
+      }
+      case "update_display_data":
+        for (const idx of displayIndex.get(c.transient?.display_id) ?? []) {
+          outputs[idx] = { ...outputs[idx], data: nbData(c.data), metadata: c.metadata ?? {} };
+        }
+        break;
+      case "clear_output":
+        if (c.wait) clearPending = true;
+        else {
+          outputs.length = 0;
+          displayIndex.clear();
+        }
+        break;
+      case "error":
+        err((c.traceback as string[]).join("\n") + "\n");
+        add({ output_type: "error", ename: c.ename, evalue: c.evalue, traceback: c.traceback });
+        break;
+    }
+  };
+  const p = client.execute(src, onIopub);
+  const work = Promise.all([p.reply, p.idle]);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = timeoutS ? new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), timeoutS * 1000))) : null;
+  const r = await (timeout ? Promise.race([work, timeout]) : work);
+  clearTimeout(timer);
+  if (r === "timeout") {
+    const i = client.interrupt();
+    await Promise.race([Promise.all([p.reply, p.idle]), new Promise((res) => setTimeout(res, 2000))]);
+    void i;
+    return "timeout";
+  }
+  const reply = r[0];
+  cell.execution_count = reply.content.execution_count ?? null;
+  return reply.content.status === "ok" ? "ok" : "error";
+}
+
+/** nbformat stores multi-line text MIME types as lists of lines. */
+function nbData(data: Record<string, unknown> = {}): Record<string, unknown> {
+  const o: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(data)) {
+    o[k] = typeof v === "string" && (k.startsWith("text/") || k === "image/svg+xml") ? lines(v) : v;
+  }
+  return o;
+}

@@ -1,18 +1,19 @@
 // Shared by every GradLab kernel (prepended at load time).
 //
-// Binding 0 holds the dispatch's parameters as raw u32 words. Bindings 1..6 are device memory.
+// Group 0 holds the dispatch's parameters as raw u32 words (one pre-made bind group per params slot:
+// on lavapipe a dynamic offset made every dispatch ~3x slower). Group 1, bindings 1..6, is device memory.
 // Many tensors share one buffer (the caching allocator carves segments into blocks), and WebGPU
 // forbids a writable binding that overlaps another binding of the same buffer, so the host binds each
 // distinct block once and tells the kernel, through the override constants S0..S5, which binding
 // holds operand k. Every storage binding is read_write: a read-only binding may not share a buffer
 // with a writable one in the same dispatch.
 @group(0) @binding(0) var<storage, read> P: array<u32>;
-@group(0) @binding(1) var<storage, read_write> B1: array<u32>;
-@group(0) @binding(2) var<storage, read_write> B2: array<u32>;
-@group(0) @binding(3) var<storage, read_write> B3: array<u32>;
-@group(0) @binding(4) var<storage, read_write> B4: array<u32>;
-@group(0) @binding(5) var<storage, read_write> B5: array<u32>;
-@group(0) @binding(6) var<storage, read_write> B6: array<u32>;
+@group(1) @binding(1) var<storage, read_write> B1: array<u32>;
+@group(1) @binding(2) var<storage, read_write> B2: array<u32>;
+@group(1) @binding(3) var<storage, read_write> B3: array<u32>;
+@group(1) @binding(4) var<storage, read_write> B4: array<u32>;
+@group(1) @binding(5) var<storage, read_write> B5: array<u32>;
+@group(1) @binding(6) var<storage, read_write> B6: array<u32>;
 
 override S0: u32 = 1u;
 override S1: u32 = 2u;

@@ -56,10 +56,15 @@ function loadDawn(): DawnModule {
   return native;
 }
 
+let streakStart = 0;
+let lastPoll = 0;
+/** Called when the host starts waiting on the GPU: Dawn may poll eagerly again for the first 1 ms. */
+export function beginWait(): void {
+  lastPoll = 0;
+}
+
 function installPollingBackoff(): void {
   const original = globalThis.setImmediate;
-  let streakStart = 0;
-  let lastPoll = 0;
   const patched = function (this: unknown, fn: (...a: unknown[]) => void, ...args: unknown[]) {
     if (typeof fn === "function" && Function.prototype.toString.call(fn).includes("[native code]")) {
       const now = performance.now();

@@ -2,7 +2,7 @@
 // bindings, loads and stores by slot, dtype conversion, dispatch indexing). Pipelines are specialised
 // with WGSL `override` constants (op codes, dtypes, binding slots, tile sizes) instead of text
 // templates, so every shader stays a plain, valid WGSL file; they are cached per device.
-// All kernels share one explicit bind group layout: params + MAX_BINDINGS storage buffers.
+// All kernels share one explicit pipeline layout: group 0 = params, group 1 = MAX_BINDINGS storage buffers.
 
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -12,6 +12,7 @@ const dir = fileURLToPath(new URL("../../kernels-wgsl/", import.meta.url));
 const sources = new Map<string, string>();
 
 interface PerDevice {
+  paramsLayout: GPUBindGroupLayout;
   layout: GPUBindGroupLayout;
   pipelineLayout: GPUPipelineLayout;
   dummy: GPUBuffer;
@@ -32,14 +33,16 @@ export function shaderSource(name: string): string {
 function perDevice(device: GPUDevice): PerDevice {
   let d = cache.get(device);
   if (!d) {
-    const entries: GPUBindGroupLayoutEntry[] = [
-      { binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: "read-only-storage" } },
-    ];
+    const paramsLayout = device.createBindGroupLayout({
+      entries: [{ binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: "read-only-storage" } }],
+    });
+    const entries: GPUBindGroupLayoutEntry[] = [];
     for (let i = 1; i <= MAX_BINDINGS; i++) entries.push({ binding: i, visibility: GPUShaderStage.COMPUTE, buffer: { type: "storage" } });
     const layout = device.createBindGroupLayout({ entries });
     d = {
+      paramsLayout,
       layout,
-      pipelineLayout: device.createPipelineLayout({ bindGroupLayouts: [layout] }),
+      pipelineLayout: device.createPipelineLayout({ bindGroupLayouts: [paramsLayout, layout] }),
       // Unused bindings point at disjoint 256-byte ranges of this buffer, so they never alias.
       dummy: device.createBuffer({ size: 256 * MAX_BINDINGS, usage: GPUBufferUsage.STORAGE }),
       modules: new Map(),
@@ -51,13 +54,18 @@ function perDevice(device: GPUDevice): PerDevice {
 }
 
 export const bindGroupLayout = (device: GPUDevice) => perDevice(device).layout;
+export const paramsLayout = (device: GPUDevice) => perDevice(device).paramsLayout;
 export const dummyFor = (device: GPUDevice) => perDevice(device).dummy;
 
-export function pipelineFor(device: GPUDevice, shader: string, entry: string, constants: Record<string, number>): GPUComputePipeline {
+/** The pipeline for an entry point specialised by `constants` and the operand-to-binding slots. */
+export function pipelineFor(device: GPUDevice, shader: string, entry: string, constants: Record<string, number> | undefined, slots: number[]): GPUComputePipeline {
   const d = perDevice(device);
-  const key = `${shader}:${entry}:${JSON.stringify(constants)}`;
+  let key = `${shader}:${entry}:${slots.join("")}`;
+  if (constants) for (const k in constants) key += `:${k}=${constants[k]}`;
   let p = d.pipelines.get(key);
   if (!p) {
+    constants = { ...constants };
+    slots.forEach((s, k) => (constants![`S${k}`] = s));
     let module = d.modules.get(shader);
     if (!module) d.modules.set(shader, (module = device.createShaderModule({ code: shaderSource(shader), label: shader })));
     p = device.createComputePipeline({ layout: d.pipelineLayout, label: key, compute: { module, entryPoint: entry, constants } });

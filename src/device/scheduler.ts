@@ -6,9 +6,9 @@
 // around them (queue.writeBuffer would jump ahead of unsubmitted work that reads a reused block).
 
 import type { Block, Segment } from "../memory/allocator.ts";
-import { getDevice, readyDevice, type DeviceState } from "./backend.ts";
+import { beginWait, getDevice, readyDevice, type DeviceState } from "./backend.ts";
 import { RuntimeError } from "../errors.ts";
-import { bindGroupLayout, dummyFor, MAX_BINDINGS, pipelineFor } from "./pipelines.ts";
+import { bindGroupLayout, dummyFor, MAX_BINDINGS, paramsLayout, pipelineFor } from "./pipelines.ts";
 
 export interface Dispatch {
   kind: "dispatch";
@@ -37,11 +37,11 @@ interface Readback {
 type Command = Dispatch | Upload | Readback;
 
 const FLUSH_AT = 512;
+/** Each dispatch's params take one 256-byte slot (the storage offset alignment) of a per-device buffer. */
 const PARAM_ALIGN = 256;
+const PARAM_SLOTS = 1024;
 let queue: Command[] = [];
 let flushing: Promise<void> | null = null;
-let paramsBuffer: GPUBuffer | null = null;
-let paramsDevice: GPUDevice | null = null;
 let dispatchCount = 0;
 
 export function enqueue(cmd: Dispatch): void {
@@ -91,6 +91,7 @@ export async function flush(): Promise<void> {
     // needed the result instead of returning garbage.
     dev.device.pushErrorScope("validation");
     const reads = encodeAndSubmit(dev, cmds);
+    beginWait();
     const error = await dev.device.popErrorScope();
     if (error) {
       const err = new RuntimeError(`internal WebGPU error (please report): ${error.message}`);
@@ -114,73 +115,106 @@ function bufferOf(dev: DeviceState, seg: Segment): GPUBuffer {
   return seg.buffer;
 }
 
-function paramsFor(dev: DeviceState, bytes: number): GPUBuffer {
-  if (!paramsBuffer || paramsDevice !== dev.device || paramsBuffer.size < bytes) {
-    paramsBuffer?.destroy();
-    let size = 1 << 16;
-    while (size < bytes) size *= 2;
-    paramsBuffer = dev.device.createBuffer({ size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
-    paramsDevice = dev.device;
+/** Per-device encoding state: the params buffer (read at a dynamic offset) and cached bind groups. */
+interface EncodeState {
+  params: GPUBuffer;
+  paramGroups: GPUBindGroup[];
+  bindGroups: Map<string, GPUBindGroup>;
+}
+const encodeStates = new WeakMap<GPUDevice, EncodeState>();
+
+function encodeState(dev: DeviceState): EncodeState {
+  let st = encodeStates.get(dev.device);
+  if (!st) {
+    const params = dev.device.createBuffer({ size: PARAM_SLOTS * PARAM_ALIGN, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+    const layout = paramsLayout(dev.device);
+    st = {
+      params,
+      paramGroups: Array.from({ length: PARAM_SLOTS }, (_, i) =>
+        dev.device.createBindGroup({ layout, entries: [{ binding: 0, resource: { buffer: params, offset: i * PARAM_ALIGN, size: PARAM_ALIGN } }] })),
+      bindGroups: new Map(),
+    };
+    encodeStates.set(dev.device, st);
   }
-  return paramsBuffer;
+  return st;
 }
 
-/** Encodes the commands into one command buffer, submits it, and returns the pending readbacks. */
+/** Encodes the commands (in submits of at most PARAM_SLOTS dispatches) and returns the pending readbacks. */
 function encodeAndSubmit(dev: DeviceState, cmds: Command[]): Promise<void>[] {
-  const device = dev.device;
-  // Every dispatch's params go into one buffer, each at a 256-byte aligned offset.
-  let paramBytes = 0;
-  const offsets: number[] = [];
-  for (const c of cmds) {
-    if (c.kind !== "dispatch") continue;
-    offsets.push(paramBytes);
-    paramBytes += Math.ceil(Math.max(c.params.byteLength, 4) / PARAM_ALIGN) * PARAM_ALIGN;
+  const reads: Promise<void>[] = [];
+  let start = 0;
+  while (start < cmds.length) {
+    let end = start;
+    let dispatches = 0;
+    while (end < cmds.length && (cmds[end].kind !== "dispatch" || dispatches < PARAM_SLOTS)) {
+      if (cmds[end].kind === "dispatch") dispatches++;
+      end++;
+    }
+    reads.push(...encodeChunk(dev, cmds.slice(start, end), dispatches));
+    start = end;
   }
-  const params = paramBytes ? paramsFor(dev, paramBytes) : null;
-  if (params) {
-    const staging = new Uint8Array(paramBytes);
+  return reads;
+}
+
+function bindGroupFor(dev: DeviceState, st: EncodeState, slots: Block[]): GPUBindGroup {
+  let key = "";
+  for (const b of slots) key += `${b.segment.id}.${b.offset}.${b.size},`;
+  let bg = st.bindGroups.get(key);
+  if (bg && slots.every((b) => b.segment.buffer && b.segment.generation === dev.epoch)) return bg;
+  const device = dev.device;
+  const entries: GPUBindGroupEntry[] = [];
+  for (let i = 0; i < MAX_BINDINGS; i++) {
+    const b = slots[i];
+    entries.push({
+      binding: i + 1,
+      resource: b
+        ? { buffer: bufferOf(dev, b.segment), offset: b.offset, size: b.size }
+        : { buffer: dummyFor(device), offset: i * 256, size: 256 },
+    });
+  }
+  bg = device.createBindGroup({ layout: bindGroupLayout(device), entries });
+  // Keys name segments by id, and ids are never reused, so stale entries are only dropped for space.
+  if (st.bindGroups.size > 8192) st.bindGroups.clear();
+  st.bindGroups.set(key, bg);
+  return bg;
+}
+
+function encodeChunk(dev: DeviceState, cmds: Command[], dispatches: number): Promise<void>[] {
+  const device = dev.device;
+  const st = encodeState(dev);
+  if (dispatches > 0) {
+    const staging = new Uint8Array(dispatches * PARAM_ALIGN);
     let i = 0;
     for (const c of cmds) {
       if (c.kind !== "dispatch") continue;
-      staging.set(new Uint8Array(c.params.buffer, c.params.byteOffset, c.params.byteLength), offsets[i++]);
+      staging.set(new Uint8Array(c.params.buffer, c.params.byteOffset, c.params.byteLength), PARAM_ALIGN * i++);
     }
-    // Safe: writeBuffer is ordered after every earlier submit, and this buffer is only read by this submit.
-    device.queue.writeBuffer(params, 0, staging);
+    // Safe: writeBuffer is ordered after every earlier submit (which read the previous contents).
+    device.queue.writeBuffer(st.params, 0, staging);
   }
 
   const encoder = device.createCommandEncoder();
   let pass: GPUComputePassEncoder | null = null;
-  const endPass = () => { pass?.end(); pass = null; };
+  let lastPipeline: GPUComputePipeline | null = null;
+  const endPass = () => { pass?.end(); pass = null; lastPipeline = null; };
   const temporaries: GPUBuffer[] = [];
-  const reads: Array<{ cmd: Readback; staging: GPUBuffer; aligned: number; start: number }> = [];
+  const reads: Array<{ cmd: Readback; staging: GPUBuffer; start: number }> = [];
   let di = 0;
   for (const c of cmds) {
     if (c.kind === "dispatch") {
       // Bind each distinct block once; S<k> tells the kernel which binding holds operand k.
       const slots: Block[] = [];
-      const constants: Record<string, number> = { ...c.constants };
-      c.buffers.forEach((b, k) => {
+      const slotOf: number[] = [];
+      for (const b of c.buffers) {
         let s = slots.indexOf(b);
         if (s < 0) s = slots.push(b) - 1;
-        constants[`S${k}`] = s + 1;
-      });
-      const pipeline = pipelineFor(device, c.shader, c.entry, constants);
-      const entries: GPUBindGroupEntry[] = [
-        { binding: 0, resource: { buffer: params!, offset: offsets[di++], size: Math.max(c.params.byteLength, 4) } },
-      ];
-      for (let i = 0; i < MAX_BINDINGS; i++) {
-        const b = slots[i];
-        entries.push({
-          binding: i + 1,
-          resource: b
-            ? { buffer: bufferOf(dev, b.segment), offset: b.offset, size: b.size }
-            : { buffer: dummyFor(device), offset: i * 256, size: 256 },
-        });
+        slotOf.push(s + 1);
       }
-      const bindGroup = device.createBindGroup({ layout: bindGroupLayout(device), entries });
+      const pipeline = pipelineFor(device, c.shader, c.entry, c.constants, slotOf);
       pass ??= encoder.beginComputePass();
-      pass.setPipeline(pipeline);
-      pass.setBindGroup(0, bindGroup);
+      if (pipeline !== lastPipeline) pass.setPipeline((lastPipeline = pipeline));
+      pass.setBindGroup(0, st.paramGroups[di++]);
+      pass.setBindGroup(1, bindGroupFor(dev, st, slots));
       pass.dispatchWorkgroups(...c.workgroups);
     } else if (c.kind === "upload") {
       endPass();
@@ -197,7 +231,7 @@ function encodeAndSubmit(dev: DeviceState, cmds: Command[]): Promise<void>[] {
       const aligned = Math.ceil((start + c.byteLength - alignedStart) / 4) * 4;
       const staging = device.createBuffer({ size: Math.max(aligned, 4), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
       if (aligned > 0) encoder.copyBufferToBuffer(bufferOf(dev, c.block.segment), alignedStart, staging, 0, aligned);
-      reads.push({ cmd: c, staging, aligned, start: start - alignedStart });
+      reads.push({ cmd: c, staging, start: start - alignedStart });
     }
   }
   endPass();

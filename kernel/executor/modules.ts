@@ -5,7 +5,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
-export const RUNTIME_ENTRY = resolve(dirname(fileURLToPath(import.meta.url)), "../../src/index.ts");
+/** The runtime preloaded as `torch` (GRADLAB_RUNTIME overrides it, for tests). */
+export const RUNTIME_ENTRY = process.env.GRADLAB_RUNTIME
+  ? resolve(process.env.GRADLAB_RUNTIME)
+  : resolve(dirname(fileURLToPath(import.meta.url)), "../../src/index.ts");
 
 let torchState: { promise?: Promise<unknown>; mod?: unknown; error?: unknown } = {};
 

@@ -1,0 +1,250 @@
+"""Drives the gradlab kernel through Debian's jupyter_client, one scenario per invocation.
+
+usage: python3 drive.py SCENARIO   (JUPYTER_PATH must contain the gradlab kernelspec)
+Prints one JSON object with what the scenario observed; test/kernel/protocol.test.ts asserts on it.
+"""
+import hashlib
+import hmac
+import json
+import os
+import sys
+import tempfile
+import time
+
+import zmq
+from jupyter_client.manager import start_new_kernel
+
+TIMEOUT = 20
+
+
+def start(**kw):
+    return start_new_kernel(kernel_name="gradlab", startup_timeout=60, **kw)
+
+
+def collect(kc, msg_id, timeout=TIMEOUT):
+    """iopub messages for msg_id up to and including its idle status."""
+    out = []
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        m = kc.get_iopub_msg(timeout=timeout)
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        out.append({"type": m["msg_type"], "content": m["content"]})
+        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+            return out
+    raise TimeoutError("no idle for " + msg_id)
+
+
+def reply_for(kc, msg_id, timeout=TIMEOUT):
+    while True:
+        r = kc.get_shell_msg(timeout=timeout)
+        if r["parent_header"].get("msg_id") == msg_id:
+            return r["content"]
+
+
+def run(kc, code, **kw):
+    msg_id = kc.execute(code, **kw)
+    reply = reply_for(kc, msg_id)
+    return reply, collect(kc, msg_id)
+
+
+def result_text(outs):
+    for o in outs:
+        if o["type"] == "execute_result":
+            return o["content"]["data"]["text/plain"]
+    return None
+
+
+def stdout_text(outs):
+    return "".join(o["content"]["text"] for o in outs if o["type"] == "stream" and o["content"]["name"] == "stdout")
+
+
+def scenario_cells(km, kc):
+    res = {}
+    run(kc, "const a: number = 1\nlet b = a + 1\nfunction twice(x: number) { return 2 * x }\nclass K { v = 7 }")
+    res["persist"] = result_text(run(kc, "[a, b, twice(b), new K().v]")[1])
+    run(kc, "const a = 'redeclared'")
+    res["redeclare"] = result_text(run(kc, "a")[1])
+    res["tla"] = result_text(run(kc, "const t = await new Promise<number>((r) => setTimeout(() => r(5), 20)); t * 2")[1])
+    res["import"] = result_text(run(kc, 'import { basename } from "node:path"\nimport os from "node:os"\nbasename("/x/y.ts") + typeof os.cpus')[1])
+    reply, outs = run(kc, "const ok = 1\n\nfunction bad(): number {\n  return (undefined as any).boom\n}\nbad()")
+    res["error_reply"] = {k: reply.get(k) for k in ("status", "ename", "evalue")}
+    res["error_traceback"] = "\n".join(reply.get("traceback", []))
+    reply, outs = run(kc, "const x = 1\nconst = 2")
+    res["syntax_error"] = {"status": reply["status"], "ename": reply.get("ename"), "traceback": "\n".join(reply.get("traceback", []))}
+    reply, outs = run(kc, "console.log('out'); console.error('err'); process.stdout.write('raw\\n'); 3")
+    res["streams"] = [(o["content"]["name"], o["content"]["text"]) for o in outs if o["type"] == "stream"]
+    res["mixed_result"] = result_text(outs)
+    reply, outs = run(kc, "1 + 1", silent=True)
+    res["silent"] = {"types": sorted({o["type"] for o in outs}), "count": reply["execution_count"]}
+    reply, _ = run(kc, "const hidden = 40", user_expressions={"sum": "hidden + 2", "bad": "nope.nope"})
+    res["user_expressions"] = reply["user_expressions"]
+    reply, outs = run(kc, "const h = display({ step: 1 }, { display_id: 'progress' }); h.update({ step: 2 }); clear_output({ wait: true }); display.html('<p>x</p>')")
+    res["display"] = [{"type": o["type"], "content": o["content"]} for o in outs if o["type"] not in ("status", "execute_input")]
+    reply, outs = run(kc, "for (let i = 0; i < 10000; i++) console.log('line ' + i)")
+    text = stdout_text(outs)
+    res["bulk"] = {"lines": text.count("\n"), "first": text.split("\n")[0], "last": text.split("\n")[-2],
+                   "messages": sum(1 for o in outs if o["type"] == "stream"), "idle_last": outs[-1]["content"] == {"execution_state": "idle"}}
+    # late output from async work goes to the cell that started it
+    id1 = kc.execute("setTimeout(() => console.log('late from cell 1'), 300); 'started'")
+    reply_for(kc, id1)
+    id2 = kc.execute("await new Promise((r) => setTimeout(r, 700)); 'cell 2 done'")
+    reply_for(kc, id2)
+    late = []
+    deadline = time.time() + 3
+    while time.time() < deadline:
+        try:
+            m = kc.get_iopub_msg(timeout=0.5)
+        except Exception:
+            break
+        if m["msg_type"] == "stream":
+            late.append({"parent": "cell1" if m["parent_header"].get("msg_id") == id1 else "cell2" if m["parent_header"].get("msg_id") == id2 else "other", "text": m["content"]["text"]})
+    res["late"] = late
+    res["display_protocol"] = [o["content"] for o in run(kc, "torch.tensor([1, 2, 3])")[1] if o["type"] == "execute_result"]
+    return res
+
+
+def scenario_no_runtime(km, kc):
+    reply, outs = run(kc, "torch.tensor([1])")
+    after = result_text(run(kc, "1 + 1")[1])
+    return {"status": reply["status"], "evalue": reply.get("evalue"), "after": after}
+
+
+def scenario_abort(km, kc):
+    res = {}
+    ids = [kc.execute("throw new Error('first')"), kc.execute("globalThis.ran2 = true"), kc.execute("globalThis.ran3 = true")]
+    res["stop"] = [reply_for(kc, i)["status"] for i in ids]
+    res["after_stop"] = result_text(run(kc, "[globalThis.ran2 ?? false, globalThis.ran3 ?? false]")[1])
+    ids = [kc.execute("throw new Error('again')", stop_on_error=False), kc.execute("globalThis.ran4 = true")]
+    res["no_stop"] = [reply_for(kc, i)["status"] for i in ids]
+    return res
+
+
+def heartbeat_ok(km):
+    ctx = zmq.Context.instance()
+    s = ctx.socket(zmq.REQ)
+    s.linger = 0
+    s.connect("tcp://%s:%d" % (km.ip, km.hb_port))
+    s.send(b"ping")
+    ok = s.poll(1000) != 0 and s.recv() == b"ping"
+    s.close()
+    return ok
+
+
+def interrupt_case(km, kc, code):
+    msg_id = kc.execute(code)
+    time.sleep(0.5)
+    hb = heartbeat_ok(km)
+    t0 = time.time()
+    km.interrupt_kernel()
+    reply = reply_for(kc, msg_id)
+    latency = time.time() - t0
+    collect(kc, msg_id)
+    return {"status": reply["status"], "ename": reply.get("ename"), "latency": latency, "heartbeat_while_busy": hb}
+
+
+def scenario_interrupt(km, kc):
+    res = {}
+    run(kc, "let kept = 41")
+    res["loop"] = interrupt_case(km, kc, "while (true) {}")
+    res["await"] = interrupt_case(km, kc, "await new Promise(() => {})")
+    res["async_loop"] = interrupt_case(km, kc, "await null; let n = 0; for (;;) { n++ }")
+    res["kept"] = result_text(run(kc, "kept + 1")[1])
+    return res
+
+
+def scenario_stdin(km, kc):
+    msg_id = kc.execute("const who = prompt('Who?'); `hello ${who}`", allow_stdin=True)
+    req = kc.get_stdin_msg(timeout=TIMEOUT)
+    kc.input("Ada")
+    reply = reply_for(kc, msg_id)
+    outs = collect(kc, msg_id)
+    parent_ok = req["parent_header"]["msg_id"] == msg_id
+    msg_id = kc.execute("prompt('x')", allow_stdin=False)
+    denied = reply_for(kc, msg_id)
+    collect(kc, msg_id)
+    return {"prompt": req["content"]["prompt"], "password": req["content"]["password"], "parent_ok": parent_ok,
+            "status": reply["status"], "result": result_text(outs), "denied": denied["status"], "denied_evalue": denied.get("evalue")}
+
+
+def send_shell(kc, msg_type, content):
+    msg = kc.session.msg(msg_type, content)
+    kc.shell_channel.send(msg)
+    return msg["header"]["msg_id"]
+
+
+def scenario_comms(km, kc):
+    res = {}
+    run(kc, "comms.registerTarget('echo', (comm, open) => { comm.send({ opened: open.data }); comm.onMsg((d) => comm.send({ echo: d })); comm.onClose((d) => console.log('closed', JSON.stringify(d))) })")
+    mid = send_shell(kc, "comm_open", {"comm_id": "c1", "target_name": "echo", "data": {"hi": 1}})
+    res["on_open"] = [o["content"] for o in collect(kc, mid) if o["type"] == "comm_msg"]
+    mid = send_shell(kc, "comm_msg", {"comm_id": "c1", "data": {"n": 2}})
+    res["on_msg"] = [o["content"] for o in collect(kc, mid) if o["type"] == "comm_msg"]
+    mid = kc.comm_info(target_name="echo")
+    res["info"] = reply_for(kc, mid)["comms"]
+    mid = send_shell(kc, "comm_close", {"comm_id": "c1", "data": {"bye": True}})
+    res["on_close"] = [o["content"]["text"] for o in collect(kc, mid) if o["type"] == "stream"]
+    mid = send_shell(kc, "comm_open", {"comm_id": "c2", "target_name": "missing", "data": {}})
+    res["unknown_target"] = [o["content"] for o in collect(kc, mid) if o["type"] == "comm_close"]
+    reply, outs = run(kc, "const mine = comms.open('from_kernel', { hello: 1 }); mine.send({ n: 1 }); mine.comm_id.length")
+    res["kernel_open"] = [{"type": o["type"], "target": o["content"].get("target_name"), "data": o["content"]["data"]} for o in outs if o["type"].startswith("comm_")]
+    return res
+
+
+def scenario_history(km, kc):
+    marker = "'history marker %d'" % os.getpid()
+    run(kc, marker)
+    mid = kc.history(hist_access_type="tail", n=1, output=True, raw=True)
+    first = reply_for(kc, mid)["history"]
+    km.restart_kernel(now=False)
+    kc.wait_for_ready(timeout=60)
+    mid = kc.history(hist_access_type="search", pattern="'history marker*", n=5, output=False, raw=True)
+    after = reply_for(kc, mid)["history"]
+    run(kc, "1")
+    mid = kc.history(hist_access_type="tail", n=1, raw=True)
+    new = reply_for(kc, mid)["history"]
+    return {"first": first, "after_restart": after, "new_session": new, "marker": marker}
+
+
+def scenario_security(km, kc):
+    res = {}
+    ctx = zmq.Context.instance()
+    s = ctx.socket(zmq.DEALER)
+    s.linger = 0
+    s.connect("tcp://%s:%d" % (km.ip, km.shell_port))
+    header = json.dumps({"msg_id": "forged", "session": "x", "username": "u", "date": "", "msg_type": "execute_request", "version": "5.3"}).encode()
+    parts = [header, b"{}", b"{}", json.dumps({"code": "globalThis.forged = true", "silent": False}).encode()]
+    good = hmac.new(km.session.key, digestmod=hashlib.sha256)
+    for p in parts:
+        good.update(p)
+    res["expected_signature"] = good.hexdigest()
+    s.send_multipart([b"<IDS|MSG>", b"0" * 64] + parts)  # wrong signature
+    s.send_multipart([b"<IDS|MSG>", good.hexdigest().encode(), parts[0]])  # truncated
+    s.send_multipart([b"<IDS|MSG>"] + [b"garbage"] * 5)  # malformed
+    time.sleep(0.5)
+    s.close()
+    res["forged_ran"] = result_text(run(kc, "globalThis.forged ?? false")[1])
+    mid = send_shell(kc, "no_such_request", {})
+    res["unknown_reply"] = reply_for(kc, mid)
+    mid = kc.kernel_info()
+    res["kernel_info"] = reply_for(kc, mid)
+    return res
+
+
+def main():
+    name = sys.argv[1]
+    log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
+    km, kc = start(stderr=log)
+    try:
+        res = globals()["scenario_" + name](km, kc)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=False)
+    log.seek(0)
+    res["kernel_log"] = open(log.name).read()
+    os.unlink(log.name)
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()

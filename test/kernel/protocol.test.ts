@@ -1,0 +1,151 @@
+// The kernel driven by Debian's jupyter_client over real sockets (scenarios in drive.py).
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { installedKernel, drive, type Env } from "./helpers.ts";
+
+let e: Env;
+beforeAll(async () => {
+  e = await installedKernel();
+});
+afterAll(() => e?.cleanup());
+
+const strip = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
+
+describe("cells", () => {
+  let r: any;
+  beforeAll(async () => {
+    r = await drive(e, "cells");
+  }, 90_000);
+
+  test("top-level declarations persist, may be redeclared, top-level await and imports work", () => {
+    expect(r.persist).toBe("[ 1, 2, 4, 7 ]");
+    expect(r.redeclare).toBe("'redeclared'");
+    expect(r.tla).toBe("10");
+    expect(r.import).toBe("'y.tsfunction'");
+  });
+
+  test("runtime errors point at the cell line through the source map", () => {
+    expect(r.error_reply).toEqual({ status: "error", ename: "TypeError", evalue: "Cannot read properties of undefined (reading 'boom')" });
+    const tb = strip(r.error_traceback);
+    expect(tb).toMatch(/Cell \[\d+\], line 4:/);
+    expect(tb).toMatch(/--> 4\s+return \(undefined as any\)\.boom/);
+    expect(tb).toMatch(/at bad \(Cell \[\d+\]:4:\d+\)/);
+    expect(tb).not.toMatch(/kernel\/|node:internal|node:vm/);
+  });
+
+  test("syntax errors name the line", () => {
+    expect(r.syntax_error.status).toBe("error");
+    expect(r.syntax_error.ename).toBe("SyntaxError");
+    expect(strip(r.syntax_error.traceback)).toMatch(/--> 2\s+const = 2/);
+  });
+
+  test("console and process.stdout are captured in order, then the result", () => {
+    expect(r.streams).toEqual([["stdout", "out\n"], ["stderr", "err\n"], ["stdout", "raw\n"]]);
+    expect(r.mixed_result).toBe("3");
+  });
+
+  test("silent execution publishes nothing but status and does not count", () => {
+    expect(r.silent.types).toEqual(["status"]);
+  });
+
+  test("user_expressions are evaluated after the cell", () => {
+    expect(r.user_expressions.sum).toEqual({ status: "ok", data: { "text/plain": "42" }, metadata: {} });
+    expect(r.user_expressions.bad.status).toBe("error");
+    expect(r.user_expressions.bad.ename).toBe("ReferenceError");
+  });
+
+  test("display with display_id updates, clear_output(wait)", () => {
+    expect(r.display.map((d: any) => d.type)).toEqual(["display_data", "update_display_data", "clear_output", "display_data"]);
+    expect(r.display[0].content.transient).toEqual({ display_id: "progress" });
+    expect(r.display[1].content).toMatchObject({ data: { "text/plain": "{ step: 2 }" }, transient: { display_id: "progress" } });
+    expect(r.display[2].content).toEqual({ wait: true });
+    expect(r.display[3].content.data["text/html"]).toBe("<p>x</p>");
+  });
+
+  test("10,000 printed lines arrive whole, coalesced, followed by idle", () => {
+    expect(r.bulk.lines).toBe(10000);
+    expect(r.bulk.first).toBe("line 0");
+    expect(r.bulk.last).toBe("line 9999");
+    expect(r.bulk.messages).toBeLessThanOrEqual(20);
+    expect(r.bulk.idle_last).toBe(true);
+  });
+
+  test("late output from a timer is attributed to the cell that started it", () => {
+    expect(r.late).toEqual([{ parent: "cell1", text: "late from cell 1\n" }]);
+  });
+
+  test("the runtime is preloaded as torch and renders through Symbol.for('Jupyter.display')", () => {
+    expect(r.display_protocol).toHaveLength(1);
+    expect(r.display_protocol[0].data).toEqual({ "text/plain": "tensor([1, 2, 3])", "text/html": "<code>tensor(3)</code>" });
+  });
+});
+
+test("a runtime that fails to import leaves cells running and torch throwing a clear error", async () => {
+  const r = await drive(e, "no_runtime", { GRADLAB_RUNTIME: "/nonexistent/gradlab/index.ts" });
+  expect(r.status).toBe("error");
+  expect(r.evalue).toMatch(/^torch is unavailable: importing \/nonexistent\/gradlab\/index\.ts failed/);
+  expect(r.after).toBe("2");
+}, 60_000);
+
+test("stop_on_error aborts queued requests only when set", async () => {
+  const r = await drive(e, "abort");
+  expect(r.stop).toEqual(["error", "aborted", "aborted"]);
+  expect(r.after_stop).toBe("[ false, false ]");
+  expect(r.no_stop).toEqual(["error", "ok"]);
+}, 60_000);
+
+test("interrupt stops while(true), a pending await and a loop after await within 1 s; state survives; heartbeat answers while busy", async () => {
+  const r = await drive(e, "interrupt");
+  for (const k of ["loop", "await", "async_loop"]) {
+    expect(r[k].status, k).toBe("error");
+    expect(r[k].ename, k).toBe("KeyboardInterrupt");
+    expect(r[k].latency, k).toBeLessThan(1);
+    expect(r[k].heartbeat_while_busy, k).toBe(true);
+  }
+  expect(r.kept).toBe("42");
+}, 60_000);
+
+test("prompt() sends input_request on stdin and returns the reply; refused without allow_stdin", async () => {
+  const r = await drive(e, "stdin");
+  expect(r.prompt).toBe("Who?");
+  expect(r.password).toBe(false);
+  expect(r.parent_ok).toBe(true);
+  expect(r.result).toBe("'hello Ada'");
+  expect(r.denied).toBe("error");
+  expect(r.denied_evalue).toMatch(/stdin is not available/);
+}, 60_000);
+
+test("comms in both directions", async () => {
+  const r = await drive(e, "comms");
+  expect(r.on_open).toEqual([{ comm_id: "c1", data: { opened: { hi: 1 } } }]);
+  expect(r.on_msg).toEqual([{ comm_id: "c1", data: { echo: { n: 2 } } }]);
+  expect(r.info).toEqual({ c1: { target_name: "echo" } });
+  expect(r.on_close).toEqual(['closed {"bye":true}\n']);
+  expect(r.unknown_target).toEqual([{ comm_id: "c2", data: {} }]);
+  expect(r.kernel_open).toEqual([
+    { type: "comm_open", target: "from_kernel", data: { hello: 1 } },
+    { type: "comm_msg", target: null, data: { n: 1 } },
+  ]);
+}, 60_000);
+
+test("history is persisted across a restart", async () => {
+  const r = await drive(e, "history");
+  const [session, line, [input, output]] = r.first[0];
+  expect(input).toBe(r.marker);
+  expect(output).toBe(r.marker);
+  expect(r.after_restart).toEqual([[session, line, r.marker]]);
+  expect(r.new_session[0][0]).toBe(session + 1);
+}, 90_000);
+
+test("forged, truncated and malformed messages are dropped and logged without the signature", async () => {
+  const r = await drive(e, "security");
+  expect(r.forged_ran).toBe("false");
+  expect(r.kernel_log).toMatch(/dropped message: invalid signature/);
+  expect(r.kernel_log).toMatch(/dropped message: truncated/);
+  expect(r.kernel_log).not.toContain(r.expected_signature);
+  expect(r.kernel_log).toMatch(/unknown message type "no_such_request"/);
+  expect(r.unknown_reply.status).toBe("error");
+  expect(r.kernel_info.status).toBe("ok");
+  expect(r.kernel_info.language_info).toMatchObject({ name: "typescript", file_extension: ".ts", mimetype: "text/typescript" });
+  expect(r.kernel_info.help_links.length).toBeGreaterThan(0);
+  expect(r.kernel_info.protocol_version).toBe("5.3");
+}, 60_000);

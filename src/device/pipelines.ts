@@ -24,7 +24,9 @@ const cache = new WeakMap<GPUDevice, PerDevice>();
 export function shaderSource(name: string): string {
   let src = sources.get(name);
   if (src === undefined) {
-    src = readFileSync(`${dir}prelude.wgsl`, "utf8") + "\n" + readFileSync(`${dir}${name}.wgsl`, "utf8");
+    const own = readFileSync(`${dir}${name}.wgsl`, "utf8");
+    // A kernel that needs other binding types (vec4 arrays) declares its own and opts out of the prelude.
+    src = own.startsWith("// gradlab: standalone") ? own : readFileSync(`${dir}prelude.wgsl`, "utf8") + "\n" + own;
     sources.set(name, src);
   }
   return src;

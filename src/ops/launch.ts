@@ -41,6 +41,13 @@ export function dispatch(shader: string, entry: string, operands: Tensor[], para
   });
 }
 
+/** Records a dispatch with an explicit workgroup grid (kernels that index by workgroup_id). */
+export function dispatchGrid(shader: string, entry: string, operands: Tensor[], params: number[], workgroups: [number, number, number], constants?: Record<string, number>): void {
+  if (workgroups.some((w) => w === 0)) return;
+  if (workgroups.some((w) => w > MAX_GROUPS)) throw new RuntimeError(`internal: dispatch grid [${workgroups.join(", ")}] exceeds ${MAX_GROUPS} per dimension`);
+  enqueue({ kind: "dispatch", shader, entry, constants, buffers: operands.map(blockOf), params: Uint32Array.from(params), workgroups });
+}
+
 /**
  * Merges adjacent dims that are contiguous with each other in every operand, and drops size-1 dims.
  * Returns the coalesced shape and per-operand strides (stride 0 = broadcast).

@@ -4,7 +4,9 @@
 import { RuntimeError } from "../errors.ts";
 import { Tensor, numelOf } from "../tensor.ts";
 import { broadcastShapes } from "./elementwise.ts";
-import { coalesce, dispatch } from "./launch.ts";
+import { coalesce, dispatch, dispatchGrid } from "./launch.ts";
+
+const TM = Number(process.env.GRADLAB_MM_TM ?? 4);
 import { expand } from "./views.ts";
 
 const typeName = { float32: "Float", int32: "Int", bool: "Bool" } as const;
@@ -44,6 +46,15 @@ function batchedInto(a: Tensor, b: Tensor, out: Tensor): void {
     if (M === 0 || N === 0 || batch === 0) return;
     if (K === 0) {
       out.zero_();
+      return;
+    }
+    const bStride = batchStride(B)!;
+    const vec4 = N % 4 === 0 && B._strides[B.ndim - 1] === 1 && B._strides[B.ndim - 2] === N && B._offset % 4 === 0 && bStride % 4 === 0;
+    if (vec4) {
+      const tm = TM;
+      dispatchGrid("matmul_vec4", "mm", [out, A, B],
+        [M, N, K, batch, A._offset, batchStride(A)!, A._strides[A.ndim - 2], A._strides[A.ndim - 1], B._offset, bStride, 0],
+        [Math.ceil(N / 4 / 64), Math.ceil(M / tm), batch], { TM: tm });
       return;
     }
     const params = [

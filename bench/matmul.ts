@@ -1,0 +1,92 @@
+// float32 matmul GFLOP/s at 256..2048 for GradLab, TensorFlow.js's WebGPU backend on the same Dawn
+// adapter, and a plain JavaScript triple loop (i-k-j order, Float32Array), all in this one run.
+// Usage: npx tsx bench/matmul.ts [sizes...]   (GRADLAB_BENCH_JS_MAX caps the plain-JS sizes; default 1024)
+import * as torch from "../src/index.ts";
+
+const sizes = process.argv.slice(2).map(Number).filter(Boolean);
+const SIZES = sizes.length ? sizes : [256, 512, 1024, 2048];
+const JS_MAX = Number(process.env.GRADLAB_BENCH_JS_MAX ?? 1024);
+const gflops = (n: number, ms: number) => (2 * n ** 3) / (ms * 1e6);
+
+async function timeIt(reps: number, run: () => Promise<void>): Promise<number> {
+  await run(); // warm-up: compile, allocate
+  let best = Infinity;
+  for (let i = 0; i < reps; i++) {
+    const t0 = performance.now();
+    await run();
+    best = Math.min(best, performance.now() - t0);
+  }
+  return best;
+}
+
+async function gradlab(n: number): Promise<number> {
+  const a = torch.randn(n, n);
+  const b = torch.randn(n, n);
+  const ms = await timeIt(n >= 2048 ? 2 : 3, async () => {
+    const c = a.matmul(b);
+    await torch.webgpu.synchronize();
+    c.dispose();
+  });
+  a.dispose();
+  b.dispose();
+  return gflops(n, ms);
+}
+
+async function tfjsSetup() {
+  // tfjs-backend-webgpu looks for navigator.gpu; give it the same Dawn instance kind GradLab uses.
+  const { create, globals } = await import("webgpu");
+  Object.assign(globalThis, globals);
+  Object.defineProperty(globalThis, "navigator", { value: { gpu: create([]), userAgent: "node" }, configurable: true });
+  const tf = await import("@tensorflow/tfjs-core");
+  await import("@tensorflow/tfjs-backend-webgpu");
+  await tf.setBackend("webgpu");
+  await tf.ready();
+  return tf;
+}
+
+async function tfjs(tf: typeof import("@tensorflow/tfjs-core"), n: number): Promise<number> {
+  const a = tf.randomNormal([n, n]);
+  const b = tf.randomNormal([n, n]);
+  const ms = await timeIt(n >= 2048 ? 2 : 3, async () => {
+    const c = tf.matMul(a, b);
+    await c.data();
+    c.dispose();
+  });
+  a.dispose();
+  b.dispose();
+  return gflops(n, ms);
+}
+
+function plainJs(n: number): number {
+  const a = Float32Array.from({ length: n * n }, () => Math.random());
+  const b = Float32Array.from({ length: n * n }, () => Math.random());
+  const c = new Float32Array(n * n);
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    for (let k = 0; k < n; k++) {
+      const aik = a[i * n + k];
+      const row = k * n;
+      const out = i * n;
+      for (let j = 0; j < n; j++) c[out + j] += aik * b[row + j];
+    }
+  }
+  return gflops(n, performance.now() - t0);
+}
+
+console.log(`device: ${await torch.webgpu.get_device_name()}`);
+let tf: Awaited<ReturnType<typeof tfjsSetup>> | null = null;
+try {
+  tf = await tfjsSetup();
+} catch (e) {
+  console.log(`tfjs-webgpu unavailable: ${(e as Error).message}`);
+}
+console.log("   n   GradLab  tfjs-webgpu  plain JS   GradLab/tfjs  GradLab/JS   (GFLOP/s)");
+for (const n of SIZES) {
+  const g = await gradlab(n);
+  const t = tf ? await tfjs(tf, n) : NaN;
+  const j = n <= JS_MAX ? plainJs(n) : NaN;
+  const f = (v: number) => (Number.isNaN(v) ? "-" : v.toFixed(1)).padStart(9);
+  const r = (v: number) => (Number.isNaN(v) ? "-" : `${v.toFixed(1)}x`).padStart(12);
+  console.log(`${String(n).padStart(4)} ${f(g)} ${f(t).padStart(12)} ${f(j)} ${r(g / t)} ${r(g / j)}`);
+}
+process.exit(0);

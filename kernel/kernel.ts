@@ -43,6 +43,8 @@ export class Kernel {
   private queue: { msg: Message; channel: "shell" | "control"; seq: number }[] = [];
   private processing = false;
   private workerReady: Promise<void>;
+  private workerClosed: (() => void) | null = null;
+  private shuttingDown = false;
 
   constructor(private readonly conn: ConnectionInfo, readonly baseDir = process.cwd()) {
     this.signer = new Signer(conn.key, conn.signature_scheme);
@@ -58,10 +60,11 @@ export class Kernel {
     this.workerReady = new Promise((resolve) => {
       this.worker.on("message", (m: FromWorker) => {
         if (m.type === "ready") resolve();
+        else if (m.type === "closed") this.workerClosed?.();
         else this.onWorker(m);
       });
     });
-    this.worker.on("error", (e) => log(`socket thread died: ${e.stack ?? e}`));
+    this.worker.on("error", (e: Error) => log(`socket thread died: ${e.stack ?? e}`));
     this.worker.unref();
   }
 
@@ -192,11 +195,17 @@ export class Kernel {
   }
 
   async shutdown(restart: boolean): Promise<void> {
+    if (this.shuttingDown) return;
+    this.shuttingDown = true;
     log(`shutting down${restart ? " for restart" : ""}`);
     this.capture.flush();
     this.publish("shutdown_reply", { status: "ok", restart }, this.current?.header ?? {});
     await Promise.race([Promise.all([this.iopubOut.flushed(), this.shellOut.flushed()]), new Promise((r) => setTimeout(r, 500))]);
+    // close every zeromq socket, in both threads, before exiting: exiting with sockets open aborts
+    const closed = new Promise<void>((r) => (this.workerClosed = r));
     this.toWorker({ type: "close" });
+    await Promise.race([closed, new Promise((r) => setTimeout(r, 500))]);
+    await this.worker.terminate();
     this.shell.close();
     this.iopub.close();
     process.exit(0);

@@ -8,15 +8,16 @@ export interface ErrorContent {
   traceback: string[];
 }
 
-interface CellRecord { label: string; lines: string[]; map: SourceMap; wrapperLine: number }
+interface CellRecord { label: string; lines: string[]; map: SourceMap | null; wrapperLine: number; prologue: number }
 const cells = new Map<string, CellRecord>();
 
 const RED = "\x1b[31m", GREEN = "\x1b[32m", BOLD = "\x1b[1m", RESET = "\x1b[0m";
 export const CELL_FILE = /gradlab-cell-(\d+)\.js/;
 
-export function registerCell(filename: string, label: string, source: string, map: string, code: string): void {
+export function registerCell(filename: string, label: string, source: string, map: string | null, code: string): void {
   const wrapperLine = code.split("\n").length; // the line holding the wrapper's `})()`
-  cells.set(filename, { label, lines: source.split("\n"), map: new SourceMap(JSON.parse(map)), wrapperLine });
+  const prologue = code.indexOf("{") + 1; // columns the wrapper adds to line 1 (approximately)
+  cells.set(filename, { label, lines: source.split("\n"), map: map ? new SourceMap(JSON.parse(map)) : null, wrapperLine, prologue });
 }
 
 export class InterruptError extends Error {
@@ -29,6 +30,7 @@ export class InterruptError extends Error {
 function mapPosition(file: string, line: number, col: number): { cell: CellRecord; line: number; col: number } | null {
   const cell = cells.get(file);
   if (!cell) return null;
+  if (!cell.map) return { cell, line, col: line === 1 ? Math.max(1, col - cell.prologue) : col };
   const e = cell.map.findEntry(line - 1, Math.max(0, col - 1)) as any;
   if (!e || e.originalLine === undefined) {
     const e0 = cell.map.findEntry(line - 1, 0) as any;
@@ -89,7 +91,7 @@ export function syntaxErrorContent(errors: EsbuildMessage[], label: string, sour
   const line = first?.location?.line ?? 1;
   const col = (first?.location?.column ?? 0) + 1;
   const lines = source.split("\n");
-  const rec = { label, lines, map: null as any, wrapperLine: 0 };
+  const rec = { label, lines, map: null, wrapperLine: 0, prologue: 0 };
   const tb = [`${RED}${BOLD}SyntaxError${RESET}: ${first?.text ?? "invalid syntax"} (${label}, line ${line}:${col})`, ...context(rec, line)];
   return { ename: "SyntaxError", evalue: `${first?.text ?? "invalid syntax"} (line ${line})`, traceback: tb };
 }

@@ -17,7 +17,8 @@ const LOOP_CHECK = `if(Atomics.load(${IRQ},0)!==0)${RT}.interrupted();`;
 
 export interface Transformed {
   code: string;
-  map: string;
+  /** esbuild's source map; null when the cell was plain JavaScript (lines are unchanged) */
+  map: string | null;
   names: string[];
   hasTopLevelValue: boolean;
 }
@@ -52,10 +53,29 @@ export function stripTypes(source: string, sourcefile: string) {
 const parse = (js: string) =>
   Parser.parse(js, { ecmaVersion: "latest", sourceType: "module", allowAwaitOutsideFunction: true }) as unknown as Node;
 
+/** Plain JavaScript needs no type stripping: parse it directly (saves esbuild's ~1.5 ms round trip). */
+function parseAsPlainJs(source: string): Node | null {
+  // `f<T>(x)` is a generic call in TypeScript but two comparisons in JavaScript
+  if (/<[\w\s,.[\]|&]+>\s*\(/.test(source)) return null;
+  try {
+    return parse(source);
+  } catch {
+    return null;
+  }
+}
+
 export function transformCell(source: string, sourcefile: string, opts: { lastValue?: boolean } = {}): Transformed {
-  let { code: js, map } = stripTypes(source, sourcefile);
-  let ast = parse(js);
-  if (opts.lastValue !== false && mayHaveDroppedValue(source, ast)) {
+  const plain = parseAsPlainJs(source);
+  let js: string, map: string | null, ast: Node;
+  if (plain) {
+    js = source;
+    map = null;
+    ast = plain;
+  } else {
+    ({ code: js, map } = stripTypes(source, sourcefile));
+    ast = parse(js);
+  }
+  if (!plain && opts.lastValue !== false && mayHaveDroppedValue(source, ast)) {
     // esbuild drops side-effect-free expression statements such as 'a' + 'b': find the cell's last
     // statement with the TypeScript parser (only in this rare case) and keep it alive as an assignment.
     const kept = keepLastExpression(source);

@@ -26,7 +26,7 @@ class LanguageClient {
       this.pending.delete(m.id);
       r?.(m.result);
     });
-    w.on("error", (e) => {
+    w.on("error", (e: Error) => {
       log(`language service failed: ${e.stack ?? e}`);
       for (const r of this.pending.values()) r(null);
       this.pending.clear();

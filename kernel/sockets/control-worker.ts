@@ -107,9 +107,13 @@ parentPort!.on("message", (m: ToWorker) => {
   } else if (m.type === "control-send") {
     controlOut.send(m.frames.map((b) => Buffer.from(b)));
   } else if (m.type === "close") {
-    hb.close();
-    control.close();
-    stdin.close();
+    void controlOut.flushed().then(() => {
+      hb.close();
+      control.close();
+      stdin.close();
+      post({ type: "closed" });
+      parentPort!.close();
+    });
   }
 });
 

@@ -27,6 +27,7 @@ export function fromSab(sab: SharedArrayBuffer): SharedState {
 /** Messages the socket thread posts to the main thread. */
 export type FromWorker =
   | { type: "ready" }
+  | { type: "closed" }
   | { type: "interrupt" }
   | { type: "shutdown"; restart: boolean }
   | { type: "control-status"; parent: object; state: "busy" | "idle" }

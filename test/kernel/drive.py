@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -131,12 +132,15 @@ def heartbeat_ok(km):
     return ok
 
 
-def interrupt_case(km, kc, code):
+def interrupt_case(km, kc, code, sigint=False):
     msg_id = kc.execute(code)
     time.sleep(0.5)
     hb = heartbeat_ok(km)
     t0 = time.time()
-    km.interrupt_kernel()
+    if sigint:
+        km.signal_kernel(signal.SIGINT)
+    else:
+        km.interrupt_kernel()
     reply = reply_for(kc, msg_id)
     latency = time.time() - t0
     collect(kc, msg_id)
@@ -149,6 +153,8 @@ def scenario_interrupt(km, kc):
     res["loop"] = interrupt_case(km, kc, "while (true) {}")
     res["await"] = interrupt_case(km, kc, "await new Promise(() => {})")
     res["async_loop"] = interrupt_case(km, kc, "await null; let n = 0; for (;;) { n++ }")
+    res["sigint_loop"] = interrupt_case(km, kc, "while (true) {}", sigint=True)
+    res["sigint_await"] = interrupt_case(km, kc, "await new Promise(() => {})", sigint=True)
     res["kept"] = result_text(run(kc, "kept + 1")[1])
     return res
 

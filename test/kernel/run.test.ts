@@ -1,0 +1,71 @@
+// `gradlab run` (our own TypeScript client, no Python needed) and nbclient executing notebooks.
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { installedKernel, run, GRADLAB, PYTHON, REPO, type Env } from "./helpers.ts";
+
+let e: Env;
+beforeAll(async () => {
+  e = await installedKernel();
+});
+afterAll(() => e?.cleanup());
+
+const SMOKE = join(REPO, "notebooks", "smoke.ipynb");
+const outputsOf = (nb: any) => nb.cells.filter((c: any) => c.cell_type === "code").map((c: any) => c.outputs);
+const joinText = (t: string | string[]) => (Array.isArray(t) ? t.join("") : t);
+
+/** Only node's own directory on PATH: no python3, no jupyter. */
+const noPythonEnv = () => ({ ...e.env, PATH: dirname(process.execPath) });
+
+test("gradlab run executes a notebook without Python and writes nbformat outputs", async () => {
+  const out = join(e.dir, "smoke-out.ipynb");
+  const r = await run(process.execPath, [GRADLAB, "run", SMOKE, "-o", out], { env: noPythonEnv(), cwd: e.dir });
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.stdout).toContain("hypot 5");
+  expect(r.stdout).toContain("Out[2]: 42");
+  expect(r.stderr).toMatch(/\[3\/3\]/);
+  const nb = JSON.parse(readFileSync(out, "utf8"));
+  const [c1, c2, c3] = outputsOf(nb);
+  expect(c1).toEqual([{ output_type: "stream", name: "stdout", text: ["hypot 5\n"] }]);
+  expect(c2).toEqual([{ output_type: "execute_result", execution_count: 2, data: { "text/plain": ["42"] }, metadata: {} }]);
+  // the display was updated in place through its display_id
+  expect(joinText(c3[0].data["text/html"])).toBe("<b>second</b>");
+  expect(joinText(c3[1].data["text/plain"])).toBe("'a/b'");
+  expect(nb.cells.filter((c: any) => c.cell_type === "code").map((c: any) => c.execution_count)).toEqual([1, 2, 3]);
+  expect(nb.metadata.language_info.name).toBe("typescript");
+  const v = await run(PYTHON, [join(REPO, "test", "kernel", "validate_nb.py"), out], { env: e.env });
+  expect(v.stdout + v.stderr).toContain("valid");
+  expect(v.code).toBe(0);
+}, 60_000);
+
+test("gradlab run stops at a failing cell with its traceback and a non-zero exit", async () => {
+  const nbPath = join(e.dir, "failing.ipynb");
+  const cell = (source: string) => ({ cell_type: "code", metadata: {}, execution_count: null, outputs: [], source });
+  writeFileSync(nbPath, JSON.stringify({
+    cells: [cell("const n = 2"), cell("function check(x: number) {\n  if (x > 1) throw new RangeError(`too big: ${x}`)\n}\ncheck(n)"), cell("console.log('never')")],
+    metadata: {}, nbformat: 4, nbformat_minor: 5,
+  }));
+  const out = join(e.dir, "failing-out.ipynb");
+  const r = await run(process.execPath, [GRADLAB, "run", nbPath, "-o", out], { env: noPythonEnv(), cwd: e.dir });
+  expect(r.code).toBe(1);
+  const err = r.stderr.replace(/\x1b\[[0-9;]*m/g, "");
+  expect(err).toContain("RangeError: too big: 2");
+  expect(err).toMatch(/--> 2\s+if \(x > 1\) throw/);
+  expect(err).toMatch(/cell 2 of 3 failed/);
+  expect(r.stdout).not.toContain("never");
+  const [o1, o2, o3] = outputsOf(JSON.parse(readFileSync(out, "utf8")));
+  expect(o1).toEqual([]);
+  expect(o2).toHaveLength(1);
+  expect(o2[0]).toMatchObject({ output_type: "error", ename: "RangeError", evalue: "too big: 2" });
+  expect(o3).toEqual([]);
+}, 60_000);
+
+test("nbclient executes the smoke notebook on the installed kernelspec", async () => {
+  const out = join(e.dir, "nbclient-out.ipynb");
+  const r = await run(PYTHON, [join(REPO, "test", "kernel", "nbclient_run.py"), SMOKE, out], { env: e.env, cwd: e.dir });
+  expect(r.code, r.stderr).toBe(0);
+  const [c1, c2, c3] = outputsOf(JSON.parse(readFileSync(out, "utf8")));
+  expect(joinText(c1[0].text)).toBe("hypot 5\n");
+  expect(joinText(c2[0].data["text/plain"])).toBe("42");
+  expect(joinText(c3[0].data["text/html"])).toBe("<b>second</b>");
+}, 60_000);

@@ -8,5 +8,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // torch.gc() (the GC fallback for dropped handles) needs it, as the kernel passes it.
+    execArgv: ["--expose-gc"],
   },
 });

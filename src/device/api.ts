@@ -80,6 +80,7 @@ export function set_memory_capacity(bytes: number): void {
   allocator.capacity = bytes;
 }
 const deviceMemory = allocator.capacity;
+export const get_memory_capacity = () => allocator.capacity;
 
 /** A table in the layout of torch.cuda.memory_summary(). */
 export function memory_summary(): string {

@@ -6,6 +6,18 @@
 // around them (queue.writeBuffer would jump ahead of unsubmitted work that reads a reused block).
 
 import type { Block, Segment } from "../memory/allocator.ts";
+
+/**
+ * Where a block was when the command was recorded. Blocks are mutable (a freed block merges with its
+ * neighbours, a reused one is split), so commands keep a snapshot; two snapshots of live blocks never
+ * overlap, and the same storage used twice gives equal snapshots.
+ */
+export interface Range {
+  readonly segment: Segment;
+  readonly offset: number;
+  readonly size: number;
+}
+const rangeOf = (b: Block): Range => ({ segment: b.segment, offset: b.offset, size: b.size });
 import { beginWait, getDevice, readyDevice, type DeviceState } from "./backend.ts";
 import { RuntimeError } from "../errors.ts";
 import { bindGroupLayout, dummyFor, MAX_BINDINGS, paramsLayout, pipelineFor } from "./pipelines.ts";
@@ -16,19 +28,19 @@ export interface Dispatch {
   entry: string;
   constants?: Record<string, number>;
   /** Storage bindings 1..n in order; binding 0 is the params array. */
-  buffers: Block[];
+  buffers: Range[];
   params: Uint32Array;
   workgroups: [number, number, number];
 }
 interface Upload {
   kind: "upload";
-  block: Block;
+  block: Range;
   byteOffset: number;
   data: Uint8Array;
 }
 interface Readback {
   kind: "read";
-  block: Block;
+  block: Range;
   byteOffset: number;
   byteLength: number;
   resolve(data: ArrayBuffer): void;
@@ -44,7 +56,8 @@ let queue: Command[] = [];
 let flushing: Promise<void> | null = null;
 let dispatchCount = 0;
 
-export function enqueue(cmd: Dispatch): void {
+export function enqueue(shader: string, entry: string, blocks: Block[], params: Uint32Array, workgroups: [number, number, number], constants?: Record<string, number>): void {
+  const cmd: Dispatch = { kind: "dispatch", shader, entry, constants, buffers: blocks.map(rangeOf), params, workgroups };
   queue.push(cmd);
   dispatchCount++;
   if (queue.length >= FLUSH_AT) {
@@ -55,12 +68,12 @@ export function enqueue(cmd: Dispatch): void {
 
 export function upload(block: Block, data: ArrayBufferView, byteOffset = 0): void {
   const bytes = new Uint8Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength));
-  queue.push({ kind: "upload", block, byteOffset, data: bytes });
+  queue.push({ kind: "upload", block: rangeOf(block), byteOffset, data: bytes });
 }
 
 export function readBlock(block: Block, byteOffset: number, byteLength: number): Promise<ArrayBuffer> {
   return new Promise((resolve, reject) => {
-    queue.push({ kind: "read", block, byteOffset, byteLength, resolve, reject });
+    queue.push({ kind: "read", block: rangeOf(block), byteOffset, byteLength, resolve, reject });
     void flush();
   });
 }
@@ -156,7 +169,7 @@ function encodeAndSubmit(dev: DeviceState, cmds: Command[]): Promise<void>[] {
   return reads;
 }
 
-function bindGroupFor(dev: DeviceState, st: EncodeState, slots: Block[]): GPUBindGroup {
+function bindGroupFor(dev: DeviceState, st: EncodeState, slots: Range[]): GPUBindGroup {
   let key = "";
   for (const b of slots) key += `${b.segment.id}.${b.offset}.${b.size},`;
   let bg = st.bindGroups.get(key);
@@ -203,10 +216,10 @@ function encodeChunk(dev: DeviceState, cmds: Command[], dispatches: number): Pro
   for (const c of cmds) {
     if (c.kind === "dispatch") {
       // Bind each distinct block once; S<k> tells the kernel which binding holds operand k.
-      const slots: Block[] = [];
+      const slots: Range[] = [];
       const slotOf: number[] = [];
       for (const b of c.buffers) {
-        let s = slots.indexOf(b);
+        let s = slots.findIndex((r) => r.segment === b.segment && r.offset === b.offset);
         if (s < 0) s = slots.push(b) - 1;
         slotOf.push(s + 1);
       }

@@ -30,22 +30,14 @@ export function blockOf(t: Tensor): Block {
 
 export function dispatch(shader: string, entry: string, operands: Tensor[], params: number[], invocations: number, constants?: Record<string, number>): void {
   if (invocations === 0) return;
-  enqueue({
-    kind: "dispatch",
-    shader,
-    entry,
-    constants,
-    buffers: operands.map(blockOf),
-    params: Uint32Array.from(params),
-    workgroups: grid(invocations),
-  });
+  enqueue(shader, entry, operands.map(blockOf), Uint32Array.from(params), grid(invocations), constants);
 }
 
 /** Records a dispatch with an explicit workgroup grid (kernels that index by workgroup_id). */
 export function dispatchGrid(shader: string, entry: string, operands: Tensor[], params: number[], workgroups: [number, number, number], constants?: Record<string, number>): void {
   if (workgroups.some((w) => w === 0)) return;
   if (workgroups.some((w) => w > MAX_GROUPS)) throw new RuntimeError(`internal: dispatch grid [${workgroups.join(", ")}] exceeds ${MAX_GROUPS} per dimension`);
-  enqueue({ kind: "dispatch", shader, entry, constants, buffers: operands.map(blockOf), params: Uint32Array.from(params), workgroups });
+  enqueue(shader, entry, operands.map(blockOf), Uint32Array.from(params), workgroups, constants);
 }
 
 /**

@@ -82,6 +82,7 @@ export class Tensor {
         `Tensor of shape [${this.shape.join(", ")}] was disposed (by dispose(), torch.del, \`using\` or the end of a torch.scope) and can no longer be used`,
       );
     }
+    this.storage.liveBlock(); // throws if the device holding the data was lost
     return this;
   }
 

@@ -39,15 +39,20 @@ export function getitem(t: Tensor, index: string | number): Tensor {
   let cur = alias(t);
   let dim = 0;
   const step = (next: Tensor) => { cur.dispose(); cur = next; };
-  for (const p of parts) {
-    if (p.kind === "ellipsis") dim += t.ndim - consumed;
-    else if (p.kind === "none") { step(unsqueeze(cur, dim)); dim++; }
-    else if (p.kind === "slice") { step(slice(cur, dim, p.start, p.end, p.step)); dim++; }
-    else {
-      const size = cur.shape[dim];
-      if (p.i < -size || p.i >= size) throw new IndexError(`index ${p.i} is out of bounds for dimension ${dim} with size ${size}`);
-      step(select(cur, dim, p.i));
+  try {
+    for (const p of parts) {
+      if (p.kind === "ellipsis") dim += t.ndim - consumed;
+      else if (p.kind === "none") { step(unsqueeze(cur, dim)); dim++; }
+      else if (p.kind === "slice") { step(slice(cur, dim, p.start, p.end, p.step)); dim++; }
+      else {
+        const size = cur.shape[dim];
+        if (p.i < -size || p.i >= size) throw new IndexError(`index ${p.i} is out of bounds for dimension ${dim} with size ${size}`);
+        step(select(cur, dim, p.i));
+      }
     }
+  } catch (e) {
+    cur.dispose(); // nothing half-built survives a bad index
+    throw e;
   }
   return cur;
 }

@@ -1,0 +1,77 @@
+// The device layer: adapter facts, the install hint when no adapter exists, the GLES fallback, and
+// recovery from a lost device.
+import { execFileSync } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import * as torch from "../src/index.ts";
+
+/** Runs a snippet against the runtime in a fresh Node process with the given environment. */
+function runIsolated(code: string, env: Record<string, string>): string {
+  return execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], {
+    cwd: new URL("..", import.meta.url).pathname,
+    env: { ...process.env, ...env },
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+    timeout: 60_000,
+  });
+}
+
+describe("device", () => {
+  it("finds an adapter and reports its facts", async () => {
+    expect(await torch.webgpu.is_available()).toBe(true);
+    const p = await torch.cuda.get_device_properties();
+    expect(["vulkan", "opengles"]).toContain(p.backend);
+    expect(p.name.length).toBeGreaterThan(0);
+    expect(p.limits.maxStorageBufferBindingSize).toBeGreaterThanOrEqual(128 << 20);
+    expect(p.total_memory).toBe(torch.cuda.get_memory_capacity());
+    expect(await torch.webgpu.device_count()).toBe(1);
+    await torch.webgpu.synchronize();
+  });
+
+  it("names the packages to install when no adapter can be found", () => {
+    const out = runIsolated(
+      `import * as torch from "./src/index.ts";
+       try { await torch.webgpu.init(); console.log("UNEXPECTED"); } catch (e) { console.log(String(e)); }
+       console.log("available:", await torch.webgpu.is_available());`,
+      { VK_ICD_FILENAMES: "/nonexistent.json", VK_DRIVER_FILES: "/nonexistent.json", GRADLAB_WEBGPU_BACKEND: "vulkan" },
+    );
+    expect(out).toMatch(/RuntimeError: No usable WebGPU adapter was found/);
+    expect(out).toMatch(/mesa-vulkan-drivers libvulkan1/);
+    expect(out).toMatch(/libegl1 libgles2 libegl-mesa0/);
+    expect(out).toMatch(/available: false/);
+  });
+
+  it("runs the same kernels on the GLES fallback (compatibility mode)", () => {
+    const out = runIsolated(
+      `import * as torch from "./src/index.ts";
+       const p = await torch.webgpu.get_device_properties();
+       const x = torch.tensor([[1, 2], [3, 4]]);
+       console.log(p.backend, p.feature_level, JSON.stringify(await x.matmul(x).sum(1).tolist()));`,
+      { GRADLAB_WEBGPU_BACKEND: "opengles" },
+    );
+    expect(out.trim().split("\n").pop()).toBe("opengles compatibility [17,37]");
+  });
+
+  it("rejects an unknown backend name", () => {
+    const out = runIsolated(
+      `import * as torch from "./src/index.ts";
+       try { await torch.webgpu.init(); } catch (e) { console.log(String(e)); }`,
+      { GRADLAB_WEBGPU_BACKEND: "metal3" },
+    );
+    expect(out).toMatch(/GRADLAB_WEBGPU_BACKEND must be vulkan, opengles or auto, not "metal3"/);
+  });
+
+  it("after a device loss, old tensors say so and new ops run on a fresh device", async () => {
+    const old = torch.tensor([1, 2, 3]);
+    expect(await old.tolist()).toEqual([1, 2, 3]);
+    await torch.webgpu._simulate_device_loss();
+    await expect(old.tolist()).rejects.toThrow(/This tensor's data was lost with the WebGPU device/);
+    expect(() => old.add(1)).toThrow(/lost with the WebGPU device/);
+    const fresh = torch.tensor([4, 5, 6]).mul(2);
+    expect(await fresh.tolist()).toEqual([8, 10, 12]);
+    expect(await torch.webgpu.is_available()).toBe(true);
+    // memory accounting is untouched by the loss: disposing the old tensor returns its bytes
+    const before = torch.cuda.memory_allocated();
+    old.dispose();
+    expect(torch.cuda.memory_allocated()).toBe(before - 512);
+  });
+});

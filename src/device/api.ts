@@ -85,12 +85,12 @@ export const get_memory_capacity = () => allocator.capacity;
 /** A table in the layout of torch.cuda.memory_summary(). */
 export function memory_summary(): string {
   const s = allocator.stats();
-  const line = "|" + "=".repeat(75) + "|";
-  const thin = "|" + "-".repeat(75) + "|";
+  const line = "|" + "=".repeat(79) + "|";
+  const thin = "|" + "-".repeat(79) + "|";
   const row = (label: string, vals: string[]) =>
-    "| " + label.padEnd(24) + "| " + vals.map((v) => v.padStart(9)).join(" | ") + " |";
+    "| " + label.padEnd(24) + "| " + vals.map((v) => v.padStart(10)).join(" | ") + " |";
   const block = (title: string, key: string, fmt: (n: number) => string) => [
-    row(title, ["Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed"].map((h) => h.slice(0, 10))),
+    row(title, ["Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed"]),
     thin,
     ...(["all", "large_pool", "small_pool"] as const).map((pool) =>
       row(pool === "all" ? "  from all pools" : pool === "large_pool" ? "    from large pool" : "    from small pool",
@@ -101,9 +101,9 @@ export function memory_summary(): string {
   const count = (n: number) => String(n);
   return [
     line,
-    "|" + "                  GradLab WebGPU memory summary, device ID 0".padEnd(75) + "|",
+    "|" + "                  GradLab WebGPU memory summary, device ID 0".padEnd(79) + "|",
     thin,
-    "|" + `  OOMs: ${s.num_ooms}  |  alloc retries: ${s.num_alloc_retries}  |  capacity: ${formatBytes(allocator.capacity)}`.padEnd(75) + "|",
+    "|" + `  OOMs: ${s.num_ooms}  |  alloc retries: ${s.num_alloc_retries}  |  capacity: ${formatBytes(allocator.capacity)}`.padEnd(79) + "|",
     line,
     ...block("Allocated memory", "allocated_bytes", bytes),
     ...block("Requested memory", "requested_bytes", bytes),

@@ -64,6 +64,11 @@ function parseAsPlainJs(source: string): Node | null {
   }
 }
 
+/** True when the cell has no TypeScript syntax (and so nothing for the type checker to add). */
+export function isPlainJs(source: string): boolean {
+  return parseAsPlainJs(source) !== null;
+}
+
 export function transformCell(source: string, sourcefile: string, opts: { lastValue?: boolean } = {}): Transformed {
   const plain = parseAsPlainJs(source);
   let js: string, map: string | null, ast: Node;

@@ -6,6 +6,34 @@ import { errorContent } from "../executor/errors.ts";
 import type { CellContext } from "../executor/output.ts";
 import { languageService } from "../language/client.ts";
 import { inspectText } from "./complete.ts";
+import { isPlainJs } from "../executor/transform.ts";
+import type { TsDiagnostic } from "../language/client.ts";
+
+const TYPECHECK = process.env.GRADLAB_TYPECHECK !== "0";
+const TYPECHECK_WAIT_MS = Number(process.env.GRADLAB_TYPECHECK_WAIT_MS ?? 500);
+
+/** Type-checks a TypeScript cell in the language-service thread while it runs. The first TypeScript
+ *  cell only starts loading the checker, so type checking never delays a cell by more than the wait. */
+function typeCheck(k: Kernel, code: string): Promise<TsDiagnostic[] | null> | null {
+  if (!TYPECHECK || isPlainJs(code)) return null;
+  const ls = languageService(k);
+  if (!ls.loaded) {
+    ls.warm();
+    return null;
+  }
+  return ls.diagnostics(code);
+}
+
+async function reportTypeErrors(k: Kernel, pending: Promise<TsDiagnostic[] | null>, label: string, parent: object): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const diags = await Promise.race([pending, new Promise<null>((r) => (timer = setTimeout(() => r(null), TYPECHECK_WAIT_MS)))]);
+  clearTimeout(timer);
+  if (!diags?.length) return;
+  const text = diags
+    .map((d) => `\x1b[33mwarning\x1b[0m TS${d.code} (${label}, line ${d.line}:${d.col}): ${d.text}\n`)
+    .join("");
+  k.publish("stream", { name: "stderr", text }, parent);
+}
 
 /** `name?` shows what inspection knows about name in the pager, as IPython does. */
 async function pageHelp(k: Kernel, msg: Message, name: string, storeHistory: boolean, started: string): Promise<void> {
@@ -39,8 +67,10 @@ export async function executeRequest(k: Kernel, msg: Message): Promise<void> {
 
   const ctx: CellContext = { parent: msg.header, identities: msg.identities, executionCount: count, allowStdin: c.allow_stdin !== false };
   const label = storeHistory ? `Cell [${count}]` : "Cell";
+  const diagnostics = silent ? null : typeCheck(k, code);
   const outcome = await k.executor.run(code, label, ctx);
   k.capture.flush();
+  if (diagnostics) await reportTypeErrors(k, diagnostics, label, msg.header);
 
   let resultText: string | null = null;
   if (outcome.status === "ok") {

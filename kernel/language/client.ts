@@ -16,12 +16,18 @@ class LanguageClient {
   private seq = 0;
   private pending = new Map<number, (v: any) => void>();
   private cells: string[] = [];
+  /** TypeScript is loaded in the worker and answering */
+  loaded = false;
 
   private ensure(): Worker {
     if (this.worker) return this.worker;
     const w = startTsWorker(new URL("./service-worker.ts", import.meta.url), { workerData: { cells: this.cells } });
     w.unref();
     w.on("message", (m: { id: number; result: unknown }) => {
+      if (m.id === -1) {
+        this.loaded = true;
+        return;
+      }
       const r = this.pending.get(m.id);
       this.pending.delete(m.id);
       r?.(m.result);
@@ -31,6 +37,7 @@ class LanguageClient {
       for (const r of this.pending.values()) r(null);
       this.pending.clear();
       this.worker = null;
+      this.loaded = false;
     });
     return (this.worker = w);
   }

@@ -133,6 +133,14 @@ function handle(m: any): unknown {
   return null;
 }
 
+// compile the notebook once now, so the first real request is fast, then say we are ready
+try {
+  service.getProgram();
+} catch {
+  // reported on the first request
+}
+parentPort!.postMessage({ id: -1 });
+
 parentPort!.on("message", (m) => {
   let result: unknown = null;
   try {

@@ -105,6 +105,21 @@ def scenario_cells(km, kc):
     return res
 
 
+def scenario_language(km, kc):
+    res = {}
+    run(kc, "/** Doubles a number. */\nfunction dbl(x: number): number { return 2 * x }\nconst bag: any = {}; bag.dynamicProp = 1")
+    mid = kc.complete("dbl(3).toFix", 12)
+    res["complete_types"] = reply_for(kc, mid, timeout=60)
+    mid = kc.complete("bag.dyn", 7)
+    res["complete_live"] = reply_for(kc, mid)["matches"]
+    mid = kc.inspect("dbl", 3)
+    res["inspect"] = reply_for(kc, mid)
+    reply, outs = run(kc, "const n: number = 'not a number'\nn")
+    res["typed"] = {"status": reply["status"], "result": result_text(outs),
+                    "stderr": "".join(o["content"]["text"] for o in outs if o["type"] == "stream" and o["content"]["name"] == "stderr")}
+    return res
+
+
 def scenario_no_runtime(km, kc):
     reply, outs = run(kc, "torch.tensor([1])")
     after = result_text(run(kc, "1 + 1")[1])

@@ -5,8 +5,11 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 import { randomBytes } from "node:crypto";
 import { KernelManager, ServerConnection, type Kernel, type KernelMessage } from "@jupyterlab/services";
-import { WebSocket } from "ws";
+import { createRequire } from "node:module";
 import { installedKernel, PYTHON, type Env } from "./helpers.ts";
+
+// ws ships no types; @jupyterlab/services needs a WebSocket implementation in Node 20
+const { WebSocket } = createRequire(import.meta.url)("ws");
 
 let e: Env;
 let server: ChildProcess;
@@ -41,7 +44,7 @@ beforeAll(async () => {
     if (i > 300 || server.exitCode !== null) throw new Error(`jupyter-server did not start:\n${serverLog}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  settings = ServerConnection.makeSettings({ baseUrl: base, wsUrl: `ws://127.0.0.1:${port}/`, token, WebSocket: WebSocket as any, appendToken: true });
+  settings = ServerConnection.makeSettings({ baseUrl: base, wsUrl: `ws://127.0.0.1:${port}/`, token, WebSocket, appendToken: true });
   manager = new KernelManager({ serverSettings: settings });
   await manager.ready;
 }, 60_000);

@@ -79,6 +79,21 @@ describe("cells", () => {
   });
 });
 
+test("completion and inspection merge the TypeScript language service with live values; type errors only warn", async () => {
+  const r = await drive(e, "language");
+  expect(r.complete_types.matches).toContain("toFixed");
+  expect(r.complete_types.cursor_start).toBe(7);
+  expect(r.complete_types.cursor_end).toBe(12);
+  expect(r.complete_live).toContain("dynamicProp");
+  expect(r.inspect.found).toBe(true);
+  const text = r.inspect.data["text/plain"];
+  expect(text).toContain("function dbl(x: number): number");
+  expect(text).toContain("Doubles a number.");
+  expect(r.typed.status).toBe("ok");
+  expect(r.typed.result).toBe("'not a number'");
+  expect(strip(r.typed.stderr)).toMatch(/warning TS2322 \(Cell \[\d+\], line 1:7\): Type 'string' is not assignable to type 'number'/);
+}, 90_000);
+
 test("a runtime that fails to import leaves cells running and torch throwing a clear error", async () => {
   const r = await drive(e, "no_runtime", { GRADLAB_RUNTIME: "/nonexistent/gradlab/index.ts" });
   expect(r.status).toBe("error");

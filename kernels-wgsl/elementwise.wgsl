@@ -36,16 +36,17 @@ fn unary_op(x: f32) -> f32 {
     case 3u: { return log(x); }
     case 4u: { return sqrt(x); }
     case 5u: { return inverseSqrt(x); }
-    case 6u: { return max(x, 0.0); }
+    case 6u: { return select(x, 0.0, x < 0.0); }  // keeps NaN, as PyTorch's relu does
     case 7u: { return 0.5 * x * (1.0 + erf_approx(x * 0.7071067811865476)); }
     case 8u: { return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
     case 9u: { return 1.0 / (1.0 + exp(-x)); }
     case 10u: { return tanh(x); }
     case 11u: {
-      // clamp: s0 = min, s1 = max; NaN bounds mean "none"
+      // clamp: s0 = min, s1 = max; NaN bounds mean "none"; a NaN input stays NaN
       var y = x;
-      if (pf(2u) == pf(2u)) { y = max(y, pf(2u)); }
-      if (pf(3u) == pf(3u)) { y = min(y, pf(3u)); }
+      if (is_nan(x)) { return x; }
+      if (!is_nan(pf(2u))) { y = max(y, pf(2u)); }
+      if (!is_nan(pf(3u))) { y = min(y, pf(3u)); }
       return y;
     }
     case 13u: { return pow(x, pf(2u)); }
@@ -72,6 +73,8 @@ fn as_i32(bits: u32, d: u32) -> i32 {
   return select(0, 1, bits != 0u);
 }
 
+fn nan2(a: f32, b: f32) -> bool { return is_nan(a) || is_nan(b); }
+
 fn binary_f(a: f32, b: f32) -> f32 {
   switch OP {
     case 0u: { return a + pf(3u) * b; }
@@ -87,14 +90,15 @@ fn binary_f(a: f32, b: f32) -> f32 {
       }
       return pow(a, b);
     }
-    case 5u: { return select(0.0, 1.0, a == b); }
-    case 6u: { return select(0.0, 1.0, a != b); }
-    case 7u: { return select(0.0, 1.0, a < b); }
-    case 8u: { return select(0.0, 1.0, a <= b); }
-    case 9u: { return select(0.0, 1.0, a > b); }
-    case 10u: { return select(0.0, 1.0, a >= b); }
-    case 11u: { return select(max(a, b), a + b, a != a || b != b); }
-    case 12u: { return select(min(a, b), a + b, a != a || b != b); }
+    // IEEE comparisons, with NaN handled on the bits (every comparison with NaN is false but !=)
+    case 5u: { return select(0.0, 1.0, !nan2(a, b) && a == b); }
+    case 6u: { return select(0.0, 1.0, nan2(a, b) || a != b); }
+    case 7u: { return select(0.0, 1.0, !nan2(a, b) && a < b); }
+    case 8u: { return select(0.0, 1.0, !nan2(a, b) && a <= b); }
+    case 9u: { return select(0.0, 1.0, !nan2(a, b) && a > b); }
+    case 10u: { return select(0.0, 1.0, !nan2(a, b) && a >= b); }
+    case 11u: { return select(max(a, b), a + b, nan2(a, b)); }
+    case 12u: { return select(min(a, b), a + b, nan2(a, b)); }
     case 13u: { return b - a; }
     default: { return a; }
   }

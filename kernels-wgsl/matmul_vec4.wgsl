@@ -1,5 +1,4 @@
-// gradlab: standalone (declares its own bindings; prelude.wgsl is not prepended)
-//
+// gradlab: prelude prelude_vec4
 // Fast matmul for the common case: B and C row-contiguous with N % 4 == 0. Shaped for llvmpipe, which
 // runs invocations as SIMD lanes and makes workgroup barriers expensive: invocation x of a workgroup
 // owns 4 adjacent columns (one vec4 load of B per k, contiguous across lanes), and the whole workgroup
@@ -8,45 +7,8 @@
 // Params: [0] M, [1] N, [2] K, [3] batch, [4] A offset, [5] A batch stride, [6] A row stride,
 // [7] A col stride, [8] B offset, [9] B batch stride, [10] C offset (all in f32 elements).
 
-@group(0) @binding(0) var<storage, read> P: array<u32>;
-@group(1) @binding(1) var<storage, read_write> V1: array<vec4<f32>>;
-@group(1) @binding(2) var<storage, read_write> V2: array<vec4<f32>>;
-@group(1) @binding(3) var<storage, read_write> V3: array<vec4<f32>>;
-@group(1) @binding(4) var<storage, read_write> V4: array<vec4<f32>>;
-@group(1) @binding(5) var<storage, read_write> V5: array<vec4<f32>>;
-@group(1) @binding(6) var<storage, read_write> V6: array<vec4<f32>>;
-
-override S0: u32 = 1u;
-override S1: u32 = 2u;
-override S2: u32 = 3u;
 override TM: u32 = 4u;
 const MAX_TM: u32 = 8u;
-
-fn ldv(slot: u32, i: u32) -> vec4<f32> {
-  switch slot {
-    case 1u: { return V1[i]; }
-    case 2u: { return V2[i]; }
-    case 3u: { return V3[i]; }
-    case 4u: { return V4[i]; }
-    case 5u: { return V5[i]; }
-    default: { return V6[i]; }
-  }
-}
-
-fn stv(slot: u32, i: u32, v: vec4<f32>) {
-  switch slot {
-    case 1u: { V1[i] = v; }
-    case 2u: { V2[i] = v; }
-    case 3u: { V3[i] = v; }
-    case 4u: { V4[i] = v; }
-    case 5u: { V5[i] = v; }
-    default: { V6[i] = v; }
-  }
-}
-
-fn lds(slot: u32, i: u32) -> f32 {
-  return ldv(slot, i >> 2u)[i & 3u];
-}
 
 @compute @workgroup_size(64)
 fn mm(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wg: vec3<u32>) {

@@ -68,6 +68,9 @@ fn from_f32(v: f32, dt: u32) -> u32 {
 
 fn pf(i: u32) -> f32 { return bitcast<f32>(P[i]); }
 
+/// NaN test on the bits: compilers may fold `x != x` to false under fast-math assumptions.
+fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+
 /// The invocation's linear index for a 2-D grid of 1-D workgroups of size `wg`
 /// (more than 65535 workgroups spill into y).
 fn linear_id(gid: vec3<u32>, nwg: vec3<u32>, wg: u32) -> u32 {

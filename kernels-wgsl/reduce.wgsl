@@ -47,8 +47,9 @@ fn reduce_rows(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgro
     switch OP {
       case 0u: { acc += v; }
       case 6u: { acc *= v; }
-      case 1u, 3u: { if (v > acc || (v != v && acc == acc)) { acc = v; arg = j; } }
-      default: { if (v < acc || (v != v && acc == acc)) { acc = v; arg = j; } }
+      // NaN wins and sticks, as in PyTorch's max/min/argmax
+      case 1u, 3u: { if (!is_nan(acc) && (v > acc || is_nan(v))) { acc = v; arg = j; } }
+      default: { if (!is_nan(acc) && (v < acc || is_nan(v))) { acc = v; arg = j; } }
     }
   }
   if (OP == 3u || OP == 4u) { st(S0, P[6] + r, arg); return; }

@@ -9,9 +9,25 @@ const THRESHOLD = 1000;
 const EDGEITEMS = 3;
 const LINEWIDTH = 80;
 
+/**
+ * JS's toFixed/toExponential round exact ties away from zero; Python's format rounds them to even
+ * (0.03125 -> "0.0312", 149.625 -> "1.4962e+02"). Both see the exact binary value, so only true ties
+ * differ: detect one from a wide expansion and keep the truncated digits when their last one is even.
+ */
+function pyRound(v: number, digits: number, mode: "fixed" | "exp"): string {
+  const naive = mode === "fixed" ? v.toFixed(digits) : v.toExponential(digits);
+  const wide = mode === "fixed" ? v.toFixed(Math.min(100, digits + 25)) : v.toExponential(Math.min(100, digits + 25));
+  const [mant, exp] = wide.split("e");
+  const dot = mant.indexOf(".");
+  if (!/^50*$/.test(mant.slice(dot + 1 + digits))) return naive;
+  const kept = mant.slice(0, digits === 0 ? dot : dot + 1 + digits);
+  if (Number(kept[kept.length - 1]) % 2 === 1) return naive;
+  return exp === undefined ? kept : `${kept}e${exp}`;
+}
+
 /** Python's "{:.4e}": the exponent has a sign and at least two digits. */
 function sci(v: number): string {
-  const [m, e] = v.toExponential(PRECISION).split("e");
+  const [m, e] = pyRound(v, PRECISION, "exp").split("e");
   const sign = e[0] === "-" ? "-" : "+";
   const digits = e.replace(/^[+-]/, "").padStart(2, "0");
   return `${m}e${sign}${digits}`;
@@ -42,14 +58,15 @@ class Formatter {
         if (v !== Math.ceil(v)) this.intMode = false;
       }
     }
-    const nonzero = finite.filter((v) => v !== 0).map(Math.abs);
-    if (nonzero.length > 0) {
-      const max = Math.max(...nonzero);
-      const min = Math.min(...nonzero);
-      if (this.intMode) this.sciMode = max / min > 1000 || max > 1e8;
-      else this.sciMode = max / min > 1000 || max > 1e8 || min < 1e-4;
-    }
-    for (let i = 0; i < values.length; i++) this.width = Math.max(this.width, this.raw(values[i]).length);
+    // As PyTorch's _Formatter: the mode and the column width come from the nonzero finite values only.
+    const nonzero = finite.filter((v) => v !== 0);
+    if (nonzero.length === 0) return;
+    const abs = nonzero.map(Math.abs);
+    const max = Math.max(...abs);
+    const min = Math.min(...abs);
+    if (this.intMode) this.sciMode = max / min > 1000 || max > 1e8;
+    else this.sciMode = max / min > 1000 || max > 1e8 || min < 1e-4;
+    for (const v of nonzero) this.width = Math.max(this.width, this.raw(v).length);
   }
 
   private raw(v: number): string {
@@ -57,9 +74,10 @@ class Formatter {
     if (this.dtype === "int32") return String(v);
     const s = special(v);
     if (s) return s;
-    if (this.sciMode) return sci(v);
-    if (this.intMode) return `${v.toFixed(0)}.`.replace(/^-0\.$/, "-0.");
-    return v.toFixed(PRECISION);
+    const neg0 = Object.is(v, -0) ? "-" : "";
+    if (this.sciMode) return neg0 + sci(v);
+    if (this.intMode) return `${neg0}${pyRound(v, 0, "fixed")}.`;
+    return neg0 + pyRound(v, PRECISION, "fixed");
   }
 
   format(v: number): string {

@@ -25,6 +25,8 @@ export interface AdapterFacts {
   feature_level: "core" | "compatibility";
   limits: Record<string, number>;
   features: string[];
+  /** Subgroup ops usable by kernels that assume at least 8 lanes (llvmpipe: 8 = its SIMD width). */
+  subgroups: boolean;
 }
 
 export interface DeviceState {
@@ -116,6 +118,7 @@ function factsOf(adapter: GPUAdapter, backend: "vulkan" | "opengles"): AdapterFa
     feature_level: backend === "opengles" ? "compatibility" : "core",
     limits,
     features: [...adapter.features].map(String).sort(),
+    subgroups: adapter.features.has("subgroups") && ((info as { subgroupMinSize?: number }).subgroupMinSize ?? 0) >= 8,
   };
 }
 
@@ -133,8 +136,9 @@ async function acquire(): Promise<DeviceState> {
       const v = (adapter.limits as unknown as Record<string, number>)[key];
       if (typeof v === "number") requiredLimits[key] = v;
     }
-    const device = await adapter.requestDevice({ requiredLimits });
-    const state: DeviceState = { device, facts: factsOf(adapter, backend), epoch };
+    const facts = factsOf(adapter, backend);
+    const device = await adapter.requestDevice({ requiredLimits, requiredFeatures: facts.subgroups ? ["subgroups"] : [] });
+    const state: DeviceState = { device, facts, epoch };
     device.lost.then((info) => onLost(state, info));
     device.addEventListener?.("uncapturederror", (ev: Event) => {
       const err = (ev as GPUUncapturedErrorEvent).error;

@@ -25,8 +25,12 @@ export function shaderSource(name: string): string {
   let src = sources.get(name);
   if (src === undefined) {
     const own = readFileSync(`${dir}${name}.wgsl`, "utf8");
-    // A kernel that needs other binding types (vec4 arrays) declares its own and opts out of the prelude.
-    src = own.startsWith("// gradlab: standalone") ? own : readFileSync(`${dir}prelude.wgsl`, "utf8") + "\n" + own;
+    // A kernel may ask for another prelude (vec4 views of the bindings) on its first line; `enable`
+    // directives must precede every declaration, so they move to the top.
+    const prelude = /^\/\/ gradlab: prelude (\w+)/.exec(own)?.[1] ?? "prelude";
+    const enables = own.split("\n").filter((l) => l.startsWith("enable "));
+    const body = own.split("\n").filter((l) => !l.startsWith("enable ")).join("\n");
+    src = [...enables, readFileSync(`${dir}${prelude}.wgsl`, "utf8"), body].join("\n");
     sources.set(name, src);
   }
   return src;

@@ -31,6 +31,8 @@ export interface Dispatch {
   buffers: Range[];
   params: Uint32Array;
   workgroups: [number, number, number];
+  /** A drop-in replacement shader (same params and grid) for devices with subgroups. */
+  subgroupShader?: string;
 }
 interface Upload {
   kind: "upload";
@@ -56,8 +58,8 @@ let queue: Command[] = [];
 let flushing: Promise<void> | null = null;
 let dispatchCount = 0;
 
-export function enqueue(shader: string, entry: string, blocks: Block[], params: Uint32Array, workgroups: [number, number, number], constants?: Record<string, number>): void {
-  const cmd: Dispatch = { kind: "dispatch", shader, entry, constants, buffers: blocks.map(rangeOf), params, workgroups };
+export function enqueue(shader: string, entry: string, blocks: Block[], params: Uint32Array, workgroups: [number, number, number], constants?: Record<string, number>, subgroupShader?: string): void {
+  const cmd: Dispatch = { kind: "dispatch", shader, entry, constants, buffers: blocks.map(rangeOf), params, workgroups, subgroupShader };
   queue.push(cmd);
   dispatchCount++;
   if (queue.length >= FLUSH_AT) {
@@ -223,7 +225,8 @@ function encodeChunk(dev: DeviceState, cmds: Command[], dispatches: number): Pro
         if (s < 0) s = slots.push(b) - 1;
         slotOf.push(s + 1);
       }
-      const pipeline = pipelineFor(device, c.shader, c.entry, c.constants, slotOf);
+      const shader = c.subgroupShader && dev.facts.subgroups ? c.subgroupShader : c.shader;
+      const pipeline = pipelineFor(device, shader, c.entry, c.constants, slotOf);
       pass ??= encoder.beginComputePass();
       if (pipeline !== lastPipeline) pass.setPipeline((lastPipeline = pipeline));
       pass.setBindGroup(0, st.paramGroups[di++]);

@@ -128,7 +128,7 @@ export function linspace(start: number, end: number, steps: number, opts?: Creat
   const step = steps > 1 ? (end - start) / (steps - 1) : 0;
   // PyTorch fills the two halves from each end, so the last element is exactly `end`.
   const half = Math.floor(steps / 2);
-  const values = Array.from({ length: steps }, (_, i) => (i < half ? start + i * step : end - (steps - 1 - i) * step));
+  const values = steps === 1 ? [start] : Array.from({ length: steps }, (_, i) => (i < half ? start + i * step : end - (steps - 1 - i) * step));
   return tensor(values, { dtype: "float32", ...opts });
 }
 

@@ -45,11 +45,29 @@ function checkWritable(out: Tensor): void {
   }
 }
 
-/** An input that shares memory with the output but is laid out differently is copied first. */
-function unaliased(input: Tensor, out: Tensor): Tensor {
-  const same = input._offset === out._offset && input.shape.length === out.shape.length &&
-    input._strides.every((s, i) => s === out._strides[i]);
-  return input.storage === out.storage && !same ? copyOf(input) : input;
+/** [first, last] element offsets a tensor can touch. */
+function extent(t: Tensor): [number, number] {
+  let last = t._offset;
+  t.shape.forEach((s, i) => (last += (s - 1) * t._strides[i]));
+  return [t._offset, last];
+}
+
+/**
+ * ATen's assert_no_partial_overlap: an input may be the output itself, but an input that shares some
+ * of the output's memory with another layout would be read after it is overwritten.
+ */
+function checkNoPartialOverlap(input: Tensor, out: Tensor): void {
+  if (input.storage !== out.storage || input.numel() === 0 || out.numel() === 0) return;
+  const same = input._offset === out._offset && input.ndim === out.ndim &&
+    input.shape.every((s, i) => s === out.shape[i] && (s === 1 || input._strides[i] === out._strides[i]));
+  if (same) return;
+  const [a0, a1] = extent(input);
+  const [b0, b1] = extent(out);
+  if (a0 <= b1 && b0 <= a1) {
+    throw new RuntimeError(
+      "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.",
+    );
+  }
 }
 
 function checkCast(result: DType, out: Tensor): void {
@@ -157,12 +175,8 @@ export function inplaceBinary<T extends Tensor>(op: BinaryOp, self: T, other: Te
   checkCast(compute, self);
   if (other instanceof Tensor) checkInplaceShape(self, broadcastShapes(self.shape, other.shape));
   checkWritable(self);
-  const b = other instanceof Tensor ? unaliased(other, self) : other;
-  try {
-    binaryInto(op, self, self, b, alpha, compute);
-  } finally {
-    if (b !== other && b instanceof Tensor) b.dispose();
-  }
+  if (other instanceof Tensor) checkNoPartialOverlap(other, self);
+  binaryInto(op, self, self, other, alpha, compute);
   self._bump_version();
   return self;
 }
@@ -181,12 +195,8 @@ export function copyInplace<T extends Tensor>(self: T, src: Tensor): T {
   src.check();
   checkInplaceShape(self, broadcastShapes(self.shape, src.shape));
   checkWritable(self);
-  const s = unaliased(src, self);
-  try {
-    unaryInto("copy", self, s);
-  } finally {
-    if (s !== src) s.dispose();
-  }
+  checkNoPartialOverlap(src, self);
+  unaryInto("copy", self, src);
   self._bump_version();
   return self;
 }

@@ -34,10 +34,10 @@ export function dispatch(shader: string, entry: string, operands: Tensor[], para
 }
 
 /** Records a dispatch with an explicit workgroup grid (kernels that index by workgroup_id). */
-export function dispatchGrid(shader: string, entry: string, operands: Tensor[], params: number[], workgroups: [number, number, number], constants?: Record<string, number>): void {
+export function dispatchGrid(shader: string, entry: string, operands: Tensor[], params: number[], workgroups: [number, number, number], constants?: Record<string, number>, subgroupShader?: string): void {
   if (workgroups.some((w) => w === 0)) return;
   if (workgroups.some((w) => w > MAX_GROUPS)) throw new RuntimeError(`internal: dispatch grid [${workgroups.join(", ")}] exceeds ${MAX_GROUPS} per dimension`);
-  enqueue(shader, entry, operands.map(blockOf), Uint32Array.from(params), workgroups, constants);
+  enqueue(shader, entry, operands.map(blockOf), Uint32Array.from(params), workgroups, constants, subgroupShader);
 }
 
 /**

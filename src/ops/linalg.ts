@@ -5,8 +5,6 @@ import { RuntimeError } from "../errors.ts";
 import { Tensor, numelOf } from "../tensor.ts";
 import { broadcastShapes } from "./elementwise.ts";
 import { coalesce, dispatch, dispatchGrid } from "./launch.ts";
-
-const TM = Number(process.env.GRADLAB_MM_TM ?? 4);
 import { expand } from "./views.ts";
 
 const typeName = { float32: "Float", int32: "Int", bool: "Bool" } as const;
@@ -51,10 +49,10 @@ function batchedInto(a: Tensor, b: Tensor, out: Tensor): void {
     const bStride = batchStride(B)!;
     const vec4 = N % 4 === 0 && B._strides[B.ndim - 1] === 1 && B._strides[B.ndim - 2] === N && B._offset % 4 === 0 && bStride % 4 === 0;
     if (vec4) {
-      const tm = TM;
+      // 8 rows per workgroup: what matmul_subgroups needs, chosen at encode time when the device has subgroups.
       dispatchGrid("matmul_vec4", "mm", [out, A, B],
         [M, N, K, batch, A._offset, batchStride(A)!, A._strides[A.ndim - 2], A._strides[A.ndim - 1], B._offset, bStride, 0],
-        [Math.ceil(N / 4 / 64), Math.ceil(M / tm), batch], { TM: tm });
+        [Math.ceil(N / 4 / 64), Math.ceil(M / 8), batch], { TM: 8 }, "matmul_subgroups");
       return;
     }
     const params = [

@@ -1,0 +1,39 @@
+// Prepended to kernels that ask for it with "// gradlab: prelude prelude_vec4" on their first line:
+// the same binding layout as prelude.wgsl (group 0 params, group 1 device memory, operand slots S0..S2),
+// seen as vec4<f32> arrays, for kernels that move four floats per load.
+@group(0) @binding(0) var<storage, read> P: array<u32>;
+@group(1) @binding(1) var<storage, read_write> V1: array<vec4<f32>>;
+@group(1) @binding(2) var<storage, read_write> V2: array<vec4<f32>>;
+@group(1) @binding(3) var<storage, read_write> V3: array<vec4<f32>>;
+@group(1) @binding(4) var<storage, read_write> V4: array<vec4<f32>>;
+@group(1) @binding(5) var<storage, read_write> V5: array<vec4<f32>>;
+@group(1) @binding(6) var<storage, read_write> V6: array<vec4<f32>>;
+
+override S0: u32 = 1u;
+override S1: u32 = 2u;
+override S2: u32 = 3u;
+fn ldv(slot: u32, i: u32) -> vec4<f32> {
+  switch slot {
+    case 1u: { return V1[i]; }
+    case 2u: { return V2[i]; }
+    case 3u: { return V3[i]; }
+    case 4u: { return V4[i]; }
+    case 5u: { return V5[i]; }
+    default: { return V6[i]; }
+  }
+}
+
+fn stv(slot: u32, i: u32, v: vec4<f32>) {
+  switch slot {
+    case 1u: { V1[i] = v; }
+    case 2u: { V2[i] = v; }
+    case 3u: { V3[i] = v; }
+    case 4u: { V4[i] = v; }
+    case 5u: { V5[i] = v; }
+    default: { V6[i] = v; }
+  }
+}
+
+fn lds(slot: u32, i: u32) -> f32 {
+  return ldv(slot, i >> 2u)[i & 3u];
+}

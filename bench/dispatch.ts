@@ -1,32 +1,70 @@
-// µs per small elementwise op when many are batched into one submit (DESIGN.md: ~20 µs/dispatch
-// batched on lavapipe, 30–90 µs with a submit each). Reference in the same run: the same ops, each
-// followed by synchronize() (one submit per op).
+// Cost of one small elementwise op (a dependent chain of y = y + 1 on 256 floats), in the same run as
+// two references: a raw Dawn loop dispatching a trivial kernel (the floor any WebGPU library pays per
+// dispatch on this adapter), and GradLab with a synchronize() after every op (one submit per op).
+// Usage: npx tsx bench/dispatch.ts   (N=ops per run, default 4000)
 import * as torch from "../src/index.ts";
+import { readyDevice } from "../src/device/backend.ts";
 
-const N = Number(process.env.N ?? 2000);
-const x = torch.ones(256);
-await torch.webgpu.synchronize();
+const N = Number(process.env.N ?? 4000);
+const fmt = (us: number) => `${us.toFixed(1).padStart(7)} µs/op`;
 
-async function run(label: string, syncEach: boolean): Promise<number> {
-  let y = x.mul(1);
-  // warm-up: pipelines compiled, blocks cached
-  for (let i = 0; i < 50; i++) { const z = y.add(1); y.dispose(); y = z; }
+async function gradlab(syncEach: boolean): Promise<{ host: number; total: number }> {
+  let y = torch.ones(256);
+  for (let i = 0; i < 200; i++) { const z = y.add(1); y.dispose(); y = z; } // warm-up: pipelines, bind groups
   await torch.webgpu.synchronize();
   const t0 = performance.now();
+  let host = 0;
   for (let i = 0; i < N; i++) {
+    const h0 = performance.now();
     const z = y.add(1);
     y.dispose();
     y = z;
+    host += performance.now() - h0;
     if (syncEach) await torch.webgpu.synchronize();
   }
   await torch.webgpu.synchronize();
-  const us = ((performance.now() - t0) * 1000) / N;
+  const total = performance.now() - t0;
+  const last = await y.getitem("0").item();
+  if (last !== 201 + N) throw new Error(`wrong result ${last}`);
   y.dispose();
-  console.log(`${label.padEnd(34)} ${us.toFixed(1).padStart(7)} µs/op`);
+  return { host: (host * 1000) / N, total: (total * 1000) / N };
+}
+
+/** The same chain written directly against Dawn: one pipeline, one bind group, N dispatches. */
+async function rawDawn(): Promise<number> {
+  const device = readyDevice()!.device;
+  const buf = device.createBuffer({ size: 1024, usage: GPUBufferUsage.STORAGE });
+  const module = device.createShaderModule({
+    code: `@group(0) @binding(0) var<storage, read_write> x: array<f32>;
+      @compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) { x[g.x] = x[g.x] + 1.0; }`,
+  });
+  const pipeline = device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" } });
+  const bg = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: buf } }] });
+  const run = async (n: number) => {
+    const enc = device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    pass.setPipeline(pipeline);
+    for (let i = 0; i < n; i++) { pass.setBindGroup(0, bg); pass.dispatchWorkgroups(4); }
+    pass.end();
+    device.queue.submit([enc.finish()]);
+    await device.queue.onSubmittedWorkDone();
+  };
+  await run(200);
+  const t0 = performance.now();
+  for (let done = 0; done < N; done += 512) await run(Math.min(512, N - done));
+  const us = ((performance.now() - t0) * 1000) / N;
+  buf.destroy();
   return us;
 }
 
-console.log(`device: ${await torch.webgpu.get_device_name()}; ${N} dependent add ops on a 256-element tensor`);
-const batched = await run("batched (one encoder, few submits)", false);
-const each = await run("synchronize after every op", true);
-console.log(`ratio: batched is ${(each / batched).toFixed(1)}x cheaper per op than submit-and-wait`);
+await torch.webgpu.init();
+console.log(`device: ${await torch.webgpu.get_device_name()}; ${N} dependent adds on a 256-element tensor`);
+const batched = await gradlab(false);
+const raw = await rawDawn();
+const each = await gradlab(true);
+console.log(`GradLab, batched: host time per op      ${fmt(batched.host)}   (recording; the GPU works meanwhile)`);
+console.log(`GradLab, batched: end to end per op     ${fmt(batched.total)}`);
+console.log(`raw Dawn dispatch loop (floor)          ${fmt(raw)}`);
+console.log(`GradLab, synchronize() after every op   ${fmt(each.total)}`);
+console.log(`ratios: end-to-end / raw floor = ${(batched.total / raw).toFixed(2)}x; submit-per-op / batched = ${(each.total / batched.total).toFixed(1)}x`);
+process.exit(0);

@@ -2,8 +2,10 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { PROTOCOL_VERSION } from "./wire/message.ts";
+import { join } from "node:path";
+import { REPO } from "./repo.ts";
 
-const require = createRequire(import.meta.url);
+const require = createRequire(join(REPO, "package.json"));
 const pkgVersion = (name: string) => {
   try {
     return JSON.parse(readFileSync(require.resolve(`${name}/package.json`), "utf8")).version as string;
@@ -12,7 +14,7 @@ const pkgVersion = (name: string) => {
   }
 };
 
-export const KERNEL_VERSION = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version as string;
+export const KERNEL_VERSION = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version as string;
 
 export function kernelInfo(): object {
   const ts = pkgVersion("typescript");

@@ -1,7 +1,7 @@
 // The kernel process: shell and iopub on the main thread, everything that must answer while a cell
 // runs (control, heartbeat, stdin) on the socket thread; requests dispatched to handlers.
 import type { Worker } from "node:worker_threads";
-import { startTsWorker } from "./sockets/ts-worker.ts";
+import { startWorker } from "./sockets/ts-worker.ts";
 import { randomUUID } from "node:crypto";
 import * as zmq from "zeromq";
 import { makeHeader, parse, serialize, Signer, type Message } from "./wire/message.ts";
@@ -54,7 +54,7 @@ export class Kernel {
     this.executor = new Executor(state.irq, this.capture, baseDir);
     this.comms.publisher = () => (type, content, metadata = {}, buffers = []) =>
       this.publish(type, content, this.currentParent(), metadata, buffers);
-    this.worker = startTsWorker(new URL("./sockets/control-worker.ts", import.meta.url), {
+    this.worker = startWorker("control-worker", {
       workerData: { conn, session: this.session, sab, kernelInfo: this.kernelInfo },
     });
     this.workerReady = new Promise((resolve) => {

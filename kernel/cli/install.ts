@@ -2,9 +2,10 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
-import { REPO, jupyterUserDataDir, nodeArgv } from "./paths.ts";
+import { pathToFileURL } from "node:url";
+import { REPO, jupyterUserDataDir, kernelArgv } from "./paths.ts";
 
-export function installKernelspec(args: string[]): string {
+export async function installKernelspec(args: string[]): Promise<string> {
   let name = "gradlab";
   let base: string | null = null;
   for (let i = 0; i < args.length; i++) {
@@ -18,7 +19,10 @@ export function installKernelspec(args: string[]): string {
   }
   base ??= jupyterUserDataDir();
   const spec = JSON.parse(readFileSync(join(REPO, "kernel.json"), "utf8"));
-  spec.argv = [...nodeArgv("kernel", "-f", "{connection_file}")];
+  spec.argv = kernelArgv();
+  // build the kernel bundle now rather than at the first kernel start
+  const { ensureBundle } = (await import(pathToFileURL(join(REPO, "kernel", "cli", "start.mjs")).href)) as { ensureBundle(): Promise<string> };
+  await ensureBundle();
   const dir = join(base, "kernels", name);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "kernel.json"), JSON.stringify(spec, null, 2) + "\n");

@@ -19,7 +19,7 @@ async function main(): Promise<number> {
     }
     case "install": {
       const { installKernelspec } = await import("./install.ts");
-      console.log(`Installed kernelspec gradlab in ${installKernelspec(args)}`);
+      console.log(`Installed kernelspec gradlab in ${await installKernelspec(args)}`);
       return 0;
     }
     case "run": {

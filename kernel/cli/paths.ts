@@ -3,15 +3,21 @@ import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { homedir } from "node:os";
+import { REPO } from "../repo.ts";
 
-export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export { REPO };
 export const MAIN = join(REPO, "kernel", "cli", "main.ts");
 
 export function tsxLoaderUrl(): string {
   return pathToFileURL(createRequire(join(REPO, "package.json")).resolve("tsx")).href;
 }
 
-/** The argv that starts the kernel (or any gradlab command) with the flags it needs. */
+/** The kernelspec's argv: the bundled kernel, started without tsx (see start.mjs). */
+export function kernelArgv(): string[] {
+  return [process.execPath, "--expose-gc", join(REPO, "kernel", "cli", "start.mjs"), "kernel", "-f", "{connection_file}"];
+}
+
+/** The argv that starts the kernel (or any gradlab command) from TypeScript sources under tsx. */
 export function nodeArgv(...args: string[]): string[] {
   return [process.execPath, "--expose-gc", "--import", tsxLoaderUrl(), MAIN, ...args];
 }

@@ -4,7 +4,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, resolve } from "node:path";
 import { KernelClient } from "./client.ts";
-import { nodeArgv } from "./paths.ts";
+import { kernelArgv } from "./paths.ts";
 import type { Message } from "../wire/message.ts";
 
 interface Output { output_type: string; [k: string]: unknown }
@@ -49,7 +49,7 @@ export async function runNotebook(opts: RunOptions): Promise<number> {
   err(`gradlab run: ${basename(path)} (${code.length} code cells)\n`);
   let status = 0;
   try {
-    await client.start(nodeArgv("kernel", "-f", "{connection_file}"), {
+    await client.start(kernelArgv(), {
       cwd: dirname(path),
       env: { NODE_NO_WARNINGS: "1", GRADLAB_KERNEL_QUIET: "1", ...process.env },
     });

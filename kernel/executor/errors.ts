@@ -51,7 +51,7 @@ function context(cell: CellRecord, line: number): string[] {
   return out;
 }
 
-const INTERNAL = /\(node:|at node:|\/kernel\/[\w/-]+\.ts|node_modules\/(tsx|esbuild)\//;
+const INTERNAL = /\(node:|at node:|\/kernel\/[\w/-]+\.ts|node_modules\/(tsx|esbuild|\.cache\/gradlab-kernel)\//;
 
 export function errorContent(err: unknown): ErrorContent {
   if (err instanceof InterruptError) return { ename: "KeyboardInterrupt", evalue: "Execution interrupted", traceback: [`${RED}KeyboardInterrupt${RESET}: Execution interrupted`] };

@@ -3,18 +3,20 @@
 import { builtinModules, createRequire } from "node:module";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
+import { REPO } from "../repo.ts";
+import { ensureTsx } from "../sockets/ts-worker.ts";
 
 /** The runtime preloaded as `torch` (GRADLAB_RUNTIME overrides it, for tests). */
 export const RUNTIME_ENTRY = process.env.GRADLAB_RUNTIME
   ? resolve(process.env.GRADLAB_RUNTIME)
-  : resolve(dirname(fileURLToPath(import.meta.url)), "../../src/index.ts");
+  : join(REPO, "src", "index.ts");
 
 let torchState: { promise?: Promise<unknown>; mod?: unknown; error?: unknown } = {};
 
 /** Starts (once) and awaits the runtime import; never throws. */
 export async function loadTorch(): Promise<void> {
-  torchState.promise ??= import(pathToFileURL(RUNTIME_ENTRY).href).then(
+  torchState.promise ??= ensureTsx().then(() => import(pathToFileURL(RUNTIME_ENTRY).href)).then(
     (m) => (torchState.mod = m),
     (e) => (torchState.error = e),
   );
@@ -31,6 +33,7 @@ export function torchOrThrow(): unknown {
 }
 
 export async function importForCell(spec: string, baseDir: string): Promise<any> {
+  await ensureTsx(); // a package or file may be TypeScript
   if (spec === "gradlab") {
     await loadTorch();
     return torchOrThrow();

@@ -8,6 +8,8 @@
 import { transformSync, type Message as EsbuildMessage } from "esbuild";
 import { Parser } from "acorn";
 import { createRequire } from "node:module";
+import { join } from "node:path";
+import { REPO } from "../repo.ts";
 
 export const IRQ = "__gradlab_irq";
 export const RT = "__gradlab";
@@ -226,7 +228,7 @@ function mayHaveDroppedValue(source: string, ast: Node): boolean {
 let tsModule: typeof import("typescript") | null = null;
 
 function keepLastExpression(source: string): string | null {
-  tsModule ??= createRequire(import.meta.url)("typescript") as typeof import("typescript");
+  tsModule ??= createRequire(join(REPO, "package.json"))("typescript") as typeof import("typescript");
   const ts = tsModule;
   const sf = ts.createSourceFile("cell.ts", source, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
   const last = sf.statements[sf.statements.length - 1];

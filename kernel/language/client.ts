@@ -1,7 +1,7 @@
 // Main-thread side of the language service. The TypeScript compiler is loaded in a worker thread the
 // first time it is needed, so it never delays kernel start or a cell.
 import type { Worker } from "node:worker_threads";
-import { startTsWorker } from "../sockets/ts-worker.ts";
+import { startWorker } from "../sockets/ts-worker.ts";
 import type { Kernel } from "../kernel.ts";
 import { log } from "../log.ts";
 
@@ -21,7 +21,7 @@ class LanguageClient {
 
   private ensure(): Worker {
     if (this.worker) return this.worker;
-    const w = startTsWorker(new URL("./service-worker.ts", import.meta.url), { workerData: { cells: this.cells } });
+    const w = startWorker("service-worker", { workerData: { cells: this.cells } });
     w.unref();
     w.on("message", (m: { id: number; result: unknown }) => {
       if (m.id === -1) {

@@ -5,8 +5,9 @@ import { parentPort, workerData } from "node:worker_threads";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
+import { REPO } from "../repo.ts";
 
-const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const repo = REPO;
 const baseDir = process.cwd();
 const PRELUDE = join(baseDir, "__gradlab_prelude.d.ts");
 const CELLS = join(baseDir, "__gradlab_cells.ts");

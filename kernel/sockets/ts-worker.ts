@@ -9,7 +9,9 @@ import { BUNDLED, REPO } from "../repo.ts";
 
 const require = createRequire(join(REPO, "package.json"));
 /** the ESM build of tsx's API (require.resolve would pick the CommonJS one) */
-export const TSX_API = pathToFileURL(join(dirname(require.resolve("tsx/package.json")), "dist/esm/api/index.mjs")).href;
+const TSX_DIR = dirname(require.resolve("tsx/package.json"));
+export const TSX_API = pathToFileURL(join(TSX_DIR, "dist/esm/api/index.mjs")).href;
+const TSX_CJS_API = pathToFileURL(join(TSX_DIR, "dist/cjs/api/index.mjs")).href;
 
 export type WorkerName = "control-worker" | "service-worker";
 const SOURCES: Record<WorkerName, string> = {
@@ -25,8 +27,11 @@ export function startWorker(name: WorkerName, options: WorkerOptions = {}): Work
 }
 
 let tsx: Promise<void> | null = null;
-/** Makes TypeScript importable in this thread (the bundle starts without tsx, to start fast). */
+/** Makes TypeScript importable in this thread (the bundle starts without tsx, to start fast), as
+ *  `--import tsx` would: ESM hooks, and CommonJS hooks for .ts files outside "type": "module" packages. */
 export function ensureTsx(): Promise<void> {
   if (!BUNDLED) return Promise.resolve();
-  return (tsx ??= import(TSX_API).then((m: { register: () => void }) => void m.register()));
+  return (tsx ??= Promise.all([import(TSX_API), import(TSX_CJS_API)]).then((mods: { register: () => void }[]) => {
+    for (const m of mods) m.register();
+  }));
 }

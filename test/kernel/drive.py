@@ -105,6 +105,16 @@ def scenario_cells(km, kc):
     return res
 
 
+def scenario_imports(km, kc):
+    res = {}
+    res["relative_ts"] = result_text(run(kc, 'import { greet } from "./helper.ts"\ngreet("notebook")')[1])
+    res["esm_only"] = result_text(run(kc, 'import esm, { named } from "esm-only-pkg"\n[esm, named]')[1])
+    res["cjs"] = result_text(run(kc, 'import cjs from "cjs-pkg"\nimport { add } from "cjs-pkg"\n[cjs.add(1, 2), add(2, 3)]')[1])
+    res["gradlab"] = result_text(run(kc, 'import * as g from "gradlab"\ng === torch')[1])
+    res["cwd"] = result_text(run(kc, "process.cwd()")[1])
+    return res
+
+
 def scenario_language(km, kc):
     res = {}
     run(kc, "/** Doubles a number. */\nfunction dbl(x: number): number { return 2 * x }\nconst bag: any = {}; bag.dynamicProp = 1")
@@ -255,7 +265,10 @@ def scenario_security(km, kc):
 def main():
     name = sys.argv[1]
     log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
-    km, kc = start(stderr=log)
+    kw = {"stderr": log}
+    if os.environ.get("DRIVE_CWD"):
+        kw["cwd"] = os.environ["DRIVE_CWD"]
+    km, kc = start(**kw)
     try:
         res = globals()["scenario_" + name](km, kc)
     finally:

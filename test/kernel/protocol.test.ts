@@ -1,5 +1,7 @@
 // The kernel driven by Debian's jupyter_client over real sockets (scenarios in drive.py).
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { installedKernel, drive, type Env } from "./helpers.ts";
 
 let e: Env;
@@ -93,6 +95,23 @@ test("completion and inspection merge the TypeScript language service with live 
   expect(r.typed.result).toBe("'not a number'");
   expect(strip(r.typed.stderr)).toMatch(/warning TS2322 \(Cell \[\d+\], line 1:7\): Type 'string' is not assignable to type 'number'/);
 }, 90_000);
+
+test("cells import TypeScript files beside the notebook, ESM-only and CommonJS packages, and gradlab", async () => {
+  const dir = join(e.dir, "nbdir");
+  mkdirSync(join(dir, "node_modules", "esm-only-pkg"), { recursive: true });
+  mkdirSync(join(dir, "node_modules", "cjs-pkg"), { recursive: true });
+  writeFileSync(join(dir, "helper.ts"), "export function greet(who: string): string { return `hello ${who}` }\n");
+  writeFileSync(join(dir, "node_modules", "esm-only-pkg", "package.json"), JSON.stringify({ name: "esm-only-pkg", type: "module", exports: { ".": { import: "./index.js" } } }));
+  writeFileSync(join(dir, "node_modules", "esm-only-pkg", "index.js"), "export default 'esm default'; export const named = 'esm named';\n");
+  writeFileSync(join(dir, "node_modules", "cjs-pkg", "package.json"), JSON.stringify({ name: "cjs-pkg", main: "main.js" }));
+  writeFileSync(join(dir, "node_modules", "cjs-pkg", "main.js"), "exports.add = (a, b) => a + b;\n");
+  const r = await drive(e, "imports", { DRIVE_CWD: dir });
+  expect(r.cwd).toBe(`'${dir}'`);
+  expect(r.relative_ts).toBe("'hello notebook'");
+  expect(r.esm_only).toBe("[ 'esm default', 'esm named' ]");
+  expect(r.cjs).toBe("[ 3, 5 ]");
+  expect(r.gradlab).toBe("true");
+}, 60_000);
 
 test("a runtime that fails to import leaves cells running and torch throwing a clear error", async () => {
   const r = await drive(e, "no_runtime", { GRADLAB_RUNTIME: "/nonexistent/gradlab/index.ts" });

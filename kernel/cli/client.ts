@@ -58,7 +58,7 @@ export class KernelClient {
     const file = join(this.dir, "kernel.json");
     writeFileSync(file, JSON.stringify(this.conn), { mode: 0o600 });
     const args = argv.map((a) => a.replace("{connection_file}", file));
-    this.proc = spawn(args[0], args.slice(1), { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ["ignore", "inherit", opts.stderr ?? "inherit"] });
+    this.proc = spawn(args[0], args.slice(1), { cwd: opts.cwd, env: { ...(opts.env ?? process.env), JPY_PARENT_PID: String(process.pid) }, stdio: ["ignore", "inherit", opts.stderr ?? "inherit"] });
     this.exited = new Promise((r) => this.proc!.on("exit", (code) => r(code)));
     this.shell.connect(endpoint(this.conn, this.conn.shell_port));
     this.control.connect(endpoint(this.conn, this.conn.control_port));

@@ -1,7 +1,7 @@
 // Where things are: this checkout, the tsx loader, Node flags the kernel needs, Jupyter's data dirs.
 import { createRequire } from "node:module";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { homedir } from "node:os";
 import { REPO } from "../repo.ts";
 

@@ -2,8 +2,7 @@
 // declares the kernel's globals (torch, display, ...) and one file holding every cell run so far
 // followed by the cell being edited.
 import { parentPort, workerData } from "node:worker_threads";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import ts from "typescript";
 import { REPO } from "../repo.ts";
 

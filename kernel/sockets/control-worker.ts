@@ -117,6 +117,25 @@ parentPort!.on("message", (m: ToWorker) => {
   }
 });
 
+// If the client that started us (jupyter_client and gradlab run set JPY_PARENT_PID) dies without
+// shutting us down, go too.
+const parentPid = Number(process.env.JPY_PARENT_PID || 0);
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+};
+if (parentPid > 1) setInterval(() => {
+  if (alive(parentPid)) return;
+  log(`parent process ${parentPid} is gone; shutting down`);
+  Atomics.store(shared.irq, 0, 1);
+  post({ type: "shutdown", restart: false });
+  setTimeout(() => process.kill(process.pid, "SIGKILL"), 2000).unref();
+}, 1000).unref();
+
 await Promise.all([
   hb.bind(endpoint(conn, conn.hb_port)),
   control.bind(endpoint(conn, conn.control_port)),

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { installedKernel, drive, type Env } from "./helpers.ts";
+import { installedKernel, drive, run, PYTHON, REPO, type Env } from "./helpers.ts";
 
 let e: Env;
 beforeAll(async () => {
@@ -182,4 +182,21 @@ test("forged, truncated and malformed messages are dropped and logged without th
   expect(r.kernel_info.language_info).toMatchObject({ name: "typescript", file_extension: ".ts", mimetype: "text/typescript" });
   expect(r.kernel_info.help_links.length).toBeGreaterThan(0);
   expect(r.kernel_info.protocol_version).toBe("5.3");
+}, 60_000);
+
+test("a kernel whose client dies without shutting it down exits by itself", async () => {
+  const r = await run(PYTHON, [join(REPO, "test", "kernel", "orphan.py")], { env: e.env });
+  const pid = Number(r.stdout.trim());
+  expect(pid, r.stderr).toBeGreaterThan(1);
+  const alive = () => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const deadline = Date.now() + 8000;
+  while (alive() && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100));
+  expect(alive()).toBe(false);
 }, 60_000);

@@ -74,6 +74,19 @@ export async function ensureBundle() {
 }
 
 if (process.argv[1] && pathToFileURL(process.argv[1]).href === import.meta.url) {
-  const entry = await ensureBundle();
-  await import(pathToFileURL(entry).href);
+  let entry = null;
+  try {
+    if (process.env.GRADLAB_NO_BUNDLE === "1") throw new Error("GRADLAB_NO_BUNDLE=1");
+    entry = await ensureBundle();
+  } catch (e) {
+    // e.g. a read-only node_modules: run from the TypeScript sources instead (slower to start)
+    process.stderr.write(`[gradlab] cannot build the kernel bundle (${e?.message ?? e}); starting from sources\n`);
+  }
+  if (entry) await import(pathToFileURL(entry).href);
+  else {
+    const { createRequire } = await import("node:module");
+    const tsx = dirname(createRequire(join(REPO, "package.json")).resolve("tsx/package.json"));
+    for (const api of ["dist/esm/api/index.mjs", "dist/cjs/api/index.mjs"]) (await import(pathToFileURL(join(tsx, api)).href)).register();
+    await import(pathToFileURL(join(REPO, "kernel", "cli", "main.ts")).href);
+  }
 }

@@ -6,6 +6,9 @@ import { RuntimeError } from "./errors.ts";
 import { formatTensor } from "./format.ts";
 import { track, untrack } from "./memory/lifetime.ts";
 import { Storage, VersionCounter } from "./memory/storage.ts";
+import { AutogradMeta } from "./autograd/meta.ts";
+import type { AccumulateGrad, Node } from "./autograd/node.ts";
+import * as ag from "./autograd/tensor-autograd.ts";
 import { readBlock } from "./device/scheduler.ts";
 import * as ew from "./ops/elementwise.ts";
 import * as red from "./ops/reduce.ts";
@@ -40,10 +43,11 @@ export class Tensor {
   readonly _versionCounter: VersionCounter;
   /** The tensor this one is a view of (PyTorch's `._base`), or null. */
   readonly _base: Tensor | null;
-  requires_grad = false;
+  /** Autograd identity, shared by handles that are the same tensor (see autograd/meta.ts). */
+  readonly _meta: AutogradMeta;
   private _disposed = false;
 
-  constructor(storage: Storage, shape: Shape, strides: Shape, offset: number, dtype: DType, version?: VersionCounter, base?: Tensor | null) {
+  constructor(storage: Storage, shape: Shape, strides: Shape, offset: number, dtype: DType, version?: VersionCounter, base?: Tensor | null, meta?: AutogradMeta) {
     this.storage = storage;
     this.shape = [...shape];
     this._strides = [...strides];
@@ -51,8 +55,14 @@ export class Tensor {
     this.dtype = dtype;
     this._versionCounter = version ?? new VersionCounter();
     this._base = base ?? null;
+    this._meta = meta ?? ag.newMeta();
     storage.retain();
-    track(this, storage);
+    const m = this._meta;
+    m.handles++;
+    track(this, () => {
+      storage.release();
+      if (--m.handles === 0) m.drop();
+    });
   }
 
   /** A fresh, uninitialised, contiguous tensor (torch.empty). */
@@ -71,6 +81,7 @@ export class Tensor {
     this._disposed = true;
     untrack(this);
     this.storage.release();
+    if (--this._meta.handles === 0) this._meta.drop();
   }
   [Symbol.dispose](): void {
     this.dispose();
@@ -101,7 +112,6 @@ export class Tensor {
   get nbytes(): number { return this.numel() * ELEMENT_SIZE; }
   get itemsize(): number { return ELEMENT_SIZE; }
   get _version(): number { return this._versionCounter.value; }
-  get is_leaf(): boolean { return true; }
   get device(): string { return "webgpu:0"; }
   get is_cuda(): boolean { return true; }
   is_contiguous(): boolean {
@@ -148,6 +158,8 @@ export class Tensor {
     return formatTensor(await this.data(), this.shape, this.dtype, this._reprSuffixes());
   }
   _reprSuffixes(): string[] {
+    const fn = this.grad_fn;
+    if (fn) return [`grad_fn=<${fn.name()}>`];
     return this.requires_grad ? ["requires_grad=True"] : [];
   }
   toString(): string {
@@ -181,15 +193,41 @@ export class Tensor {
   getitem(index: string | number): Tensor { return idx.getitem(this, index); }
   /** Python's `x[...] = value` (in place: bumps the version counter). */
   setitem(index: string | number, value: TensorOrScalar): this { idx.setitem(this, index, value); return this; }
-  contiguous(): Tensor { return this.check().is_contiguous() ? vw.alias(this) : ew.copyOf(this); }
+  contiguous(): Tensor { return this.check().is_contiguous() ? this._alias() : ew.copyOf(this); }
   clone(): Tensor { return ew.copyOf(this); }
-  detach(): Tensor { return vw.alias(this); }
-  to(dtype: DType): Tensor { return dtype === this.dtype ? vw.alias(this) : ew.cast(this, dtype); }
+  /** A new tensor sharing storage and version counter, outside the graph (requires_grad false). */
+  detach(): Tensor { return vw.makeView(this, this.shape, this._strides, this._offset, false); }
+  /** Another handle to this same tensor (same storage and autograd identity). */
+  _alias(): Tensor {
+    return new Tensor(this.check().storage, this.shape, this._strides, this._offset, this.dtype, this._versionCounter, this._base, this._meta);
+  }
+  to(dtype: DType): Tensor { return dtype === this.dtype ? this._alias() : ew.cast(this, dtype); }
   float(): Tensor { return this.to("float32"); }
   int(): Tensor { return this.to("int32"); }
   bool(): Tensor { return this.to("bool"); }
-  cuda(): Tensor { return vw.alias(this); }
-  cpu(): Tensor { return vw.alias(this); }
+  cuda(): Tensor { return this._alias(); }
+  cpu(): Tensor { return this._alias(); }
+
+  // ---- autograd ----
+  get requires_grad(): boolean { return this._meta.requiresGradLeaf || this._meta.grad_fn !== null; }
+  set requires_grad(v: boolean) { ag.setRequiresGrad(this, v); }
+  requires_grad_(v = true): this { ag.setRequiresGrad(this, v); return this; }
+  get grad_fn(): Node | null { return this._meta.grad_fn; }
+  get is_leaf(): boolean { return this._meta.grad_fn === null; }
+  get _output_nr(): number { return this._meta.output_nr; }
+  get grad(): Tensor | null { return ag.getGrad(this); }
+  set grad(g: Tensor | null) { ag.setGrad(this, g); }
+  get retains_grad(): boolean { return this._meta.retains_grad; }
+  retain_grad(): void { ag.retainGrad(this); }
+  is_inference(): boolean { return this._meta.inference; }
+  /** The AccumulateGrad node of a leaf that requires grad (created on first use, then kept). */
+  _accumulator(): AccumulateGrad { return ag.accumulator(this); }
+  _accumulateGrad(g: Tensor): void { ag.accumulateGrad(this, g); }
+  backward(gradient?: Tensor | null, opts?: { retain_graph?: boolean; create_graph?: boolean; inputs?: Tensor[] }): void {
+    ag.backward(this, gradient ?? null, opts);
+  }
+  register_hook(fn: (grad: Tensor) => Tensor | void): { remove(): void } { return ag.registerHook(this, fn); }
+  register_post_accumulate_grad_hook(fn: (t: Tensor) => void): { remove(): void } { return ag.registerPostAccumulateHook(this, fn); }
 
   // ---- elementwise ----
   add(other: TensorOrScalar, opts?: { alpha?: number }): Tensor { return ew.binary("add", this, other, opts?.alpha); }

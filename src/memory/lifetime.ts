@@ -1,18 +1,17 @@
 // When a tensor handle lets go of its storage: dispose() / torch.del / `using`, the end of a
 // torch.scope, or, as a fallback for handles dropped by rebinding a variable, the GC's finalizer.
 
-import type { Storage } from "./storage.ts";
-
 interface Disposable_ {
   dispose(): void;
   readonly disposed: boolean;
 }
 
-const finalizer = new FinalizationRegistry<Storage>((storage) => storage.release());
+const finalizer = new FinalizationRegistry<() => void>((release) => release());
 const scopes: Disposable_[][] = [];
 
-export function track(handle: Disposable_ & object, storage: Storage): void {
-  finalizer.register(handle, storage, handle);
+/** `release` must not capture the handle (it runs after the handle is collected). */
+export function track(handle: Disposable_ & object, release: () => void): void {
+  finalizer.register(handle, release, handle);
   scopes[scopes.length - 1]?.push(handle);
 }
 

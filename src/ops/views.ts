@@ -17,12 +17,13 @@ export function flatShape(args: Array<number | number[] | readonly number[]>): n
   return args.length === 1 && Array.isArray(args[0]) ? [...args[0]] : (args as number[]);
 }
 
-export function makeView(base: Tensor, shape: Shape, strides: Shape, offset: number): Tensor {
+/** A new tensor over base's storage and version counter; `isView` false for detach() (no `_base`). */
+export function makeView(base: Tensor, shape: Shape, strides: Shape, offset: number, isView = true): Tensor {
   base.check();
-  return new Tensor(base.storage, shape, strides, offset, base.dtype, base._versionCounter, base._base ?? base);
+  return new Tensor(base.storage, shape, strides, offset, base.dtype, base._versionCounter, isView ? base._base ?? base : null);
 }
 
-export const alias = (t: Tensor) => makeView(t, t.shape, t._strides, t._offset);
+export const alias = (t: Tensor) => t._alias();
 
 function inferSize(shape: number[], numel: number): number[] {
   let infer = -1;

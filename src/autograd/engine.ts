@@ -1,0 +1,250 @@
+// The backward engine, as torch/csrc/autograd/engine.cpp does it on one device thread:
+//   1. entry check of the roots and their gradients;
+//   2. dependency counts over the reachable graph (compute_dependencies);
+//   3. a ready queue ordered by sequence_nr (AccumulateGrad first, then the most recent node);
+//   4. each node's apply on the sum of the gradients that reached it (its input buffer);
+//   5. release of its saved variables right after apply, unless retain_graph;
+//   6. gradients passed along next_functions, dependencies decremented, nodes at zero made ready.
+// Every gradient tensor in flight is owned by the engine and disposed once consumed, so
+// memory_allocated during backward is exact. A tracer (autograd.trace) may watch each step.
+
+import { RuntimeError } from "../errors.ts";
+import { allocator } from "../memory/storage.ts";
+import { scope } from "../memory/lifetime.ts";
+import { Tensor } from "../tensor.ts";
+import { enable_grad, no_grad } from "./grad-mode.ts";
+import { AccumulateGrad, isAnomalyEnabled, Node, type Grads } from "./node.ts";
+import { edgeOf } from "./record.ts";
+
+export interface TraceEvent {
+  step: "entry" | "dependencies" | "ready" | "apply" | "release" | "pass";
+  node?: string;
+  sequence_nr?: number;
+  detail: Record<string, unknown>;
+}
+let tracer: ((e: TraceEvent) => void) | null = null;
+export function setTracer(t: ((e: TraceEvent) => void) | null): void {
+  tracer = t;
+}
+
+export interface BackwardOptions {
+  retain_graph: boolean;
+  create_graph: boolean;
+  inputs?: Tensor[];
+  /** true: leaves accumulate into .grad (backward); false: gradients of `inputs` are returned (grad). */
+  accumulate: boolean;
+  allow_unused?: boolean;
+}
+
+const sizeStr = (s: readonly number[]) => `[${s.join(", ")}]`;
+
+function rootGradients(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOptions): Tensor[] {
+  return roots.map((r, i) => {
+    r.check();
+    if (!r.requires_grad) throw new RuntimeError(`element ${i} of tensors does not require grad and does not have a grad_fn`);
+    const g = grads[i];
+    if (g) {
+      g.check();
+      if (g.ndim !== r.ndim || g.shape.some((s, k) => s !== r.shape[k])) {
+        throw new RuntimeError(`Mismatch in shape: grad_output[${i}] has a shape of torch.Size(${sizeStr(g.shape)}) and output[${i}] has a shape of torch.Size(${sizeStr(r.shape)}).`);
+      }
+      return opts.create_graph ? g._alias() : g.detach();
+    }
+    if (r.numel() !== 1) throw new RuntimeError("grad can be implicitly created only for scalar outputs");
+    return no_grad(() => Tensor.empty(r.shape, r.dtype).fill_(1));
+  });
+}
+
+/** Nodes reachable from the roots, with how many edges from reachable nodes point at each. */
+function dependencies(roots: Node[]): Map<Node, number> {
+  const deps = new Map<Node, number>();
+  const seen = new Set<Node>(roots);
+  const stack = [...roots];
+  while (stack.length) {
+    const n = stack.pop()!;
+    for (const [next] of n.next_functions) {
+      if (!next) continue;
+      deps.set(next, (deps.get(next) ?? 0) + 1);
+      if (!seen.has(next)) {
+        seen.add(next);
+        stack.push(next);
+      }
+    }
+  }
+  for (const r of roots) if (!deps.has(r)) deps.set(r, 0);
+  return deps;
+}
+
+/** Nodes from which one of `targets` can be reached (only these need to run when inputs= is given). */
+function neededFor(deps: Map<Node, number>, targets: Set<Node>): Set<Node> {
+  const needed = new Set<Node>();
+  const visit = (n: Node, path: Set<Node>): boolean => {
+    if (needed.has(n)) return true;
+    if (path.has(n)) return false;
+    path.add(n);
+    let hit = targets.has(n);
+    for (const [next] of n.next_functions) if (next && visit(next, path)) hit = true;
+    path.delete(n);
+    if (hit) needed.add(n);
+    return hit;
+  };
+  for (const n of deps.keys()) visit(n, new Set());
+  return needed;
+}
+
+function addInto(buffer: Grads, i: number, g: Tensor): void {
+  const old = buffer[i];
+  if (!old) {
+    buffer[i] = g;
+    return;
+  }
+  buffer[i] = old.add(g);
+  old.dispose();
+  g.dispose();
+}
+
+export function run_backward(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOptions): Grads {
+  const rootGrads = rootGradients(roots, grads, opts);
+  tracer?.({ step: "entry", detail: { roots: roots.map((r) => sizeStr(r.shape)), retain_graph: opts.retain_graph, create_graph: opts.create_graph } });
+
+  // Where gradients are captured instead of (or as well as) flowing on: the requested inputs.
+  const captures = new Map<string, number>(); // `${node address}:${input_nr}` -> index in inputs
+  const captureKey = (n: Node, nr: number) => `${n.address}:${nr}`;
+  const inputs = opts.inputs ?? [];
+  inputs.forEach((t, i) => {
+    if (!t.requires_grad) throw new RuntimeError(`One of the differentiated Tensors does not require grad`);
+    const [n, nr] = edgeOf(t);
+    captures.set(captureKey(n!, nr), i);
+  });
+  const captured: Grads = inputs.map(() => null);
+
+  const buffers = new Map<Node, Grads>();
+  const rootNodes: Node[] = [];
+  roots.forEach((r, i) => {
+    const [n, nr] = edgeOf(r);
+    if (!buffers.has(n!)) {
+      buffers.set(n!, new Array(n!.numOutputs).fill(null));
+      rootNodes.push(n!);
+    }
+    addInto(buffers.get(n!)!, nr, rootGrads[i]);
+  });
+  const deps = dependencies(rootNodes);
+  const targets = new Set<Node>([...captures.keys()].map((k) => [...deps.keys()].find((n) => k.startsWith(`${n.address}:`))!).filter(Boolean));
+  const needed = opts.inputs ? neededFor(deps, targets) : null;
+  tracer?.({ step: "dependencies", detail: { counts: [...deps].map(([n, c]) => ({ node: n.name(), sequence_nr: n.sequence_nr(), dependencies: c })) } });
+
+  const ready: Node[] = [];
+  const push = (n: Node) => {
+    // Highest sequence_nr first: later-created nodes run before earlier ones (PyTorch's ReadyQueue).
+    let i = ready.length;
+    while (i > 0 && ready[i - 1].sequence_nr() > n.sequence_nr()) i--;
+    ready.splice(i, 0, n);
+  };
+  for (const n of rootNodes) if (deps.get(n) === 0) push(n);
+
+  try {
+    while (ready.length) {
+      const node = ready.pop()!;
+      tracer?.({ step: "ready", node: node.name(), sequence_nr: node.sequence_nr(), detail: { queue: [...ready].reverse().map((n) => n.name()) } });
+      const buffer = buffers.get(node) ?? new Array(node.numOutputs).fill(null);
+      buffers.delete(node);
+      const outs = runNode(node, buffer, opts, captures, captured, captureKey, needed);
+      node.next_functions.forEach(([next, nr], i) => {
+        const g = outs[i] ?? null;
+        if (!next) {
+          g?.dispose();
+          return;
+        }
+        if (g) {
+          if (!buffers.has(next)) buffers.set(next, new Array(next.numOutputs).fill(null));
+          addInto(buffers.get(next)!, nr, g);
+          tracer?.({ step: "pass", node: node.name(), detail: { to: next.name(), input_nr: nr, shape: sizeStr(g.shape) } });
+        }
+        const left = deps.get(next)! - 1;
+        deps.set(next, left);
+        if (left === 0) push(next);
+      });
+    }
+  } finally {
+    for (const b of buffers.values()) for (const g of b) g?.dispose();
+  }
+  if (!opts.accumulate) {
+    captured.forEach((g, i) => {
+      if (!g && !opts.allow_unused) {
+        throw new RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.");
+      }
+      void i;
+    });
+  }
+  return captured;
+}
+
+function runNode(
+  node: Node,
+  buffer: Grads,
+  opts: BackwardOptions,
+  captures: Map<string, number>,
+  captured: Grads,
+  captureKey: (n: Node, nr: number) => string,
+  needed: Set<Node> | null,
+): Grads {
+  // Tensor hooks (register_hook, retain_grad) see and may replace each incoming gradient.
+  for (const [nr, hooks] of node.tensorPreHooks) {
+    for (const h of hooks) {
+      const g = buffer[nr];
+      if (!g) continue;
+      const r = h(g);
+      if (r instanceof Tensor && r !== g) {
+        g.dispose();
+        buffer[nr] = r;
+      }
+    }
+  }
+  buffer.forEach((g, nr) => {
+    const idx = captures.get(captureKey(node, nr));
+    if (idx !== undefined && g) captured[idx] = captured[idx] ? captured[idx]!.add(g) : g.clone();
+  });
+  const skip = (needed && !needed.has(node)) || (node instanceof AccumulateGrad && (!opts.accumulate || (opts.inputs && !captures.has(captureKey(node, 0)))));
+  if (skip || buffer.every((g) => g === null)) {
+    for (const g of buffer) g?.dispose();
+    return [];
+  }
+  for (const h of node.preHooks) {
+    const r = h(buffer);
+    if (r) buffer = r;
+  }
+  tracer?.({ step: "apply", node: node.name(), sequence_nr: node.sequence_nr(), detail: { grads_in: buffer.map((g) => (g ? sizeStr(g.shape) : null)) } });
+  let outs: Grads;
+  try {
+    const compute = () => scope(() => node.apply(buffer));
+    outs = opts.create_graph ? enable_grad(compute) : no_grad(compute);
+  } catch (e) {
+    for (const g of buffer) g?.dispose();
+    if (isAnomalyEnabled() && e instanceof Error && !(e as { __anomaly?: boolean }).__anomaly) {
+      const err = new RuntimeError(`${e.message}\n\nError detected in ${node.name()}. Traceback of forward call that caused the error:\n${node.metadata.traceback_ ?? ""}`);
+      (err as { __anomaly?: boolean }).__anomaly = true;
+      throw err;
+    }
+    throw e;
+  }
+  // The engine owns every gradient: one handle per edge, inputs it no longer needs disposed.
+  const seen = new Set<Tensor>();
+  outs = outs.map((g) => {
+    if (!g) return null;
+    if (seen.has(g) || buffer.includes(g)) return g._alias();
+    seen.add(g);
+    return g;
+  });
+  for (const h of node.postHooks) {
+    const r = h(outs, buffer);
+    if (r) outs = r;
+  }
+  for (const g of buffer) g?.dispose();
+  if (!opts.retain_graph) {
+    const before = allocator.allocated.all.current;
+    const names = [...node.savedVariables()].filter(([, sv]) => !sv.isReleased).map(([k]) => `_saved_${k}`);
+    node.release_saved_variables();
+    tracer?.({ step: "release", node: node.name(), detail: { saved: names, bytes_freed: before - allocator.allocated.all.current } });
+  }
+  return outs;
+}

@@ -1,0 +1,57 @@
+// A tensor's autograd identity (PyTorch's AutogradMeta on the TensorImpl), shared by every handle
+// that is "the same tensor" (aliases made by contiguous() of a contiguous tensor, saved variables,
+// `.to(same dtype)`), not by views, which are tensors of their own.
+//
+// Graph lifetime is refcounted, as PyTorch's shared_ptr<Node> is: a node lives while a tensor's
+// grad_fn or another node's edge points at it; at zero it releases its saved tensors and its edges.
+// So dropping the last handle of `loss` frees the activations its graph saved, deterministically.
+
+import type { Tensor } from "../tensor.ts";
+import type { AccumulateGrad, Node } from "./node.ts";
+
+const nodeRefs = new WeakMap<Node, number>();
+
+export function retainNode(n: Node | null): void {
+  if (n) nodeRefs.set(n, (nodeRefs.get(n) ?? 0) + 1);
+}
+
+export function releaseNode(n: Node | null): void {
+  if (!n) return;
+  const r = (nodeRefs.get(n) ?? 0) - 1;
+  nodeRefs.set(n, r);
+  if (r > 0) return;
+  n.release_saved_variables();
+  for (const [next] of n.next_functions) releaseNode(next);
+}
+
+export class AutogradMeta {
+  /** Leaf flag set by requires_grad=True / requires_grad_(). */
+  requiresGradLeaf = false;
+  private fn: Node | null = null;
+  output_nr = 0;
+  grad: Tensor | null = null;
+  retains_grad = false;
+  accumulator: AccumulateGrad | null = null;
+  /** Created under inference_mode: refused by autograd and by in-place ops outside it. */
+  inference = false;
+  /** Handles sharing this identity; when the last goes, its grad and graph reference go too. */
+  handles = 0;
+
+  get grad_fn(): Node | null {
+    return this.fn;
+  }
+  set grad_fn(n: Node | null) {
+    if (n === this.fn) return;
+    retainNode(n);
+    const old = this.fn;
+    this.fn = n;
+    releaseNode(old);
+  }
+
+  /** The last handle was dropped: nothing can reach the gradient or the graph through this tensor. */
+  drop(): void {
+    this.grad_fn = null;
+    this.grad?.dispose();
+    this.grad = null;
+  }
+}

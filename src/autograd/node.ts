@@ -1,0 +1,227 @@
+// Backward graph nodes, as torch/csrc/autograd/function.h: each Node has next edges (node, input_nr),
+// a sequence number that orders execution, hooks, and the saved variables its backward formula needs.
+
+import { RuntimeError } from "../errors.ts";
+import type { Tensor } from "../tensor.ts";
+import { activeSavedTensorsHooks, type PackHooks } from "./saved-hooks.ts";
+import { retainNode } from "./meta.ts";
+
+export type Edge = [Node | null, number];
+export type Grads = Array<Tensor | null>;
+type PreHook = (gradOutputs: Grads) => Grads | void;
+type PostHook = (gradInputs: Grads, gradOutputs: Grads) => Grads | void;
+
+let nextSequenceNr = 0;
+let nextAddress = 0x7f3a_0000_00n;
+const UINT64_MAX = 2 ** 64 - 1;
+
+export const BACKWARD_TWICE =
+  "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.";
+
+/** How an anomaly-mode failure or an in-place error names a tensor: [torch.FloatTensor [3, 4]]. */
+export function tensorTypeName(t: { dtype: string; shape: readonly number[] }): string {
+  const kind = t.dtype === "float32" ? "Float" : t.dtype === "int32" ? "Int" : "Bool";
+  return `[torch.${kind}Tensor [${t.shape.join(", ")}]]`;
+}
+
+/** A tensor saved for backward, with the version it had then (SavedVariable in PyTorch). */
+export class SavedVariable {
+  private data: Tensor | null = null;
+  private packed: { value: unknown; hooks: PackHooks } | null = null;
+  private released = false;
+  readonly savedVersion: number;
+  /** For the in-place error: the node that produced the tensor, and which output it was. */
+  private readonly producer: { name: string; outputNr: number } | null;
+  private readonly meta: { dtype: string; shape: number[] };
+  private rawHooks: PackHooks | null = null;
+
+  /**
+   * `outputOf` marks a tensor saved by the node that produces it (ExpBackward0 saving its result): it is
+   * kept without its autograd identity, since that identity points back at the node (PyTorch breaks the
+   * same cycle with a weak grad_fn).
+   */
+  constructor(t: Tensor, readonly node: Node | null, outputOf?: { name: string; outputNr: number }) {
+    this.savedVersion = t._version;
+    this.meta = { dtype: t.dtype, shape: [...t.shape] };
+    this.producer = outputOf ?? (t.grad_fn ? { name: t.grad_fn.name(), outputNr: t._output_nr } : null);
+    if (t.is_inference()) {
+      throw new RuntimeError(
+        "Inference tensors cannot be saved for backward. To work around you can make a clone to get a normal tensor and use it in autograd.",
+      );
+    }
+    const hooks = activeSavedTensorsHooks();
+    if (hooks) this.packed = { value: hooks.pack(t), hooks };
+    else this.data = outputOf ? t.detach() : t._alias();
+  }
+
+  /** The tensor, checked against in-place modification since it was saved. */
+  unpack(): Tensor {
+    if (this.released) throw new RuntimeError(BACKWARD_TWICE);
+    if (this.packed) return this.packed.hooks.unpack(this.packed.value);
+    const t = this.data!;
+    if (t._version !== this.savedVersion) {
+      const which = this.producer ? `, which is output ${this.producer.outputNr} of ${this.producer.name},` : "";
+      throw new RuntimeError(
+        `one of the variables needed for gradient computation has been modified by an inplace operation: ${tensorTypeName(this.meta)}${which} is at version ${t._version}; expected version ${this.savedVersion} instead. ${anomalyHint()}`,
+      );
+    }
+    return t._alias();
+  }
+
+  /** Frees the saved data (the engine does this right after the node runs, unless retain_graph). */
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.data?.dispose();
+    this.data = null;
+    this.packed = null;
+  }
+
+  get isReleased(): boolean {
+    return this.released;
+  }
+  /** Bytes of device memory this saved variable keeps alive (0 once released or packed away). */
+  get storageBytes(): number {
+    return this.data && !this.data.disposed ? this.data.storage.nbytes : 0;
+  }
+  get storage(): Tensor["storage"] | null {
+    return this.data?.storage ?? null;
+  }
+  /** PyTorch's `_raw_saved_x.register_hooks(pack, unpack)`: repack the saved tensor through the hooks. */
+  register_hooks(pack: (t: Tensor) => unknown, unpack: (v: unknown) => Tensor): void {
+    if (this.released) throw new RuntimeError(BACKWARD_TWICE);
+    if (this.rawHooks || this.packed) throw new RuntimeError("SavedTensor hooks have already been set");
+    const t = this.data!;
+    this.rawHooks = { pack, unpack };
+    this.packed = { value: pack(t), hooks: this.rawHooks };
+    this.data = null;
+    t.dispose();
+  }
+}
+
+let anomalyEnabled = false;
+export const setAnomaly = (on: boolean) => (anomalyEnabled = on);
+export const isAnomalyEnabled = () => anomalyEnabled;
+function anomalyHint(): string {
+  return anomalyEnabled
+    ? "Hint: the backtrace further above shows the operation that failed to compute its gradient. The variable in question was changed in there or anywhere later. Good luck!"
+    : "Hint: enable anomaly detection to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True).";
+}
+
+export abstract class Node {
+  readonly next_functions: Edge[];
+  readonly metadata: Record<string, unknown> = {};
+  protected readonly saved = new Map<string, SavedVariable>();
+  readonly preHooks: PreHook[] = [];
+  readonly postHooks: PostHook[] = [];
+  /** Hooks registered through Tensor.register_hook on a non-leaf, keyed by its output number. */
+  readonly tensorPreHooks = new Map<number, Array<(g: Tensor) => Tensor | void>>();
+  private readonly seq: number;
+  readonly address = `0x${(nextAddress++).toString(16)}`;
+  /** Number of outputs of the forward op (inputs of this node's apply). */
+  numOutputs = 1;
+
+  constructor(next: Edge[], sequenceNr?: number) {
+    this.next_functions = next;
+    for (const [n] of next) retainNode(n);
+    this.seq = sequenceNr ?? nextSequenceNr++;
+    if (anomalyEnabled) this.metadata.traceback_ = new Error().stack?.split("\n").slice(2).join("\n") ?? "";
+  }
+
+  abstract name(): string;
+  /** Computes gradients for the forward inputs from gradients of the forward outputs. */
+  abstract apply(gradOutputs: Grads): Grads;
+
+  sequence_nr(): number {
+    return this.seq;
+  }
+
+  register_hook(fn: PostHook): { remove(): void } {
+    this.postHooks.push(fn);
+    return { remove: () => void this.postHooks.splice(this.postHooks.indexOf(fn) >>> 0, 1) };
+  }
+  register_prehook(fn: PreHook): { remove(): void } {
+    this.preHooks.push(fn);
+    return { remove: () => void this.preHooks.splice(this.preHooks.indexOf(fn) >>> 0, 1) };
+  }
+
+  /**
+   * Saves a tensor for backward under `name` (visible as `_saved_<name>` and `_raw_saved_<name>`);
+   * `outputNr` says it is this node's own output number outputNr.
+   */
+  save(name: string, t: Tensor | null, outputNr?: number): void {
+    if (!t) {
+      Object.defineProperty(this, `_saved_${name}`, { value: null, enumerable: false, configurable: true });
+      return;
+    }
+    const sv = new SavedVariable(t, this, outputNr === undefined ? undefined : { name: this.name(), outputNr });
+    this.saved.set(name, sv);
+    Object.defineProperty(this, `_saved_${name}`, { get: () => sv.unpack(), enumerable: false, configurable: true });
+    Object.defineProperty(this, `_raw_saved_${name}`, { value: sv, enumerable: false, configurable: true });
+  }
+  /** Records a non-tensor attribute (`_saved_dim`, `_saved_alpha`, ...). */
+  saveValue(name: string, v: unknown): void {
+    Object.defineProperty(this, `_saved_${name}`, { value: v, enumerable: false, configurable: true });
+  }
+  unpack(name: string): Tensor {
+    const sv = this.saved.get(name);
+    if (!sv) throw new RuntimeError(`internal: ${this.name()} has no saved tensor "${name}"`);
+    return sv.unpack();
+  }
+  savedVariables(): ReadonlyMap<string, SavedVariable> {
+    return this.saved;
+  }
+  /** release_saved_variables(): what the engine calls after apply unless retain_graph. */
+  release_saved_variables(): void {
+    for (const sv of this.saved.values()) sv.release();
+  }
+
+  toString(): string {
+    return `<${this.name()} object at ${this.address}>`;
+  }
+  [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return this.toString();
+  }
+}
+
+/** The sink for a leaf's gradient: stores the first one, adds later ones (AccumulateGrad::apply). */
+export class AccumulateGrad extends Node {
+  readonly postAccumulateHooks: Array<(t: Tensor) => void> = [];
+  constructor(readonly variable: Tensor) {
+    super([], UINT64_MAX);
+  }
+  name(): string {
+    return "AccumulateGrad";
+  }
+  apply([grad]: Grads): Grads {
+    const v = this.variable;
+    if (grad) v._accumulateGrad(grad);
+    for (const h of this.postAccumulateHooks) h(v);
+    return [];
+  }
+}
+
+/** A node whose backward is a formula over saved tensors and values (most ops). */
+export class FormulaNode extends Node {
+  constructor(
+    private readonly opName: string,
+    next: Edge[],
+    private readonly formula: (node: FormulaNode, grads: Grads) => Grads,
+  ) {
+    super(next);
+  }
+  name(): string {
+    return this.opName;
+  }
+  apply(grads: Grads): Grads {
+    return this.formula(this, grads);
+  }
+  /** Whether input i needs a gradient (PyTorch's should_compute_output). */
+  needs(i: number): boolean {
+    return this.next_functions[i]?.[0] != null;
+  }
+  /** A saved non-tensor value. */
+  value<T>(name: string): T {
+    return (this as unknown as Record<string, T>)[`_saved_${name}`];
+  }
+}

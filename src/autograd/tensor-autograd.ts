@@ -1,0 +1,126 @@
+// The autograd side of a Tensor handle: requires_grad, .grad, retain_grad, hooks, backward().
+
+import { RuntimeError } from "../errors.ts";
+import type { Tensor } from "../tensor.ts";
+import { run_backward } from "./engine.ts";
+import { is_grad_enabled, is_inference_mode_enabled } from "./grad-mode.ts";
+import { AutogradMeta } from "./meta.ts";
+import { AccumulateGrad } from "./node.ts";
+
+export function newMeta(): AutogradMeta {
+  const m = new AutogradMeta();
+  m.inference = is_inference_mode_enabled();
+  return m;
+}
+
+export function setRequiresGrad(t: Tensor, v: boolean): void {
+  if (!t.is_leaf) {
+    throw new RuntimeError(
+      "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().",
+    );
+  }
+  if (v && t.dtype !== "float32") throw new RuntimeError("only Tensors of floating point dtype can require gradients");
+  if (v && t.is_inference()) {
+    throw new RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
+  }
+  t._meta.requiresGradLeaf = v;
+}
+
+const NON_LEAF_GRAD_WARNING =
+  "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more informations.";
+
+export function getGrad(t: Tensor): Tensor | null {
+  const m = t._meta;
+  if (!t.is_leaf && !m.retains_grad && m.grad === null) {
+    process.emitWarning(NON_LEAF_GRAD_WARNING, "UserWarning");
+  }
+  return m.grad;
+}
+
+/** Assigning .grad: the tensor takes its own handle, so the caller may dispose theirs. */
+export function setGrad(t: Tensor, g: Tensor | null): void {
+  const m = t._meta;
+  if (g) {
+    if (g.ndim !== t.ndim || g.shape.some((s, i) => s !== t.shape[i])) {
+      throw new RuntimeError(`assigned grad has data of a different size`);
+    }
+    g = g._alias();
+  }
+  m.grad?.dispose();
+  m.grad = g;
+}
+
+export function retainGrad(t: Tensor): void {
+  if (!t.requires_grad) throw new RuntimeError("can't retain_grad on Tensor that has requires_grad=False");
+  if (t.is_leaf) return;
+  const m = t._meta;
+  if (m.retains_grad) return;
+  m.retains_grad = true;
+  const fn = t.grad_fn!;
+  const hooks = fn.tensorPreHooks.get(m.output_nr) ?? [];
+  // Runs after user hooks registered earlier, as PyTorch's retains_grad hook does; stores a copy.
+  hooks.push((g) => {
+    if (m.grad) {
+      const sum = m.grad.add(g);
+      m.grad.dispose();
+      m.grad = sum;
+    } else m.grad = g.clone();
+  });
+  fn.tensorPreHooks.set(m.output_nr, hooks);
+}
+
+export function accumulator(t: Tensor): AccumulateGrad {
+  const m = t._meta;
+  if (!m.accumulator) m.accumulator = new AccumulateGrad(t);
+  return m.accumulator;
+}
+
+/**
+ * AccumulateGrad::apply: the first gradient is stored (stolen when nothing else shares its memory and it
+ * is contiguous, else cloned); later ones are added in place, or out of place under create_graph.
+ * Takes ownership of `g`.
+ */
+export function accumulateGrad(t: Tensor, g: Tensor): void {
+  const m = t._meta;
+  if (!m.grad) {
+    if (g.storage.refcount === 1 && g.is_contiguous() && !is_grad_enabled()) m.grad = g;
+    else {
+      m.grad = g.clone();
+      g.dispose();
+    }
+    return;
+  }
+  if (is_grad_enabled()) {
+    const sum = m.grad.add(g);
+    m.grad.dispose();
+    m.grad = sum;
+  } else m.grad.add_(g);
+  g.dispose();
+}
+
+export function backward(t: Tensor, gradient: Tensor | null, opts?: { retain_graph?: boolean; create_graph?: boolean; inputs?: Tensor[] }): void {
+  run_backward([t], [gradient], {
+    retain_graph: opts?.retain_graph ?? opts?.create_graph ?? false,
+    create_graph: opts?.create_graph ?? false,
+    inputs: opts?.inputs,
+    accumulate: true,
+  });
+}
+
+export function registerHook(t: Tensor, fn: (grad: Tensor) => Tensor | void): { remove(): void } {
+  if (!t.requires_grad) throw new RuntimeError("cannot register a hook on a tensor that doesn't require gradient");
+  const node = t.grad_fn ?? accumulator(t);
+  const nr = t.grad_fn ? t._output_nr : 0;
+  const hooks = node.tensorPreHooks.get(nr) ?? [];
+  hooks.push(fn);
+  node.tensorPreHooks.set(nr, hooks);
+  return { remove: () => void hooks.splice(hooks.indexOf(fn) >>> 0, 1) };
+}
+
+export function registerPostAccumulateHook(t: Tensor, fn: (t: Tensor) => void): { remove(): void } {
+  if (!t.is_leaf) throw new RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors");
+  if (!t.requires_grad) throw new RuntimeError("cannot register a hook on a tensor that doesn't require gradient");
+  const hooks = accumulator(t).postAccumulateHooks;
+  hooks.push(fn);
+  return { remove: () => void hooks.splice(hooks.indexOf(fn) >>> 0, 1) };
+}

@@ -50,6 +50,18 @@ export class Executor {
     this.rejectRunning?.(new InterruptError());
   }
 
+  /** Awaits work a cell left behind (e.g. an async display method), still interruptible. */
+  async guard<T>(work: T | Promise<T>): Promise<T> {
+    if (!(work instanceof Promise)) return work;
+    const interrupted = new Promise<never>((_, reject) => (this.rejectRunning = reject));
+    interrupted.catch(() => {});
+    try {
+      return await Promise.race([work, interrupted]);
+    } finally {
+      this.rejectRunning = null;
+    }
+  }
+
   async run(source: string, label: string, ctx: CellContext, opts: { lastValue?: boolean } = {}): Promise<Outcome> {
     Atomics.store(this.irq, 0, 0);
     const filename = `gradlab-cell-${++this.fileCounter}.js`;

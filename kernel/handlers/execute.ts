@@ -2,7 +2,7 @@
 import type { Kernel } from "../kernel.ts";
 import type { Message } from "../wire/message.ts";
 import { toBundle, plain } from "../display/bundle.ts";
-import { errorContent } from "../executor/errors.ts";
+import { errorContent, type ErrorContent } from "../executor/errors.ts";
 import type { CellContext } from "../executor/output.ts";
 import { languageService } from "../language/client.ts";
 import { inspectText } from "./complete.ts";
@@ -73,26 +73,26 @@ export async function executeRequest(k: Kernel, msg: Message): Promise<void> {
   if (diagnostics) await reportTypeErrors(k, diagnostics, label, msg.header);
 
   let resultText: string | null = null;
-  if (outcome.status === "ok") {
-    if (outcome.hasValue && !silent) {
-      try {
-        const b = await toBundle(outcome.value);
-        resultText = String(b.data["text/plain"] ?? "");
-        k.publish("execute_result", { execution_count: count, data: b.data, metadata: b.metadata }, msg.header);
-      } catch (e) {
-        const err = errorContent(e);
-        k.publish("error", err, msg.header);
-      }
+  let error: ErrorContent | null = outcome.status === "error" ? outcome.error : null;
+  if (outcome.status === "ok" && outcome.hasValue && !silent) {
+    try {
+      const b = await k.executor.guard(toBundle(outcome.value));
+      resultText = String(b.data["text/plain"] ?? "");
+      k.publish("execute_result", { execution_count: count, data: b.data, metadata: b.metadata }, msg.header);
+    } catch (e) {
+      error = errorContent(e); // the value's display method threw or was interrupted
     }
+  }
+  if (!error) {
     const user_expressions = await userExpressions(k, c.user_expressions, ctx);
     k.reply(msg, "execute_reply", { status: "ok", execution_count: count, payload: [], user_expressions }, "shell", { status: "ok", started });
   } else {
-    if (!silent) k.publish("error", outcome.error, msg.header);
+    if (!silent) k.publish("error", error, msg.header);
     if (stopOnError) await k.abortQueued();
-    k.reply(msg, "execute_reply", { status: "error", execution_count: count, ...outcome.error, payload: [], user_expressions: {} }, "shell", { status: "error", started });
+    k.reply(msg, "execute_reply", { status: "error", execution_count: count, ...error, payload: [], user_expressions: {} }, "shell", { status: "error", started });
   }
   if (storeHistory) k.history.add(count, code, resultText);
-  if (outcome.status === "ok" && !silent) languageService(k).addCell(code);
+  if (!error && !silent) languageService(k).addCell(code);
 }
 
 async function userExpressions(k: Kernel, exprs: unknown, ctx: CellContext): Promise<Record<string, unknown>> {

@@ -178,6 +178,7 @@ def scenario_interrupt(km, kc):
     res["loop"] = interrupt_case(km, kc, "while (true) {}")
     res["await"] = interrupt_case(km, kc, "await new Promise(() => {})")
     res["async_loop"] = interrupt_case(km, kc, "await null; let n = 0; for (;;) { n++ }")
+    res["display_await"] = interrupt_case(km, kc, '({ [Symbol.for("Jupyter.display")]: () => new Promise(() => {}) })')
     res["sigint_loop"] = interrupt_case(km, kc, "while (true) {}", sigint=True)
     res["sigint_await"] = interrupt_case(km, kc, "await new Promise(() => {})", sigint=True)
     res["kept"] = result_text(run(kc, "kept + 1")[1])

@@ -129,7 +129,7 @@ test("stop_on_error aborts queued requests only when set", async () => {
 
 test("interrupt_request and SIGINT stop while(true), a pending await and a loop after await within 1 s; state survives; heartbeat answers while busy", async () => {
   const r = await drive(e, "interrupt");
-  for (const k of ["loop", "await", "async_loop", "sigint_loop", "sigint_await"]) {
+  for (const k of ["loop", "await", "async_loop", "display_await", "sigint_loop", "sigint_await"]) {
     expect(r[k].status, k).toBe("error");
     expect(r[k].ename, k).toBe("KeyboardInterrupt");
     expect(r[k].latency, k).toBeLessThan(1);

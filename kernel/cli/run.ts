@@ -35,6 +35,7 @@ export async function runNotebookCli(args: string[]): Promise<number> {
   return runNotebook(opts);
 }
 
+const dim = (s: string) => (process.stderr.isTTY ? `\x1b[2m${s}\x1b[0m` : s);
 const text = (s: string | string[]) => (Array.isArray(s) ? s.join("") : s);
 const lines = (s: string) => s.split(/(?<=\n)/);
 
@@ -48,12 +49,15 @@ export async function runNotebook(opts: RunOptions): Promise<number> {
   const started = Date.now();
   err(`gradlab run: ${basename(path)} (${code.length} code cells)\n`);
   let status = 0;
+  let onSigint: (() => void) | null = null;
   try {
     await client.start(kernelArgv(), {
       cwd: dirname(path),
       env: { NODE_NO_WARNINGS: "1", GRADLAB_KERNEL_QUIET: "1", ...process.env },
     });
     const info = await client.ready();
+    // Ctrl-C interrupts the running cell (which then fails the run) instead of orphaning the kernel
+    process.on("SIGINT", onSigint = () => void client.interrupt());
     nb.metadata.kernelspec = { name: "gradlab", display_name: "GradLab (TypeScript · WebGPU)", language: "typescript" };
     nb.metadata.language_info = info.content.language_info;
     for (const c of code) {
@@ -64,7 +68,7 @@ export async function runNotebook(opts: RunOptions): Promise<number> {
       const cell = code[i];
       const src = text(cell.source);
       const first = src.split("\n").find((l) => l.trim()) ?? "";
-      err(`\x1b[2m[${i + 1}/${code.length}] ${first.slice(0, 70)}\x1b[0m\n`);
+      err(dim(`[${i + 1}/${code.length}] ${first.slice(0, 70)}`) + "\n");
       if (!src.trim()) continue;
       const r = await executeCell(client, cell, src, opts.timeoutS, out, err);
       if (r === "error") {
@@ -82,6 +86,7 @@ export async function runNotebook(opts: RunOptions): Promise<number> {
     err(`gradlab run: ${(e as Error).message}\n`);
     status = 1;
   } finally {
+    if (onSigint) process.off("SIGINT", onSigint);
     await client.shutdown().catch(() => client.close());
   }
   if (opts.output) {

@@ -22,6 +22,7 @@ describe("cells", () => {
     expect(r.persist).toBe("[ 1, 2, 4, 7 ]");
     expect(r.redeclare).toBe("'redeclared'");
     expect(r.tla).toBe("10");
+    expect(r.gc).toBe("'function'"); // Node started with --expose-gc, for torch.gc()
     expect(r.import).toBe("'y.tsfunction'");
   });
 
@@ -82,7 +83,8 @@ describe("cells", () => {
 });
 
 test("completion and inspection merge the TypeScript language service with live values; type errors only warn", async () => {
-  const r = await drive(e, "language");
+  // generous wait for the type checker on a loaded CI machine (the default is 500 ms)
+  const r = await drive(e, "language", { GRADLAB_TYPECHECK_WAIT_MS: "10000" });
   expect(r.complete_types.matches).toContain("toFixed");
   expect(r.complete_types.cursor_start).toBe(7);
   expect(r.complete_types.cursor_end).toBe(12);

@@ -69,3 +69,26 @@ test("nbclient executes the smoke notebook on the installed kernelspec", async (
   expect(joinText(c2[0].data["text/plain"])).toBe("42");
   expect(joinText(c3[0].data["text/html"])).toBe("<b>second</b>");
 }, 60_000);
+
+test("gradlab install writes the kernelspec for --user, --sys-prefix and --prefix", async () => {
+  const env = { ...e.env, JUPYTER_DATA_DIR: join(e.dir, "user-data"), VIRTUAL_ENV: join(e.dir, "venv") };
+  const cases: [string[], string][] = [
+    [["--user"], join(e.dir, "user-data", "kernels", "gradlab", "kernel.json")],
+    [["--sys-prefix"], join(e.dir, "venv", "share", "jupyter", "kernels", "gradlab", "kernel.json")],
+    [["--prefix", join(e.dir, "p2")], join(e.dir, "p2", "share", "jupyter", "kernels", "gradlab", "kernel.json")],
+  ];
+  for (const [args, path] of cases) {
+    const r = await run(process.execPath, [GRADLAB, "install", ...args], { env });
+    expect(r.code, r.stderr).toBe(0);
+    const spec = JSON.parse(readFileSync(path, "utf8"));
+    expect(spec.display_name).toBe("GradLab (TypeScript · WebGPU)");
+    expect(spec.language).toBe("typescript");
+    expect(spec.interrupt_mode).toBe("message");
+    expect(spec.argv[0]).toBe(process.execPath);
+    expect(spec.argv).toContain("--expose-gc");
+    expect(spec.argv.slice(-2)).toEqual(["-f", "{connection_file}"]);
+  }
+  const bad = await run(process.execPath, [GRADLAB, "install", "--bogus"], { env });
+  expect(bad.code).not.toBe(0);
+  expect(bad.stderr).toMatch(/unknown option --bogus/);
+}, 60_000);

@@ -162,6 +162,10 @@ def interrupt_case(km, kc, code, sigint=False):
     msg_id = kc.execute(code)
     time.sleep(0.5)
     hb = heartbeat_ok(km)
+    info = kc.session.msg("kernel_info_request", {})
+    kc.control_channel.send(info)
+    control_reply = kc.get_control_msg(timeout=1)
+    control_ok = control_reply["parent_header"]["msg_id"] == info["header"]["msg_id"] and control_reply["content"]["status"] == "ok"
     t0 = time.time()
     if sigint:
         km.signal_kernel(signal.SIGINT)
@@ -170,7 +174,7 @@ def interrupt_case(km, kc, code, sigint=False):
     reply = reply_for(kc, msg_id)
     latency = time.time() - t0
     collect(kc, msg_id)
-    return {"status": reply["status"], "ename": reply.get("ename"), "latency": latency, "heartbeat_while_busy": hb}
+    return {"status": reply["status"], "ename": reply.get("ename"), "latency": latency, "heartbeat_while_busy": hb, "control_while_busy": control_ok}
 
 
 def scenario_interrupt(km, kc):

@@ -129,13 +129,14 @@ test("stop_on_error aborts queued requests only when set", async () => {
   expect(r.no_stop).toEqual(["error", "ok"]);
 }, 60_000);
 
-test("interrupt_request and SIGINT stop while(true), a pending await and a loop after await within 1 s; state survives; heartbeat answers while busy", async () => {
+test("interrupt_request and SIGINT stop while(true), a pending await and a loop after await within 1 s; state survives; heartbeat and control answer while busy", async () => {
   const r = await drive(e, "interrupt");
   for (const k of ["loop", "await", "async_loop", "display_await", "sigint_loop", "sigint_await"]) {
     expect(r[k].status, k).toBe("error");
     expect(r[k].ename, k).toBe("KeyboardInterrupt");
     expect(r[k].latency, k).toBeLessThan(1);
     expect(r[k].heartbeat_while_busy, k).toBe(true);
+    expect(r[k].control_while_busy, k).toBe(true);
   }
   expect(r.kept).toBe("42");
 }, 60_000);

@@ -50,6 +50,7 @@ export async function runNotebook(opts: RunOptions): Promise<number> {
   err(`gradlab run: ${basename(path)} (${code.length} code cells)\n`);
   let status = 0;
   let onSigint: (() => void) | null = null;
+  const displays: Displays = new Map();
   try {
     await client.start(kernelArgv(), {
       cwd: dirname(path),
@@ -70,7 +71,7 @@ export async function runNotebook(opts: RunOptions): Promise<number> {
       const first = src.split("\n").find((l) => l.trim()) ?? "";
       err(dim(`[${i + 1}/${code.length}] ${first.slice(0, 70)}`) + "\n");
       if (!src.trim()) continue;
-      const r = await executeCell(client, cell, src, opts.timeoutS, out, err);
+      const r = await executeCell(client, cell, displays, src, opts.timeoutS, out, err);
       if (r === "error") {
         err(`\ngradlab run: cell ${i + 1} of ${code.length} failed; stopping.\n`);
         status = 1;
@@ -97,20 +98,20 @@ export async function runNotebook(opts: RunOptions): Promise<number> {
   return status;
 }
 
+type Displays = Map<string, { outputs: Output[]; output: Output }[]>;
+
 async function executeCell(
-  client: KernelClient, cell: Cell, src: string, timeoutS: number | undefined,
+  client: KernelClient, cell: Cell, displays: Displays, src: string, timeoutS: number | undefined,
   out: (s: string) => void, err: (s: string) => void,
 ): Promise<"ok" | "error" | "timeout"> {
   const outputs: Output[] = (cell.outputs = []);
   let clearPending = false;
-  const displayIndex = new Map<string, number[]>();
   const add = (o: Output, displayId?: string) => {
     if (clearPending) {
       outputs.length = 0;
-      displayIndex.clear();
       clearPending = false;
     }
-    if (displayId) displayIndex.set(displayId, [...(displayIndex.get(displayId) ?? []), outputs.length]);
+    if (displayId) displays.set(displayId, [...(displays.get(displayId) ?? []), { outputs, output: o }]);
     outputs.push(o);
   };
   const onIopub = (m: Message) => {
@@ -134,15 +135,16 @@ async function executeCell(
         break;
       }
       case "update_display_data":
-        for (const idx of displayIndex.get(c.transient?.display_id) ?? []) {
-          outputs[idx] = { ...outputs[idx], data: nbData(c.data), metadata: c.metadata ?? {} };
+        // wherever that display is in the notebook, as long as it was not cleared since
+        for (const d of displays.get(c.transient?.display_id) ?? []) {
+          const i = d.outputs.indexOf(d.output);
+          if (i >= 0) d.outputs[i] = d.output = { ...d.output, data: nbData(c.data), metadata: c.metadata ?? {} };
         }
         break;
       case "clear_output":
         if (c.wait) clearPending = true;
         else {
           outputs.length = 0;
-          displayIndex.clear();
         }
         break;
       case "error":

@@ -23,15 +23,16 @@ test("gradlab run executes a notebook without Python and writes nbformat outputs
   expect(r.code, r.stderr).toBe(0);
   expect(r.stdout).toContain("hypot 5");
   expect(r.stdout).toContain("Out[2]: 42");
-  expect(r.stderr).toMatch(/\[3\/3\]/);
+  expect(r.stderr).toMatch(/\[4\/4\]/);
   const nb = JSON.parse(readFileSync(out, "utf8"));
-  const [c1, c2, c3] = outputsOf(nb);
+  const [c1, c2, c3, c4] = outputsOf(nb);
   expect(c1).toEqual([{ output_type: "stream", name: "stdout", text: ["hypot 5\n"] }]);
   expect(c2).toEqual([{ output_type: "execute_result", execution_count: 2, data: { "text/plain": ["42"] }, metadata: {} }]);
-  // the display was updated in place through its display_id
-  expect(joinText(c3[0].data["text/html"])).toBe("<b>second</b>");
+  // the display was updated in place through its display_id, in its cell and from a later one
+  expect(joinText(c3[0].data["text/html"])).toBe("<b>third</b>");
   expect(joinText(c3[1].data["text/plain"])).toBe("'a/b'");
-  expect(nb.cells.filter((c: any) => c.cell_type === "code").map((c: any) => c.execution_count)).toEqual([1, 2, 3]);
+  expect(joinText(c4[0].data["text/plain"])).toBe("'updated'");
+  expect(nb.cells.filter((c: any) => c.cell_type === "code").map((c: any) => c.execution_count)).toEqual([1, 2, 3, 4]);
   expect(nb.metadata.language_info.name).toBe("typescript");
   const v = await run(PYTHON, [join(REPO, "test", "kernel", "validate_nb.py"), out], { env: e.env });
   expect(v.stdout + v.stderr).toContain("valid");
@@ -67,7 +68,7 @@ test("nbclient executes the smoke notebook on the installed kernelspec", async (
   const [c1, c2, c3] = outputsOf(JSON.parse(readFileSync(out, "utf8")));
   expect(joinText(c1[0].text)).toBe("hypot 5\n");
   expect(joinText(c2[0].data["text/plain"])).toBe("42");
-  expect(joinText(c3[0].data["text/html"])).toBe("<b>second</b>");
+  expect(joinText(c3[0].data["text/html"])).toBe("<b>third</b>");
 }, 60_000);
 
 test("gradlab install writes the kernelspec for --user, --sys-prefix and --prefix", async () => {

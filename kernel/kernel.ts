@@ -10,6 +10,7 @@ import { SendQueue } from "./sockets/queue.ts";
 import { createShared, type FromWorker, type SharedState, type ToWorker } from "./sockets/shared.ts";
 import { OutputCapture, type CellContext } from "./executor/output.ts";
 import { Executor } from "./executor/executor.ts";
+import { errorContent } from "./executor/errors.ts";
 import { History, defaultHistoryFile } from "./history.ts";
 import { CommManager } from "./comms.ts";
 import { installGlobals } from "./display/globals.ts";
@@ -76,6 +77,10 @@ export class Kernel {
     this.capture.install();
     installGlobals(this);
     process.on("SIGINT", () => this.executor.interrupt());
+    // an error thrown by a timer or a forgotten promise must not kill the session: show it, in
+    // the cell that started the work
+    process.on("uncaughtException", (e) => this.reportAsync("Uncaught", e));
+    process.on("unhandledRejection", (e) => this.reportAsync("Unhandled promise rejection", e));
     process.on("SIGTERM", () => this.shutdown(false));
     void this.shellLoop();
     await this.workerReady;
@@ -141,6 +146,13 @@ export class Kernel {
       this.publish("status", { execution_state: "idle" }, msg.header);
       this.current = null;
     }
+  }
+
+  private reportAsync(what: string, e: unknown): void {
+    const { traceback } = errorContent(e);
+    const text = `${what}: ${traceback.join("\n")}\n`;
+    if (this.capture.als.getStore() ?? this.capture.last) this.capture.write("stderr", text);
+    else log(text);
   }
 
   currentParent(): object {

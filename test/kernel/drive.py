@@ -102,6 +102,19 @@ def scenario_cells(km, kc):
         if m["msg_type"] == "stream":
             late.append({"parent": "cell1" if m["parent_header"].get("msg_id") == id1 else "cell2" if m["parent_header"].get("msg_id") == id2 else "other", "text": m["content"]["text"]})
     res["late"] = late
+    id1 = kc.execute("setTimeout(() => { throw new TypeError('async boom') }, 50); Promise.reject(new Error('nobody awaits me')); 'scheduled'")
+    reply_for(kc, id1)
+    errs = []
+    deadline = time.time() + 1.0
+    while time.time() < deadline:
+        try:
+            m = kc.get_iopub_msg(timeout=0.2)
+        except Exception:
+            continue
+        if m["msg_type"] == "stream" and m["parent_header"].get("msg_id") == id1:
+            errs.append(m["content"]["text"])
+    res["async_errors"] = "".join(errs)
+    res["async_errors_alive"] = result_text(run(kc, "'still alive'")[1])
     res["display_protocol"] = [o["content"] for o in run(kc, "torch.tensor([1, 2, 3])")[1] if o["type"] == "execute_result"]
     return res
 

@@ -76,6 +76,13 @@ describe("cells", () => {
     expect(r.late).toEqual([{ parent: "cell1", text: "late from cell 1\n" }]);
   });
 
+  test("errors thrown by timers and unhandled rejections are shown in their cell and the kernel lives on", () => {
+    expect(r.async_errors_alive).toBe("'still alive'");
+    const text = strip(r.async_errors);
+    expect(text).toContain("Uncaught: TypeError: async boom");
+    expect(text).toContain("Unhandled promise rejection: Error: nobody awaits me");
+  });
+
   test("the runtime is preloaded as torch and renders through Symbol.for('Jupyter.display')", () => {
     expect(r.display_protocol).toHaveLength(1);
     expect(r.display_protocol[0].data).toEqual({ "text/plain": "tensor([1, 2, 3])", "text/html": "<code>tensor(3)</code>" });

@@ -213,8 +213,17 @@ def scenario_stdin(km, kc):
     msg_id = kc.execute("prompt('x')", allow_stdin=False)
     denied = reply_for(kc, msg_id)
     collect(kc, msg_id)
+    # an unanswered prompt is interrupted like any other wait
+    msg_id = kc.execute("const never = prompt('no answer'); 'after'", allow_stdin=True)
+    kc.get_stdin_msg(timeout=TIMEOUT)
+    t0 = time.time()
+    km.interrupt_kernel()
+    waiting = reply_for(kc, msg_id)
+    waiting_latency = time.time() - t0
+    collect(kc, msg_id)
     return {"prompt": req["content"]["prompt"], "password": req["content"]["password"], "parent_ok": parent_ok,
-            "status": reply["status"], "result": result_text(outs), "denied": denied["status"], "denied_evalue": denied.get("evalue")}
+            "status": reply["status"], "result": result_text(outs), "denied": denied["status"], "denied_evalue": denied.get("evalue"),
+            "interrupted": waiting.get("ename"), "interrupted_latency": waiting_latency}
 
 
 def send_shell(kc, msg_type, content):

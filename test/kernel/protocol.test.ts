@@ -148,7 +148,7 @@ test("interrupt_request and SIGINT stop while(true), a pending await and a loop 
   expect(r.kept).toBe("42");
 }, 60_000);
 
-test("prompt() sends input_request on stdin and returns the reply; refused without allow_stdin", async () => {
+test("prompt() sends input_request on stdin and returns the reply; refused without allow_stdin; interruptible", async () => {
   const r = await drive(e, "stdin");
   expect(r.prompt).toBe("Who?");
   expect(r.password).toBe(false);
@@ -156,6 +156,8 @@ test("prompt() sends input_request on stdin and returns the reply; refused witho
   expect(r.result).toBe("'hello Ada'");
   expect(r.denied).toBe("error");
   expect(r.denied_evalue).toMatch(/stdin is not available/);
+  expect(r.interrupted).toBe("KeyboardInterrupt");
+  expect(r.interrupted_latency).toBeLessThan(1);
 }, 60_000);
 
 test("comms in both directions", async () => {

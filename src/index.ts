@@ -2,9 +2,9 @@
 // acquired at the first readback, synchronize() or webgpu.init().
 
 import { Tensor } from "./tensor.ts";
-import * as ew from "./ops/elementwise.ts";
-import * as la from "./ops/linalg.ts";
-import * as red from "./ops/reduce.ts";
+import * as pw from "./autograd/functions/pointwise.ts";
+import * as al from "./autograd/functions/linalg.ts";
+import * as rd from "./autograd/functions/reductions.ts";
 import { formatTensor } from "./format.ts";
 import type { TensorOrScalar, DimArg, ReduceOpts } from "./tensor.ts";
 import * as webgpuApi from "./device/api.ts";
@@ -17,6 +17,8 @@ export {
   randn_like, arange, linspace, rand, randn, randint, manual_seed, initial_seed, get_rng_state, set_rng_state,
 } from "./ops/creation.ts";
 export { scope, gc } from "./memory/lifetime.ts";
+export * as autograd from "./autograd/api.ts";
+export { no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, is_inference_mode_enabled } from "./autograd/grad-mode.ts";
 export * as nn from "./nn/index.ts";
 
 export const webgpu = webgpuApi;
@@ -52,19 +54,19 @@ export const relu = (a: Tensor) => a.relu();
 export const sigmoid = (a: Tensor) => a.sigmoid();
 export const tanh = (a: Tensor) => a.tanh();
 export const clamp = (a: Tensor, min?: number | null, max?: number | null) => a.clamp(min, max);
-export const where = (cond: Tensor, a: TensorOrScalar, b: TensorOrScalar) => ew.where(cond, a, b);
+export const where = (cond: Tensor, a: TensorOrScalar, b: TensorOrScalar) => pw.where(cond, a, b);
 export const sum = (a: Tensor, dim?: DimArg | ReduceOpts, opts?: ReduceOpts) => a.sum(dim, opts);
 export const mean = (a: Tensor, dim?: DimArg | ReduceOpts, opts?: ReduceOpts) => a.mean(dim, opts);
 export const argmax = (a: Tensor, dim?: number, opts?: ReduceOpts) => a.argmax(dim, opts);
 export const argmin = (a: Tensor, dim?: number, opts?: ReduceOpts) => a.argmin(dim, opts);
 export const max = (a: Tensor) => a.max();
 export const min = (a: Tensor) => a.min();
-export const softmax = (a: Tensor, dim: number) => red.softmax(a, dim, false);
-export const log_softmax = (a: Tensor, dim: number) => red.softmax(a, dim, true);
-export const matmul = la.matmul;
-export const mm = la.mm;
-export const bmm = la.bmm;
-export const addmm = la.addmm;
+export const softmax = (a: Tensor, dim: number) => rd.softmax(a, dim, false);
+export const log_softmax = (a: Tensor, dim: number) => rd.softmax(a, dim, true);
+export const matmul = al.matmul;
+export const mm = al.mm;
+export const bmm = al.bmm;
+export const addmm = al.addmm;
 export const transpose = (a: Tensor, d0: number, d1: number) => a.transpose(d0, d1);
 export const t = (a: Tensor) => a.t();
 export const permute = (a: Tensor, dims: number[]) => a.permute(dims);

@@ -216,7 +216,8 @@ function runNode(
   tracer?.({ step: "apply", node: node.name(), sequence_nr: node.sequence_nr(), detail: { grads_in: buffer.map((g) => (g ? sizeStr(g.shape) : null)) } });
   let outs: Grads;
   try {
-    const compute = () => scope(() => node.apply(buffer));
+    // Formula temporaries die with the scope; AccumulateGrad's stored .grad must outlive it.
+    const compute = () => (node instanceof AccumulateGrad ? node.apply(buffer) : scope(() => node.apply(buffer)));
     outs = opts.create_graph ? enable_grad(compute) : no_grad(compute);
   } catch (e) {
     for (const g of buffer) g?.dispose();

@@ -76,18 +76,14 @@ export function accumulator(t: Tensor): AccumulateGrad {
 }
 
 /**
- * AccumulateGrad::apply: the first gradient is stored (stolen when nothing else shares its memory and it
- * is contiguous, else cloned); later ones are added in place, or out of place under create_graph.
- * Takes ownership of `g`.
+ * AccumulateGrad::apply: the first gradient is stored (its memory taken over when nothing else shares
+ * it and it is contiguous, else cloned); later ones are added in place, or out of place under
+ * create_graph. The caller keeps its own handle to `g`.
  */
 export function accumulateGrad(t: Tensor, g: Tensor): void {
   const m = t._meta;
   if (!m.grad) {
-    if (g.storage.refcount === 1 && g.is_contiguous() && !is_grad_enabled()) m.grad = g;
-    else {
-      m.grad = g.clone();
-      g.dispose();
-    }
+    m.grad = g.storage.refcount === 1 && g.is_contiguous() && !is_grad_enabled() ? g.detach() : g.clone();
     return;
   }
   if (is_grad_enabled()) {
@@ -95,7 +91,6 @@ export function accumulateGrad(t: Tensor, g: Tensor): void {
     m.grad.dispose();
     m.grad = sum;
   } else m.grad.add_(g);
-  g.dispose();
 }
 
 export function backward(t: Tensor, gradient: Tensor | null, opts?: { retain_graph?: boolean; create_graph?: boolean; inputs?: Tensor[] }): void {

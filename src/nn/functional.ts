@@ -4,6 +4,10 @@ import { RuntimeError } from "../errors.ts";
 import { dispatch, f32bits } from "../ops/launch.ts";
 import { draw } from "../ops/creation.ts";
 import { Tensor, numelOf } from "../tensor.ts";
+import { contiguousOf } from "../ops/views.ts";
+import { copyOf } from "../ops/elementwise.ts";
+import * as rd from "../autograd/functions/reductions.ts";
+import * as al from "../autograd/functions/linalg.ts";
 
 export const relu = (x: Tensor) => x.relu();
 export const gelu = (x: Tensor, opts?: { approximate?: "none" | "tanh" }) => x.gelu(opts);
@@ -30,9 +34,9 @@ export function native_layer_norm(x: Tensor, normalized_shape: number[], weight:
   if (x.dtype !== "float32") throw new RuntimeError(`"LayerNormKernelImpl" not implemented for '${x.dtype === "int32" ? "Int" : "Bool"}'`);
   const n = numelOf(normalized_shape);
   const rows = n === 0 ? 0 : x.numel() / n;
-  const src = x.contiguous();
-  const w = weight?.contiguous() ?? null;
-  const b = bias?.contiguous() ?? null;
+  const src = contiguousOf(x);
+  const w = weight ? contiguousOf(weight) : null;
+  const b = bias ? contiguousOf(bias) : null;
   try {
     const y = Tensor.empty(x.shape);
     const statShape = [...x.shape.slice(0, x.ndim - k), ...normalized_shape.map(() => 1)];
@@ -48,10 +52,11 @@ export function native_layer_norm(x: Tensor, normalized_shape: number[], weight:
 }
 
 export function layer_norm(x: Tensor, normalized_shape: number[], weight: Tensor | null = null, bias: Tensor | null = null, eps = 1e-5): Tensor {
-  const [y, mean, rstd] = native_layer_norm(x, normalized_shape, weight, bias, eps);
-  mean.dispose();
-  rstd.dispose();
-  return y;
+  return rd.layerNorm(x, normalized_shape, weight, bias, eps);
+}
+
+export function linear(x: Tensor, weight: Tensor, bias: Tensor | null = null): Tensor {
+  return al.linear(x, weight, bias);
 }
 
 /** Dropout with the generator's (seed, offset): the kept mask is also returned for autograd. */
@@ -59,10 +64,10 @@ export function native_dropout(x: Tensor, p: number, train: boolean): [Tensor, T
   x.check();
   if (!(p >= 0 && p <= 1)) throw new RuntimeError(`dropout probability has to be between 0 and 1, but got ${p}`);
   const mask = Tensor.empty(x.shape, "bool");
-  if (!train || p === 0) return [x.clone(), mask.fill_(true)];
+  if (!train || p === 0) return [copyOf(x), mask.fill_(true)];
   const out = Tensor.empty(x.shape);
   if (p === 1) return [out.zero_(), mask.fill_(false)];
-  const src = x.contiguous();
+  const src = contiguousOf(x);
   try {
     draw(3, out, p, 1 / (1 - p), [src, mask], src._offset);
   } finally {
@@ -72,7 +77,5 @@ export function native_dropout(x: Tensor, p: number, train: boolean): [Tensor, T
 }
 
 export function dropout(x: Tensor, p = 0.5, training = true): Tensor {
-  const [out, mask] = native_dropout(x, p, training);
-  mask.dispose();
-  return out;
+  return rd.dropout(x, p, training);
 }

@@ -30,7 +30,14 @@ function parse(index: string | number): Part[] {
   });
 }
 
-export function getitem(t: Tensor, index: string | number): Tensor {
+/** The view ops getitem composes: plain ones here, autograd-recording ones from Tensor.getitem. */
+export interface ViewOps {
+  select(t: Tensor, dim: number, index: number): Tensor;
+  slice(t: Tensor, dim: number, start?: number, end?: number, step?: number): Tensor;
+  unsqueeze(t: Tensor, dim: number): Tensor;
+}
+
+export function getitem(t: Tensor, index: string | number, ops: ViewOps = { select, slice, unsqueeze }): Tensor {
   t.check();
   const parts = parse(index);
   const consumed = parts.filter((p) => p.kind === "int" || p.kind === "slice").length;
@@ -42,12 +49,12 @@ export function getitem(t: Tensor, index: string | number): Tensor {
   try {
     for (const p of parts) {
       if (p.kind === "ellipsis") dim += t.ndim - consumed;
-      else if (p.kind === "none") { step(unsqueeze(cur, dim)); dim++; }
-      else if (p.kind === "slice") { step(slice(cur, dim, p.start, p.end, p.step)); dim++; }
+      else if (p.kind === "none") { step(ops.unsqueeze(cur, dim)); dim++; }
+      else if (p.kind === "slice") { step(ops.slice(cur, dim, p.start, p.end, p.step)); dim++; }
       else {
         const size = cur.shape[dim];
         if (p.i < -size || p.i >= size) throw new IndexError(`index ${p.i} is out of bounds for dimension ${dim} with size ${size}`);
-        step(select(cur, dim, p.i));
+        step(ops.select(cur, dim, p.i));
       }
     }
   } catch (e) {
@@ -57,8 +64,8 @@ export function getitem(t: Tensor, index: string | number): Tensor {
   return cur;
 }
 
-export function setitem(t: Tensor, index: string | number, value: TensorOrScalar): void {
-  const target = getitem(t, index);
+export function setitem(t: Tensor, index: string | number, value: TensorOrScalar, ops?: ViewOps): void {
+  const target = getitem(t, index, ops);
   try {
     if (typeof value === "number" || typeof value === "boolean") target.fill_(value);
     else target.copy_(value);

@@ -3,9 +3,9 @@
 
 import { RuntimeError } from "../errors.ts";
 import { Tensor, numelOf } from "../tensor.ts";
-import { broadcastShapes } from "./elementwise.ts";
+import { binary, broadcastShapes, copyOf } from "./elementwise.ts";
 import { coalesce, dispatch, dispatchGrid } from "./launch.ts";
-import { expand } from "./views.ts";
+import { contiguousOf, expand, unsqueeze, view } from "./views.ts";
 
 const typeName = { float32: "Float", int32: "Int", bool: "Bool" } as const;
 
@@ -30,7 +30,7 @@ function batchedInto(a: Tensor, b: Tensor, out: Tensor): void {
   const temps: Tensor[] = [];
   const fix = (t: Tensor) => {
     if (batchStride(t) !== null) return t;
-    const c = t.contiguous();
+    const c = contiguousOf(t);
     temps.push(c);
     return c;
   };
@@ -106,8 +106,8 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
     }
   }
   // Promote 1-D operands to matrices, multiply, then drop the added dims (PyTorch's rules).
-  const A = a.ndim === 1 ? a.unsqueeze(0) : a;
-  const B = b.ndim === 1 ? b.unsqueeze(-1) : b;
+  const A = a.ndim === 1 ? unsqueeze(a, 0) : a;
+  const B = b.ndim === 1 ? unsqueeze(b, -1) : b;
   const temps = [A, B].filter((t) => t !== a && t !== b);
   try {
     const M = A.shape[A.ndim - 2];
@@ -126,7 +126,7 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
     batchedInto(Ae, Be, out);
     const shape = [...batch, ...(a.ndim > 1 ? [M] : []), ...(b.ndim > 1 ? [N] : [])];
     if (shape.length === out.ndim) return out;
-    const r = out.view(shape);
+    const r = view(out, shape);
     out.dispose();
     return r;
   } finally {
@@ -141,10 +141,10 @@ export function addmm(input: Tensor, m1: Tensor, m2: Tensor, opts?: { beta?: num
   const prod = mm(m1, m2);
   try {
     broadcastShapes(input.shape, prod.shape);
-    if (beta === 0) return alpha === 1 ? prod.clone() : prod.mul(alpha);
-    const scaled = beta === 1 ? input : input.mul(beta);
+    if (beta === 0) return alpha === 1 ? copyOf(prod) : binary("mul", prod, alpha);
+    const scaled = beta === 1 ? input : binary("mul", input, beta);
     try {
-      return scaled.add(prod, { alpha });
+      return binary("add", scaled, prod, alpha);
     } finally {
       if (scaled !== input) scaled.dispose();
     }

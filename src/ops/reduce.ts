@@ -6,7 +6,8 @@ import { dtypeCode, type DType } from "../dtype.ts";
 import { IndexError, RuntimeError } from "../errors.ts";
 import { Tensor, numelOf, type DimArg, type ReduceOpts } from "../tensor.ts";
 import { coalesce, dispatch, f32bits } from "./launch.ts";
-import { permute, wrapDim } from "./views.ts";
+import { contiguousOf, permute, reshape, wrapDim } from "./views.ts";
+import { unary } from "./elementwise.ts";
 
 const OPS = { sum: 0, max: 1, min: 2, argmax: 3, argmin: 4, var: 5, prod: 6, mean: 0 } as const;
 type ReduceOp = keyof typeof OPS;
@@ -48,7 +49,7 @@ function reduceInto(op: ReduceOp, x: Tensor, dims: number[], out: Tensor, scale:
   let es = cr.shape.length === 0 ? 1 : cr.strides[0][0];
   if (ck.shape.length > 1 || cr.shape.length > 1) {
     const p = permute(x, [...kept, ...dims]);
-    src = p.contiguous();
+    src = contiguousOf(p);
     temps.push(p, src);
     rowStride = len;
     es = 1;
@@ -117,7 +118,7 @@ export function arg(op: "argmax" | "argmin", x: Tensor, dim?: number, opts?: Red
   checkNonEmpty(op, x, dim);
   const dims = dimsOf(x, dim);
   // Without dim, PyTorch returns the index into the flattened tensor.
-  const src = dim === undefined ? x.reshape(-1) : x;
+  const src = dim === undefined ? reshape(x, [-1]) : x;
   try {
     const shape = dim === undefined ? (opts?.keepdim ? x.shape.map(() => 1) : []) : outShape(x, dims, opts?.keepdim ?? false);
     const out = Tensor.empty(shape, "int32");
@@ -139,7 +140,7 @@ export function variance(x: Tensor, dimArg?: DimArg | VarOpts, optsArg?: VarOpts
   reduceInto("var", x, dims, out, correction);
   if (!std) return out;
   try {
-    return out.sqrt();
+    return unary("sqrt", out);
   } finally {
     out.dispose();
   }
@@ -151,7 +152,7 @@ export function softmax(x: Tensor, dim: number, log: boolean): Tensor {
     throw new RuntimeError(`"${log ? "log_softmax" : "softmax"}_lastdim_kernel_impl" not implemented for '${x.dtype === "int32" ? "Int" : "Bool"}'`);
   }
   const d = x.ndim === 0 ? 0 : wrapDim(dim, x.ndim);
-  const src = x.contiguous();
+  const src = contiguousOf(x);
   try {
     const out = Tensor.empty(x.shape, "float32");
     const n = x.ndim === 0 ? 1 : x.shape[d];

@@ -3,6 +3,7 @@
 
 import { IndexError, RuntimeError } from "../errors.ts";
 import { contiguousStrides, numelOf, Tensor, type Shape } from "../tensor.ts";
+import { copyOf } from "./elementwise.ts";
 
 export function wrapDim(dim: number, ndim: number): number {
   const n = Math.max(ndim, 1);
@@ -24,6 +25,11 @@ export function makeView(base: Tensor, shape: Shape, strides: Shape, offset: num
 }
 
 export const alias = (t: Tensor) => t._alias();
+
+/** contiguous() without autograd: forward kernels use it on their inputs. */
+export function contiguousOf(t: Tensor): Tensor {
+  return t.check().is_contiguous() ? t._alias() : copyOf(t);
+}
 
 function inferSize(shape: number[], numel: number): number[] {
   let infer = -1;
@@ -91,7 +97,7 @@ export function reshape(t: Tensor, shape: Shape): Tensor {
   const newShape = inferSize([...shape], t.numel());
   const strides = computeStride(t.shape, t._strides, newShape);
   if (strides) return makeView(t, newShape, strides, t._offset);
-  const c = t.contiguous();
+  const c = contiguousOf(t);
   try {
     return view(c, newShape);
   } finally {

@@ -1,0 +1,108 @@
+// torch.autograd: backward(), grad(), anomaly detection, the engine trace, and torch.autograd.graph.
+
+import { RuntimeError } from "../errors.ts";
+import { Tensor } from "../tensor.ts";
+import { readBlock } from "../device/scheduler.ts";
+import { upload } from "../device/scheduler.ts";
+import { contiguousOf } from "../ops/views.ts";
+import { run_backward, setTracer, type TraceEvent } from "./engine.ts";
+import { isAnomalyEnabled, setAnomaly, type Grads } from "./node.ts";
+import { saved_tensors_hooks } from "./saved-hooks.ts";
+
+export { Function, FunctionCtx } from "./function.ts";
+export { Node, AccumulateGrad, SavedVariable } from "./node.ts";
+export type { TraceEvent };
+
+const list = <T>(x: T | T[]): T[] => (Array.isArray(x) ? x : [x]);
+
+/** torch.autograd.backward(tensors, grad_tensors, {retain_graph, create_graph, inputs}). */
+export function backward(tensors: Tensor | Tensor[], grad_tensors?: Tensor | Array<Tensor | null> | null, opts?: { retain_graph?: boolean; create_graph?: boolean; inputs?: Tensor[] }): void {
+  const ts = list(tensors);
+  const gs = grad_tensors ? list(grad_tensors) : ts.map(() => null);
+  run_backward(ts, gs, { retain_graph: opts?.retain_graph ?? opts?.create_graph ?? false, create_graph: opts?.create_graph ?? false, inputs: opts?.inputs, accumulate: true });
+}
+
+/** torch.autograd.grad(outputs, inputs, {grad_outputs, retain_graph, create_graph, allow_unused}). */
+export function grad(outputs: Tensor | Tensor[], inputs: Tensor | Tensor[], opts?: { grad_outputs?: Tensor | Array<Tensor | null>; retain_graph?: boolean; create_graph?: boolean; allow_unused?: boolean }): Grads {
+  const outs = list(outputs);
+  const ins = list(inputs);
+  const gs = opts?.grad_outputs ? list(opts.grad_outputs) : outs.map(() => null);
+  return run_backward(outs, gs, {
+    retain_graph: opts?.retain_graph ?? opts?.create_graph ?? false,
+    create_graph: opts?.create_graph ?? false,
+    inputs: ins,
+    accumulate: false,
+    allow_unused: opts?.allow_unused ?? false,
+  });
+}
+
+const ANOMALY_WARNING = "Anomaly Detection has been enabled. This mode will increase the runtime and should only be enabled for debugging.";
+
+export function set_detect_anomaly(on: boolean): void {
+  if (on && !isAnomalyEnabled()) process.emitWarning(ANOMALY_WARNING, "UserWarning");
+  setAnomaly(on);
+}
+export const is_anomaly_enabled = isAnomalyEnabled;
+
+/** detect_anomaly(() => ...) or `using _ = torch.autograd.detect_anomaly()`. */
+export function detect_anomaly<T>(fn?: () => T): T | (Disposable & { exit(): void }) {
+  const prev = isAnomalyEnabled();
+  set_detect_anomaly(true);
+  const exit = () => setAnomaly(prev);
+  if (!fn) return { exit, [Symbol.dispose]: exit };
+  try {
+    const r = fn();
+    if (r instanceof Promise) return r.finally(exit) as T;
+    exit();
+    return r;
+  } catch (e) {
+    exit();
+    throw e;
+  }
+}
+
+/**
+ * Runs fn (typically one `loss.backward()`) and returns the engine's steps: the entry check, dependency
+ * counts, each node taken from the ready queue, its apply, the saved tensors it released and the bytes
+ * that freed, and the gradients passed on.
+ */
+export function trace(fn: () => void): TraceEvent[] {
+  const events: TraceEvent[] = [];
+  setTracer((e) => events.push(e));
+  try {
+    fn();
+  } finally {
+    setTracer(null);
+  }
+  return events;
+}
+
+/**
+ * torch.autograd.graph.save_on_cpu: saved tensors leave the device. Packing starts a copy to host memory
+ * and frees the device copy once it has arrived (await torch.webgpu.synchronize() to see it go);
+ * unpacking in backward uploads the host copy again, or uses the device copy if it is still there.
+ */
+function save_on_cpu<T>(fn?: () => T) {
+  type Packed = { t: Tensor | null; host: ArrayBuffer | null; shape: number[]; dtype: Tensor["dtype"] };
+  const pack = (t: Tensor): Packed => {
+    const c = contiguousOf(t);
+    const p: Packed = { t: c, host: null, shape: [...t.shape], dtype: t.dtype };
+    void readBlock(c.storage.liveBlock(), c._offset * 4, c.numel() * 4).then((buf) => {
+      p.host = buf;
+      p.t?.dispose();
+      p.t = null;
+    });
+    return p;
+  };
+  const unpack = (v: unknown): Tensor => {
+    const p = v as Packed;
+    if (p.t) return p.t._alias();
+    if (!p.host) throw new RuntimeError("save_on_cpu: the saved tensor is neither on the device nor on the host");
+    const t = Tensor.empty(p.shape, p.dtype);
+    upload(t.storage.liveBlock(), new Uint8Array(p.host));
+    return t;
+  };
+  return saved_tensors_hooks(pack, unpack, fn);
+}
+
+export const graph = { saved_tensors_hooks, save_on_cpu };

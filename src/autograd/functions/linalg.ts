@@ -1,0 +1,144 @@
+// Differentiable matrix products, composed the way ATen's matmul composes them, so the graph a learner
+// draws has PyTorch's nodes: DotBackward0, MvBackward0, MmBackward0, BmmBackward0, AddmmBackward0,
+// UnsafeViewBackward0 around folded batch dims.
+
+import * as la from "../../ops/linalg.ts";
+import { broadcastShapes } from "../../ops/elementwise.ts";
+import { RuntimeError } from "../../errors.ts";
+import { Tensor, numelOf } from "../../tensor.ts";
+import { attach, needsGrad, sumTo } from "../record.ts";
+import * as sh from "./shape.ts";
+
+export function mm(a: Tensor, b: Tensor): Tensor {
+  const out = la.mm(a, b);
+  if (needsGrad(a, b)) {
+    attach("MmBackward0", [a, b], [out], (n, [g]) => [
+      n.needs(0) ? g!.mm(n.unpack("mat2").t()) : null,
+      n.needs(1) ? n.unpack("self").t().mm(g!) : null,
+    ], (n) => {
+      n.save("self", a);
+      n.save("mat2", b);
+      n.saveValue("self_sym_sizes", [...a.shape]);
+      n.saveValue("mat2_sym_sizes", [...b.shape]);
+    });
+  }
+  return out;
+}
+
+export function bmm(a: Tensor, b: Tensor): Tensor {
+  const out = la.bmm(a, b);
+  if (needsGrad(a, b)) {
+    attach("BmmBackward0", [a, b], [out], (n, [g]) => [
+      n.needs(0) ? g!.bmm(n.unpack("mat2").transpose(1, 2)) : null,
+      n.needs(1) ? n.unpack("self").transpose(1, 2).bmm(g!) : null,
+    ], (n) => {
+      n.save("self", a);
+      n.save("mat2", b);
+    });
+  }
+  return out;
+}
+
+export function addmm(input: Tensor, m1: Tensor, m2: Tensor, opts?: { beta?: number; alpha?: number }): Tensor {
+  const beta = opts?.beta ?? 1;
+  const alpha = opts?.alpha ?? 1;
+  const out = la.addmm(input, m1, m2, opts);
+  if (needsGrad(input, m1, m2)) {
+    const inShape = [...input.shape];
+    attach("AddmmBackward0", [input, m1, m2], [out], (n, [g]) => [
+      n.needs(0) ? sumTo(beta === 1 ? g! : g!.mul(beta), inShape) : null,
+      n.needs(1) ? g!.mm(n.unpack("mat2").t()).mul(alpha) : null,
+      n.needs(2) ? n.unpack("mat1").t().mm(g!).mul(alpha) : null,
+    ], (n) => {
+      n.saveValue("alpha", alpha);
+      n.saveValue("beta", beta);
+      n.save("mat1", m1);
+      n.save("mat2", m2);
+    });
+  }
+  return out;
+}
+
+function dot(a: Tensor, b: Tensor): Tensor {
+  const out = la.matmul(a, b);
+  if (needsGrad(a, b)) {
+    attach("DotBackward0", [a, b], [out], (n, [g]) => [n.needs(0) ? n.unpack("tensor").mul(g!) : null, n.needs(1) ? n.unpack("self").mul(g!) : null], (n) => {
+      n.save("self", a);
+      n.save("tensor", b);
+    });
+  }
+  return out;
+}
+
+function mv(a: Tensor, v: Tensor): Tensor {
+  const out = la.matmul(a, v);
+  if (needsGrad(a, v)) {
+    attach("MvBackward0", [a, v], [out], (n, [g]) => [
+      n.needs(0) ? g!.unsqueeze(1).mul(n.unpack("vec").unsqueeze(0)) : null,
+      n.needs(1) ? n.unpack("self").t().matmul(g!) : null,
+    ], (n) => {
+      n.save("self", a);
+      n.save("vec", v);
+    });
+  }
+  return out;
+}
+
+/** torch.matmul, decomposed as at::matmul does (temporaries are disposed; the graph keeps what it needs). */
+export function matmul(a: Tensor, b: Tensor): Tensor {
+  a.check();
+  b.check();
+  if (!needsGrad(a, b)) return la.matmul(a, b);
+  if (a.ndim === 0 || b.ndim === 0) return la.matmul(a, b); // raises PyTorch's error
+  if (a.ndim === 1 && b.ndim === 1) return dot(a, b);
+  if (a.ndim === 2 && b.ndim === 1) return mv(a, b);
+  const temps: Tensor[] = [];
+  const keep = <T extends Tensor>(t: T) => (temps.push(t), t);
+  try {
+    if (a.ndim === 1 && b.ndim === 2) {
+      return sh.squeeze(keep(mm(keep(sh.unsqueeze(a, 0)), b)), 0, "SqueezeBackward3");
+    }
+    if (a.ndim === 2 && b.ndim === 2) return mm(a, b);
+    if (a.ndim >= 3 && b.ndim <= 2) {
+      // Fold a's batch dims into rows: one mm, then view the result back.
+      const K = a.shape[a.ndim - 1];
+      if (b.ndim === 2 && b.shape[0] !== K) return la.matmul(a, b);
+      const rows = keep(sh.reshape(a, [-1, K]));
+      const m = keep(b.ndim === 1 ? mm(rows, keep(sh.unsqueeze(b, 1))) : mm(rows, b));
+      const outShape = [...a.shape.slice(0, -1), ...(b.ndim === 2 ? [b.shape[1]] : [])];
+      return sh.view(m, outShape, "UnsafeViewBackward0");
+    }
+    // Batched: broadcast the batch dims, fold them into one, bmm, and view back.
+    const A = a.ndim === 1 ? keep(sh.unsqueeze(a, 0)) : a;
+    const B = b.ndim === 1 ? keep(sh.unsqueeze(b, -1)) : b;
+    const [M, K] = A.shape.slice(-2);
+    const [K2, N] = B.shape.slice(-2);
+    if (K !== K2) return la.matmul(a, b);
+    const batch = broadcastShapes(A.shape.slice(0, -2), B.shape.slice(0, -2));
+    const nb = numelOf(batch);
+    const A3 = keep(sh.reshape(keep(sh.expand(A, [...batch, M, K])), [nb, M, K]));
+    const B3 = keep(sh.reshape(keep(sh.expand(B, [...batch, K, N])), [nb, K, N]));
+    const prod = keep(bmm(A3, B3));
+    const shape = [...batch, ...(a.ndim > 1 ? [M] : []), ...(b.ndim > 1 ? [N] : [])];
+    return sh.view(prod, shape, "UnsafeViewBackward0");
+  } finally {
+    for (const t of temps) t.dispose();
+  }
+}
+
+export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
+  if (weight.ndim !== 2) throw new RuntimeError(`linear(): weight must be 2-D, got ${weight.ndim}-D`);
+  const wt = sh.t(weight);
+  try {
+    if (x.ndim === 2 && bias) return addmm(bias, x, wt);
+    const y = matmul(x, wt);
+    if (!bias) return y;
+    try {
+      return y.add(bias);
+    } finally {
+      y.dispose();
+    }
+  } finally {
+    wt.dispose();
+  }
+}

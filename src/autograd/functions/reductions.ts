@@ -1,0 +1,185 @@
+// Differentiable reductions and normalisations (derivatives.yaml's entries for sum, mean, max, var,
+// softmax, log_softmax, native_layer_norm, native_dropout).
+
+import * as red from "../../ops/reduce.ts";
+import * as F from "../../nn/functional.ts";
+import { Tensor, numelOf, type DimArg, type ReduceOpts } from "../../tensor.ts";
+import { wrapDim } from "../../ops/views.ts";
+import { tensor } from "../../ops/creation.ts";
+import { RuntimeError } from "../../errors.ts";
+import { attach, needsGrad } from "../record.ts";
+
+/** The reduced dims of x (all when dim is undefined), normalised. */
+function reducedDims(x: Tensor, dim: DimArg): number[] {
+  if (dim === undefined) return x.shape.map((_, i) => i);
+  return (Array.isArray(dim) ? dim : [dim]).map((d) => wrapDim(d, x.ndim));
+}
+
+/** g (reduced, maybe without keepdim) broadcast back over x's shape. */
+function expandBack(g: Tensor, shape: number[], dims: number[], keepdim: boolean): Tensor {
+  let r = g;
+  if (!keepdim) for (const d of [...dims].sort((a, b) => a - b)) r = r.unsqueeze(d);
+  return r.expand(shape);
+}
+
+function splitArgs(dim: DimArg | ReduceOpts | undefined, opts?: ReduceOpts): { dim: DimArg; keepdim: boolean } {
+  if (dim !== undefined && typeof dim === "object" && !Array.isArray(dim)) return { dim: dim.dim, keepdim: dim.keepdim ?? false };
+  return { dim: dim as DimArg, keepdim: opts?.keepdim ?? false };
+}
+
+export function sumOrMean(op: "sum" | "mean", x: Tensor, dimArg?: DimArg | ReduceOpts, opts?: ReduceOpts): Tensor {
+  const out = red.reduce(op, x, dimArg, opts);
+  if (!needsGrad(x)) return out;
+  const { dim, keepdim } = splitArgs(dimArg, opts);
+  const dims = reducedDims(x, dim);
+  const shape = [...x.shape];
+  const count = numelOf(dims.map((d) => shape[d]));
+  const whole = dim === undefined;
+  const name = `${op === "sum" ? "Sum" : "Mean"}Backward${whole ? 0 : 1}`;
+  attach(name, [x], [out], (_n, [g]) => {
+    const e = expandBack(g!, shape, dims, keepdim || whole);
+    return [op === "mean" ? e.div(count) : e.contiguous()];
+  }, (n) => {
+    if (!whole) {
+      n.saveValue("dim", dims);
+      n.saveValue("keepdim", keepdim);
+    }
+    if (op === "mean" && whole) {
+      n.saveValue("self_numel", x.numel());
+      n.saveValue("self_sizes", shape);
+    } else n.saveValue("self_sym_sizes", shape);
+  });
+  return out;
+}
+
+export function minmax(op: "max" | "min", x: Tensor, dim?: number, opts?: ReduceOpts): Tensor | { values: Tensor; indices: Tensor } {
+  const out = red.minmax(op, x, dim, opts);
+  if (!needsGrad(x)) return out;
+  const Op = op === "max" ? "Max" : "Min";
+  if (out instanceof Tensor) {
+    // Gradient shared evenly among the elements equal to the extreme (PyTorch's evenly_distribute_backward).
+    attach(`${Op}Backward1`, [x], [out], (n, [g]) => {
+      const self = n.unpack("self");
+      const mask = self.eq(n.unpack("result")).float();
+      return [mask.mul(g!.div(mask.sum()))];
+    }, (n) => {
+      n.save("self", x);
+      n.save("result", out, 0);
+    });
+    return out;
+  }
+  const d = wrapDim(dim!, x.ndim);
+  const keepdim = opts?.keepdim ?? false;
+  const shape = [...x.shape];
+  attach(`${Op}Backward0`, [x], [out.values], (n, [g]) => {
+    // Scatter g to the arg positions: a one-hot mask along d from the saved indices.
+    const idx = keepdim ? n.unpack("indices") : n.unpack("indices").unsqueeze(d);
+    const onehot = positionsAlong(shape, d).eq(idx);
+    return [expandBack(g!, shape, [d], keepdim).mul(onehot)];
+  }, (n) => {
+    n.saveValue("dim", d);
+    n.saveValue("keepdim", keepdim);
+    n.save("indices", out.indices);
+    n.saveValue("self_sizes", shape);
+  });
+  return out;
+}
+
+/** arange(shape[d]) laid along dim d, broadcastable against a tensor of `shape` (a small exact upload). */
+function positionsAlong(shape: number[], d: number): Tensor {
+  const ar = tensor(Int32Array.from({ length: shape[d] }, (_, i) => i));
+  return ar.reshape(shape.map((_, i) => (i === d ? shape[d] : 1)));
+}
+
+type VarOpts = ReduceOpts & { correction?: number; unbiased?: boolean };
+export function variance(x: Tensor, dimArg?: DimArg | VarOpts, optsArg?: VarOpts, std = false): Tensor {
+  const out = red.variance(x, dimArg, optsArg, std);
+  if (!needsGrad(x)) return out;
+  const o: VarOpts = dimArg !== undefined && typeof dimArg === "object" && !Array.isArray(dimArg) ? dimArg : { ...optsArg, dim: dimArg as DimArg };
+  const correction = o.correction ?? (o.unbiased === false ? 0 : 1);
+  const dims = reducedDims(x, o.dim);
+  const keepdim = o.keepdim ?? false;
+  const shape = [...x.shape];
+  const n = numelOf(dims.map((d) => shape[d]));
+  attach(std ? "StdBackward0" : "VarBackward0", [x], [out], (node, [g]) => {
+    const self = node.unpack("self");
+    const centered = self.sub(self.mean(dims, { keepdim: true }));
+    let gg = expandBack(g!, shape, dims, keepdim);
+    if (std) gg = gg.div(expandBack(node.unpack("result"), shape, dims, keepdim));
+    return [gg.mul(centered).mul((std ? 1 : 2) / Math.max(n - correction, 0))];
+  }, (node) => {
+    node.saveValue("correction", correction);
+    node.saveValue("dim", o.dim === undefined ? null : dims);
+    node.saveValue("keepdim", keepdim);
+    node.save("self", x);
+    if (std) node.save("result", out, 0);
+  });
+  return out;
+}
+
+export function softmax(x: Tensor, dim: number, log: boolean): Tensor {
+  const out = red.softmax(x, dim, log);
+  if (!needsGrad(x)) return out;
+  const d = x.ndim === 0 ? 0 : wrapDim(dim, x.ndim);
+  attach(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", [x], [out], (n, [g]) => {
+    const r = n.unpack("result");
+    if (log) return [g!.sub(r.exp().mul(g!.sum(d, { keepdim: true })))];
+    return [r.mul(g!.sub(g!.mul(r).sum(d, { keepdim: true })))];
+  }, (n) => {
+    n.saveValue("dim", d);
+    n.save("result", out, 0);
+  });
+  return out;
+}
+
+export function layerNorm(x: Tensor, normalized_shape: number[], weight: Tensor | null, bias: Tensor | null, eps: number): Tensor {
+  const [y, mean, rstd] = F.native_layer_norm(x, normalized_shape, weight, bias, eps);
+  if (!needsGrad(x, weight, bias)) {
+    mean.dispose();
+    rstd.dispose();
+    return y;
+  }
+  const k = normalized_shape.length;
+  const normDims = normalized_shape.map((_, i) => x.ndim - k + i);
+  const batchDims = x.shape.slice(0, x.ndim - k).map((_, i) => i);
+  const wShape = weight ? [...weight.shape] : [];
+  attach("NativeLayerNormBackward0", [x, weight, bias], [y], (n, [g]) => {
+    const input = n.unpack("input");
+    const xhat = input.sub(n.unpack("result1")).mul(n.unpack("result2"));
+    const gw = weight ? g!.mul(n.unpack("weight").reshape(normalized_shape)) : g!;
+    const N = numelOf(normalized_shape);
+    const gradInput = n.needs(0)
+      ? n.unpack("result2").div(N).mul(
+          gw.mul(N).sub(gw.sum(normDims, { keepdim: true })).sub(xhat.mul(gw.mul(xhat).sum(normDims, { keepdim: true }))),
+        )
+      : null;
+    const gradW = n.needs(1) ? (batchDims.length ? g!.mul(xhat).sum(batchDims) : g!.mul(xhat)).reshape(wShape) : null;
+    const gradB = n.needs(2) ? (batchDims.length ? g!.sum(batchDims) : g!.clone()).reshape(wShape) : null;
+    return [gradInput, gradW, gradB];
+  }, (n) => {
+    n.save("input", x);
+    n.save("weight", weight);
+    n.save("bias", bias);
+    n.save("result1", mean, 1);
+    n.save("result2", rstd, 2);
+    n.saveValue("normalized_shape", normalized_shape);
+  });
+  mean.dispose();
+  rstd.dispose();
+  return y;
+}
+
+export function dropout(x: Tensor, p: number, training: boolean): Tensor {
+  if (!(p >= 0 && p <= 1)) throw new RuntimeError(`dropout probability has to be between 0 and 1, but got ${p}`);
+  if (!training || p === 0) return x.clone();
+  const [out, mask] = F.native_dropout(x, p, training);
+  if (needsGrad(x)) {
+    const scale = p === 1 ? 0 : 1 / (1 - p);
+    attach("NativeDropoutBackward0", [x], [out], (n, [g]) => [g!.mul(n.unpack("result1")).mul(scale)], (n) => {
+      n.save("result1", mask, 1);
+      n.saveValue("scale", scale);
+    });
+  }
+  mask.dispose();
+  return out;
+}

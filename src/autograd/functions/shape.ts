@@ -1,0 +1,135 @@
+// Differentiable views: each view of a tensor that requires grad gets its PyTorch node
+// (ViewBackward0, TBackward0, SliceBackward0, ...), whose backward puts the gradient back in shape.
+
+import * as vw from "../../ops/views.ts";
+import * as ew from "../../ops/elementwise.ts";
+import { Tensor, type Shape } from "../../tensor.ts";
+import { attach, needsGrad, sumTo } from "../record.ts";
+import type { FormulaNode } from "../node.ts";
+
+type Save = (n: FormulaNode) => void;
+
+function viewOp(x: Tensor, out: Tensor, name: string, back: (g: Tensor) => Tensor, save?: Save): Tensor {
+  if (needsGrad(x)) attach(name, [x], [out], (_n, [g]) => [back(g!)], save);
+  return out;
+}
+
+const sizes = (x: Tensor) => [...x.shape];
+
+export function view(x: Tensor, shape: Shape, name = "ViewBackward0"): Tensor {
+  const s = sizes(x);
+  return viewOp(x, vw.view(x, shape), name, (g) => g.reshape(s), (n) => n.saveValue("self_sym_sizes", s));
+}
+
+/** reshape: a view when strides allow (ReshapeAliasBackward0), else a copy then a view (CloneBackward0 + UnsafeViewBackward0). */
+export function reshape(x: Tensor, shape: Shape): Tensor {
+  const out = vw.reshape(x, shape);
+  if (!needsGrad(x)) return out;
+  const s = sizes(x);
+  if (out.storage === x.storage) {
+    return viewOp(x, out, "ReshapeAliasBackward0", (g) => g.reshape(s), (n) => n.saveValue("self_sym_sizes", s));
+  }
+  // Record the copy as clone + view, as ATen's reshape does for non-viewable strides.
+  out.dispose();
+  const c = clone(x);
+  try {
+    return view(c, shape, "UnsafeViewBackward0");
+  } finally {
+    c.dispose();
+  }
+}
+
+export function clone(x: Tensor): Tensor {
+  const out = ew.copyOf(x);
+  if (needsGrad(x)) attach("CloneBackward0", [x], [out], (_n, [g]) => [g]);
+  return out;
+}
+
+export function flatten(x: Tensor, start: number, end: number): Tensor {
+  const out = vw.flatten(x, start, end);
+  if (!needsGrad(x)) return out;
+  const s = sizes(x);
+  return viewOp(x, out, "ReshapeAliasBackward0", (g) => g.reshape(s), (n) => n.saveValue("self_sym_sizes", s));
+}
+
+export function transpose(x: Tensor, d0: number, d1: number): Tensor {
+  const a = vw.wrapDim(d0, Math.max(x.ndim, 1));
+  const b = vw.wrapDim(d1, Math.max(x.ndim, 1));
+  return viewOp(x, vw.transpose(x, d0, d1), "TransposeBackward0", (g) => g.transpose(a, b), (n) => {
+    n.saveValue("dim0", a);
+    n.saveValue("dim1", b);
+  });
+}
+
+export function t(x: Tensor): Tensor {
+  return viewOp(x, vw.t(x), "TBackward0", (g) => g.t());
+}
+
+export function permute(x: Tensor, dims: number[]): Tensor {
+  const out = vw.permute(x, dims);
+  const w = dims.map((d) => vw.wrapDim(d, x.ndim));
+  const inverse = w.map((_, i) => w.indexOf(i));
+  return viewOp(x, out, "PermuteBackward0", (g) => g.permute(inverse), (n) => n.saveValue("dims", w));
+}
+
+export function expand(x: Tensor, shape: Shape): Tensor {
+  const s = sizes(x);
+  return viewOp(x, vw.expand(x, shape), "ExpandBackward0", (g) => sumTo(g, s), (n) => n.saveValue("self_sym_sizes", s));
+}
+
+export function unsqueeze(x: Tensor, dim: number): Tensor {
+  const d = vw.wrapDim(dim, x.ndim + 1);
+  return viewOp(x, vw.unsqueeze(x, dim), "UnsqueezeBackward0", (g) => g.squeeze(d), (n) => n.saveValue("dim", d));
+}
+
+export function squeeze(x: Tensor, dim?: number, name?: string): Tensor {
+  const s = sizes(x);
+  return viewOp(x, vw.squeeze(x, dim), name ?? (dim === undefined ? "SqueezeBackward0" : "SqueezeBackward1"), (g) => g.reshape(s), (n) => {
+    if (dim !== undefined) n.saveValue("dim", vw.wrapDim(dim, Math.max(x.ndim, 1)));
+    n.saveValue("self_sizes", s);
+  });
+}
+
+/** Scatters g into zeros of the input's shape at the view's place (the backward of slice and select). */
+function intoZeros(shape: number[], place: (z: Tensor) => Tensor, g: Tensor): Tensor {
+  const z = Tensor.empty(shape).zero_();
+  place(z).copy_(g);
+  return z;
+}
+
+export function slice(x: Tensor, dim: number, start?: number, end?: number, step = 1): Tensor {
+  const out = vw.slice(x, dim, start, end, step);
+  if (!needsGrad(x)) return out;
+  const s = sizes(x);
+  const d = vw.wrapDim(dim, x.ndim);
+  // The actual bounds, from the view's offset and length.
+  const st = x._strides[d] === 0 ? 0 : (out._offset - x._offset) / x._strides[d];
+  const en = Math.min(st + out.shape[d] * step, s[d]);
+  return viewOp(x, out, "SliceBackward0", (g) => intoZeros(s, (z) => vw.slice(z, d, st, en, step), g), (n) => {
+    n.saveValue("dim", d);
+    n.saveValue("start", st);
+    n.saveValue("end", en);
+    n.saveValue("step", step);
+    n.saveValue("self_sym_sizes", s);
+  });
+}
+
+export function narrow(x: Tensor, dim: number, start: number, length: number): Tensor {
+  const d = vw.wrapDim(dim, x.ndim);
+  const s0 = start < 0 ? start + x.shape[d] : start;
+  vw.narrow(x, dim, start, length).dispose(); // the checks and errors of narrow itself
+  return slice(x, d, s0, s0 + length, 1);
+}
+
+export function select(x: Tensor, dim: number, index: number): Tensor {
+  const out = vw.select(x, dim, index);
+  if (!needsGrad(x)) return out;
+  const s = sizes(x);
+  const d = vw.wrapDim(dim, x.ndim);
+  const i = index < 0 ? index + s[d] : index;
+  return viewOp(x, out, "SelectBackward0", (g) => intoZeros(s, (z) => vw.select(z, d, i), g), (n) => {
+    n.saveValue("dim", d);
+    n.saveValue("index", i);
+    n.saveValue("self_sizes", s);
+  });
+}

@@ -18,6 +18,8 @@ import { kernelInfo } from "./info.ts";
 import { handlers } from "./handlers/index.ts";
 import { log } from "./log.ts";
 
+const realExit = process.exit.bind(process);
+
 export class Kernel {
   readonly session = randomUUID();
   readonly signer: Signer;
@@ -77,6 +79,10 @@ export class Kernel {
     this.capture.install();
     installGlobals(this);
     process.on("SIGINT", () => this.executor.interrupt());
+    // code pasted from a script may end with process.exit(): that must not end the session
+    process.exit = ((code?: number) => {
+      throw new Error(`process.exit(${code ?? ""}) would end the kernel and lose every variable; restart the kernel from the notebook instead`);
+    }) as typeof process.exit;
     // an error thrown by a timer or a forgotten promise must not kill the session: show it, in
     // the cell that started the work
     process.on("uncaughtException", (e) => this.reportAsync("Uncaught", e));
@@ -220,6 +226,6 @@ export class Kernel {
     await this.worker.terminate();
     this.shell.close();
     this.iopub.close();
-    process.exit(0);
+    realExit(0);
   }
 }

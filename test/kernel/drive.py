@@ -114,6 +114,8 @@ def scenario_cells(km, kc):
         if m["msg_type"] == "stream" and m["parent_header"].get("msg_id") == id1:
             errs.append(m["content"]["text"])
     res["async_errors"] = "".join(errs)
+    reply, _ = run(kc, "process.exit(3)")
+    res["exit"] = {"status": reply["status"], "evalue": reply.get("evalue")}
     res["async_errors_alive"] = result_text(run(kc, "'still alive'")[1])
     res["display_protocol"] = [o["content"] for o in run(kc, "torch.tensor([1, 2, 3])")[1] if o["type"] == "execute_result"]
     return res

@@ -76,7 +76,9 @@ describe("cells", () => {
     expect(r.late).toEqual([{ parent: "cell1", text: "late from cell 1\n" }]);
   });
 
-  test("errors thrown by timers and unhandled rejections are shown in their cell and the kernel lives on", () => {
+  test("errors thrown by timers, unhandled rejections and process.exit() leave the kernel alive", () => {
+    expect(r.exit.status).toBe("error");
+    expect(r.exit.evalue).toMatch(/^process\.exit\(3\) would end the kernel/);
     expect(r.async_errors_alive).toBe("'still alive'");
     const text = strip(r.async_errors);
     expect(text).toContain("Uncaught: TypeError: async boom");

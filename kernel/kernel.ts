@@ -89,6 +89,7 @@ export class Kernel {
     process.on("unhandledRejection", (e) => this.reportAsync("Unhandled promise rejection", e));
     process.on("SIGTERM", () => this.shutdown(false));
     void this.shellLoop();
+    this.publish("status", { execution_state: "starting" }, {});
     await this.workerReady;
     log(`kernel ${this.session} ready (${endpoint(this.conn, this.conn.shell_port)})`);
   }

@@ -53,6 +53,18 @@ fn unary_op(x: f32) -> f32 {
     case 14u: { return pf(2u); }
     case 15u: { return x * pf(2u); }
     case 16u: { return select(0.0, 1.0, x > 0.0) * pf(2u); }  // relu backward factor
+    case 17u: { return select(select(0.0, -1.0, x < 0.0), 1.0, x > 0.0); }  // sign (abs backward)
+    case 18u: {
+      // d/dx gelu(x) = Phi(x) + x * phi(x)
+      return 0.5 * (1.0 + erf_approx(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x);
+    }
+    case 19u: {
+      // d/dx of the tanh approximation
+      let k = 0.7978845608028654;
+      let inner = k * (x + 0.044715 * x * x * x);
+      let t = tanh(inner);
+      return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x * x);
+    }
     default: { return x; }
   }
 }
@@ -82,11 +94,19 @@ fn binary_f(a: f32, b: f32) -> f32 {
     case 2u: { return a * b; }
     case 3u: { return a / b; }
     case 4u: {
-      // pow with PyTorch's conventions for negative bases and integral exponents
-      if (b == 0.0) { return 1.0; }
-      if (a < 0.0 && b == round(b)) {
-        let m = pow(-a, b);
-        return select(m, -m, (i32(b) & 1) == 1);
+      // Small integral exponents by repeated squaring (exact, as PyTorch's integer-power paths), which
+      // also gives negative bases their sign; others through pow (exp2(b * log2(a))).
+      if (b == round(b) && abs(b) <= 64.0) {
+        var e = u32(abs(b));
+        var base = a;
+        var r = 1.0;
+        loop {
+          if (e == 0u) { break; }
+          if ((e & 1u) == 1u) { r *= base; }
+          base *= base;
+          e = e >> 1u;
+        }
+        return select(r, 1.0 / r, b < 0.0);
       }
       return pow(a, b);
     }

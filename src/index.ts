@@ -6,6 +6,7 @@ import * as pw from "./autograd/functions/pointwise.ts";
 import * as al from "./autograd/functions/linalg.ts";
 import * as rd from "./autograd/functions/reductions.ts";
 import { formatTensor } from "./format.ts";
+import { pyStr } from "./pystr.ts";
 import type { TensorOrScalar, DimArg, ReduceOpts } from "./tensor.ts";
 import * as webgpuApi from "./device/api.ts";
 
@@ -78,10 +79,11 @@ export const select = (a: Tensor, dim: number, index: number) => a.select(dim, i
 export const flatten = (a: Tensor, start = 0, end = -1) => a.flatten(start, end);
 export const clone = (a: Tensor) => a.clone();
 
-/** Python's print(): tensors in PyTorch's repr, other values as strings, separated by spaces. */
+/** Python's print(): tensors in PyTorch's repr, other values as Python's str() shows them. */
 export async function print(...values: unknown[]): Promise<void> {
-  const parts = await Promise.all(values.map((v) => (v instanceof Tensor ? v.repr() : String(v))));
+  const parts = await Promise.all(values.map((v) => (v instanceof Tensor ? v.repr() : pyStr(v))));
   console.log(parts.join(" "));
 }
+export { f, pyStr as str, pyRepr as repr } from "./pystr.ts";
 
 export { formatTensor };

@@ -3,7 +3,7 @@
 // apply calls the class's static backward with the ctx that forward filled.
 
 import { RuntimeError } from "../errors.ts";
-import { scope } from "../memory/lifetime.ts";
+import { owned, scope } from "../memory/lifetime.ts";
 import { Tensor } from "../tensor.ts";
 import { no_grad } from "./grad-mode.ts";
 import { Node, SavedVariable, type Grads } from "./node.ts";
@@ -20,7 +20,7 @@ export class FunctionCtx {
   /** Holds its own handles at once, so temporaries of forward survive the end of forward's scope. */
   save_for_backward(...tensors: Array<Tensor | null>): void {
     for (const t of this.pendingSave) t?.dispose();
-    this.pendingSave = tensors.map((t) => (t ? t._alias() : null));
+    this.pendingSave = owned(() => tensors.map((t) => (t ? t._alias() : null)));
   }
   private pendingSave: Array<Tensor | null> = [];
   /** Called by apply once the node exists, so saved outputs are recognised as this node's own. */

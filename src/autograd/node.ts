@@ -5,6 +5,8 @@ import { RuntimeError } from "../errors.ts";
 import type { Tensor } from "../tensor.ts";
 import { activeSavedTensorsHooks, type PackHooks } from "./saved-hooks.ts";
 import { retainNode } from "./meta.ts";
+import { tuple } from "../pystr.ts";
+import { owned } from "../memory/lifetime.ts";
 
 export type Edge = [Node | null, number];
 export type Grads = Array<Tensor | null>;
@@ -50,8 +52,10 @@ export class SavedVariable {
       );
     }
     const hooks = activeSavedTensorsHooks();
-    if (hooks) this.packed = { value: hooks.pack(t), hooks };
-    else this.data = outputOf ? t.detach() : t._alias();
+    owned(() => {
+      if (hooks) this.packed = { value: hooks.pack(t), hooks };
+      else this.data = outputOf ? t.detach() : t._alias();
+    });
   }
 
   /** The tensor, checked against in-place modification since it was saved. */
@@ -93,7 +97,7 @@ export class SavedVariable {
     if (this.rawHooks || this.packed) throw new RuntimeError("SavedTensor hooks have already been set");
     const t = this.data!;
     this.rawHooks = { pack, unpack };
-    this.packed = { value: pack(t), hooks: this.rawHooks };
+    this.packed = { value: owned(() => pack(t)), hooks: this.rawHooks };
     this.data = null;
     t.dispose();
   }
@@ -122,7 +126,8 @@ export abstract class Node {
   numOutputs = 1;
 
   constructor(next: Edge[], sequenceNr?: number) {
-    this.next_functions = next;
+    // Tuples, as in PyTorch, so they print as ((<AddBackward0 object at 0x…>, 0),)
+    this.next_functions = tuple(next.map((e) => tuple(e)));
     for (const [n] of next) retainNode(n);
     this.seq = sequenceNr ?? nextSequenceNr++;
     if (anomalyEnabled) this.metadata.traceback_ = new Error().stack?.split("\n").slice(2).join("\n") ?? "";

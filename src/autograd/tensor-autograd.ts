@@ -6,6 +6,7 @@ import { run_backward } from "./engine.ts";
 import { is_grad_enabled, is_inference_mode_enabled } from "./grad-mode.ts";
 import { AutogradMeta } from "./meta.ts";
 import { AccumulateGrad } from "./node.ts";
+import { owned } from "../memory/lifetime.ts";
 
 export function newMeta(): AutogradMeta {
   const m = new AutogradMeta();
@@ -44,7 +45,7 @@ export function setGrad(t: Tensor, g: Tensor | null): void {
     if (g.ndim !== t.ndim || g.shape.some((s, i) => s !== t.shape[i])) {
       throw new RuntimeError(`assigned grad has data of a different size`);
     }
-    g = g._alias();
+    g = owned(() => g!._alias());
   }
   m.grad?.dispose();
   m.grad = g;
@@ -59,13 +60,13 @@ export function retainGrad(t: Tensor): void {
   const fn = t.grad_fn!;
   const hooks = fn.tensorPreHooks.get(m.output_nr) ?? [];
   // Runs after user hooks registered earlier, as PyTorch's retains_grad hook does; stores a copy.
-  hooks.push((g) => {
+  hooks.push((g) => owned(() => {
     if (m.grad) {
       const sum = m.grad.add(g);
       m.grad.dispose();
       m.grad = sum;
     } else m.grad = g.clone();
-  });
+  }));
   fn.tensorPreHooks.set(m.output_nr, hooks);
 }
 
@@ -82,15 +83,15 @@ export function accumulator(t: Tensor): AccumulateGrad {
  */
 export function accumulateGrad(t: Tensor, g: Tensor): void {
   const m = t._meta;
-  if (!m.grad) {
-    m.grad = g.storage.refcount === 1 && g.is_contiguous() && !is_grad_enabled() ? g.detach() : g.clone();
-    return;
-  }
-  if (is_grad_enabled()) {
-    const sum = m.grad.add(g);
-    m.grad.dispose();
-    m.grad = sum;
-  } else m.grad.add_(g);
+  owned(() => {
+    if (!m.grad) {
+      m.grad = g.storage.refcount === 1 && g.is_contiguous() && !is_grad_enabled() ? g.detach() : g.clone();
+    } else if (is_grad_enabled()) {
+      const sum = m.grad.add(g);
+      m.grad.dispose();
+      m.grad = sum;
+    } else m.grad.add_(g);
+  });
 }
 
 export function backward(t: Tensor, gradient: Tensor | null, opts?: { retain_graph?: boolean; create_graph?: boolean; inputs?: Tensor[] }): void {

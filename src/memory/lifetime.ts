@@ -7,7 +7,8 @@ interface Disposable_ {
 }
 
 const finalizer = new FinalizationRegistry<() => void>((release) => release());
-const scopes: Disposable_[][] = [];
+/** Open scopes; a null frame hides the enclosing scopes (for handles the runtime itself owns). */
+const scopes: Array<Disposable_[] | null> = [];
 
 /** `release` must not capture the handle (it runs after the handle is collected). */
 export function track(handle: Disposable_ & object, release: () => void): void {
@@ -33,6 +34,19 @@ function close(frame: Disposable_[], result: unknown): void {
   // Returned handles belong to the enclosing scope now.
   const parent = scopes[scopes.length - 1];
   if (parent) for (const h of frame) if (kept.has(h) && !h.disposed) parent.push(h);
+}
+
+/**
+ * Runs fn with no scope collecting the handles it creates: for handles owned by the runtime (saved
+ * variables, .grad, optimizer state), which must outlive whatever user scope they were made in.
+ */
+export function owned<T>(fn: () => T): T {
+  scopes.push(null);
+  try {
+    return fn();
+  } finally {
+    scopes.pop();
+  }
 }
 
 /**

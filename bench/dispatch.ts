@@ -1,11 +1,14 @@
 // Cost of one small elementwise op (a dependent chain of y = y + 1 on 256 floats), in the same run as
 // two references: a raw Dawn loop dispatching a trivial kernel (the floor any WebGPU library pays per
 // dispatch on this adapter), and GradLab with a synchronize() after every op (one submit per op).
-// Usage: npx tsx bench/dispatch.ts   (N=ops per run, default 4000)
+// Rounds of the three are interleaved and medians reported: this machine's timings are noisy.
+// Usage: npx tsx bench/dispatch.ts   (N=ops per round, default 4000; ROUNDS, default 7)
 import * as torch from "../src/index.ts";
 import { readyDevice } from "../src/device/backend.ts";
 
 const N = Number(process.env.N ?? 4000);
+const ROUNDS = Number(process.env.ROUNDS ?? 7);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (us: number) => `${us.toFixed(1).padStart(7)} µs/op`;
 
 async function gradlab(syncEach: boolean): Promise<{ host: number; total: number }> {
@@ -58,13 +61,22 @@ async function rawDawn(): Promise<number> {
 }
 
 await torch.webgpu.init();
-console.log(`device: ${await torch.webgpu.get_device_name()}; ${N} dependent adds on a 256-element tensor`);
-const batched = await gradlab(false);
-const raw = await rawDawn();
-const each = await gradlab(true);
-console.log(`GradLab, batched: host time per op      ${fmt(batched.host)}   (recording; the GPU works meanwhile)`);
-console.log(`GradLab, batched: end to end per op     ${fmt(batched.total)}`);
-console.log(`raw Dawn dispatch loop (floor)          ${fmt(raw)}`);
-console.log(`GradLab, synchronize() after every op   ${fmt(each.total)}`);
-console.log(`ratios: end-to-end / raw floor = ${(batched.total / raw).toFixed(2)}x; submit-per-op / batched = ${(each.total / batched.total).toFixed(1)}x`);
+console.log(`device: ${await torch.webgpu.get_device_name()}; ${N} dependent adds on a 256-element tensor, median of ${ROUNDS} rounds`);
+const host: number[] = [];
+const total: number[] = [];
+const raw: number[] = [];
+const each: number[] = [];
+for (let r = 0; r < ROUNDS; r++) {
+  const b = await gradlab(false);
+  host.push(b.host);
+  total.push(b.total);
+  raw.push(await rawDawn());
+  if (r < 3) each.push((await gradlab(true)).total);
+}
+const [h, t, f, e] = [median(host), median(total), median(raw), median(each)];
+console.log(`GradLab, batched: host time per op      ${fmt(h)}   (recording and encoding; the GPU works meanwhile)`);
+console.log(`GradLab, batched: end to end per op     ${fmt(t)}`);
+console.log(`raw Dawn dispatch loop (floor)          ${fmt(f)}`);
+console.log(`GradLab, synchronize() after every op   ${fmt(e)}`);
+console.log(`ratios: end-to-end / raw floor = ${(t / f).toFixed(2)}x; submit-per-op / batched = ${(e / t).toFixed(1)}x`);
 process.exit(0);

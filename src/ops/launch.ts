@@ -18,9 +18,12 @@ export function grid(n: number): [number, number, number] {
   return [MAX_GROUPS, Math.ceil(groups / MAX_GROUPS), 1];
 }
 
+const scratchF = new Float32Array(1);
+const scratchU = new Uint32Array(scratchF.buffer);
+/** The bits of v as an f32 (shaders read scalars from the u32 params array). */
 export function f32bits(v: number): number {
-  const f = new Float32Array([v]);
-  return new Uint32Array(f.buffer)[0];
+  scratchF[0] = v;
+  return scratchU[0];
 }
 
 export function blockOf(t: Tensor): Block {
@@ -28,9 +31,9 @@ export function blockOf(t: Tensor): Block {
   return b;
 }
 
-export function dispatch(shader: string, entry: string, operands: Tensor[], params: number[], invocations: number, constants?: Record<string, number>): void {
+export function dispatch(shader: string, entry: string, operands: Tensor[], params: number[] | Uint32Array, invocations: number, constants?: Record<string, number>): void {
   if (invocations === 0) return;
-  enqueue(shader, entry, operands.map(blockOf), Uint32Array.from(params), grid(invocations), constants);
+  enqueue(shader, entry, operands.map(blockOf), params instanceof Uint32Array ? params : Uint32Array.from(params), grid(invocations), constants);
 }
 
 /** Records a dispatch with an explicit workgroup grid (kernels that index by workgroup_id). */
@@ -76,7 +79,7 @@ export function elementwise(
   const n = out.numel();
   const c = coalesce(out.shape, [out._strides, ...inputs.map((i) => i.strides)]);
   if (c.shape.length > MAX_RANK) throw new RuntimeError(`GradLab kernels support tensors of at most ${MAX_RANK} non-trivial dims`);
-  const p = new Array<number>(52).fill(0);
+  const p = new Uint32Array(52);
   p[0] = n;
   p[1] = c.shape.length;
   p[2] = f32bits(scalars[0]);

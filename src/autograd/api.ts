@@ -8,6 +8,7 @@ import { contiguousOf } from "../ops/views.ts";
 import { run_backward, setTracer, type TraceEvent } from "./engine.ts";
 import { isAnomalyEnabled, setAnomaly, type Grads } from "./node.ts";
 import { saved_tensors_hooks } from "./saved-hooks.ts";
+import { within, type Guard } from "./guard.ts";
 
 export { Function, FunctionCtx } from "./function.ts";
 export { Node, AccumulateGrad, SavedVariable } from "./node.ts";
@@ -45,20 +46,10 @@ export function set_detect_anomaly(on: boolean): void {
 export const is_anomaly_enabled = isAnomalyEnabled;
 
 /** detect_anomaly(() => ...) or `using _ = torch.autograd.detect_anomaly()`. */
-export function detect_anomaly<T>(fn?: () => T): T | (Disposable & { exit(): void }) {
+export function detect_anomaly<T>(fn?: () => T): T | Guard {
   const prev = isAnomalyEnabled();
   set_detect_anomaly(true);
-  const exit = () => setAnomaly(prev);
-  if (!fn) return { exit, [Symbol.dispose]: exit };
-  try {
-    const r = fn();
-    if (r instanceof Promise) return r.finally(exit) as T;
-    exit();
-    return r;
-  } catch (e) {
-    exit();
-    throw e;
-  }
+  return within(() => setAnomaly(prev), fn);
 }
 
 /**

@@ -3,42 +3,24 @@
 // Each mode works as a callback (`torch.no_grad(() => ...)`, async allowed) and as a `using` guard
 // (`using _ = torch.no_grad()`), the TypeScript spelling of Python's `with torch.no_grad():`.
 
+import { within, type Guard } from "./guard.ts";
+
+export type { Guard };
+
 const state = { grad: true, inference: false };
 
 export const is_grad_enabled = () => state.grad;
 export const is_inference_mode_enabled = () => state.inference;
 
-export interface Guard extends Disposable {
-  /** Restores the previous mode (what leaving the `with` block does). */
-  exit(): void;
-}
-
-function enter(grad: boolean, inference: boolean): Guard {
+/** Switches the modes; the returned function restores the previous ones. */
+function switchTo(grad: boolean, inference: boolean): () => void {
   const prev = { ...state };
   state.grad = grad;
   state.inference = inference;
-  let done = false;
-  const exit = () => {
-    if (done) return;
-    done = true;
+  return () => {
     state.grad = prev.grad;
     state.inference = prev.inference;
   };
-  return { exit, [Symbol.dispose]: exit };
-}
-
-function runIn<T>(grad: boolean, inference: boolean, fn: () => T): T {
-  const g = enter(grad, inference);
-  let result: T;
-  try {
-    result = fn();
-  } catch (e) {
-    g.exit();
-    throw e;
-  }
-  if (result instanceof Promise) return result.finally(() => g.exit()) as T;
-  g.exit();
-  return result;
 }
 
 type ModeFn = {
@@ -47,7 +29,7 @@ type ModeFn = {
 };
 
 function mode(grad: () => boolean, inference: () => boolean): ModeFn {
-  return (<T>(fn?: () => T) => (fn ? runIn(grad(), inference(), fn) : enter(grad(), inference()))) as ModeFn;
+  return (<T>(fn?: () => T) => within(switchTo(grad(), inference()), fn)) as ModeFn;
 }
 
 /** Ops inside record no autograd nodes. */
@@ -56,11 +38,12 @@ export const no_grad = mode(() => false, () => state.inference);
 export const enable_grad = mode(() => true, () => state.inference);
 /** no_grad, and tensors created inside are inference tensors (cheaper: no version counter tracking). */
 export const inference_mode = ((arg?: boolean | (() => unknown)) => {
-  if (typeof arg === "function") return runIn(false, true, arg);
+  if (typeof arg === "function") return within(switchTo(false, true), arg);
   const on = arg ?? true;
-  return enter(on ? false : state.grad, on);
+  return within(switchTo(on ? false : state.grad, on));
 }) as ModeFn & ((mode: boolean) => Guard);
 
+/** Sets grad mode now (as a function call in PyTorch); the returned guard restores the previous mode. */
 export function set_grad_enabled(enabled: boolean): Guard {
-  return enter(enabled, state.inference);
+  return within(switchTo(enabled, state.inference)) as Guard;
 }

@@ -1,6 +1,7 @@
 // torch.autograd.graph.saved_tensors_hooks(pack, unpack): every tensor an op saves for backward goes
 // through pack when saved and unpack when backward needs it (save_on_cpu is built on this).
 import type { Tensor } from "../tensor.ts";
+import { within, type Guard } from "./guard.ts";
 
 export interface PackHooks {
   pack(t: Tensor): unknown;
@@ -12,21 +13,11 @@ const stack: PackHooks[] = [];
 export const activeSavedTensorsHooks = (): PackHooks | undefined => stack[stack.length - 1];
 
 /** As a `using` guard, or with a callback: `saved_tensors_hooks(pack, unpack, () => model(x))`. */
-export function saved_tensors_hooks<T>(pack: PackHooks["pack"], unpack: PackHooks["unpack"], fn?: () => T): (Disposable & { exit(): void }) | T {
+export function saved_tensors_hooks<T>(pack: PackHooks["pack"], unpack: PackHooks["unpack"], fn?: () => T): Guard | T {
   const hooks = { pack, unpack };
   stack.push(hooks);
-  const exit = () => {
+  return within(() => {
     const i = stack.lastIndexOf(hooks);
     if (i >= 0) stack.splice(i, 1);
-  };
-  if (!fn) return { exit, [Symbol.dispose]: exit };
-  try {
-    const r = fn();
-    if (r instanceof Promise) return r.finally(exit) as T;
-    exit();
-    return r;
-  } catch (e) {
-    exit();
-    throw e;
-  }
+  }, fn);
 }

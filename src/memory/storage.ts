@@ -8,6 +8,7 @@ import { CachingAllocator, type Block } from "./allocator.ts";
 import { currentEpoch, lastLossReason, onDeviceLost } from "../device/backend.ts";
 import { destroyBuffer, dropPending } from "../device/scheduler.ts";
 import { RuntimeError } from "../errors.ts";
+import { currentCategory, type Category } from "./category.ts";
 
 /** Device capacity until set otherwise: GRADLAB_DEVICE_MEMORY (bytes), else half of this machine's RAM
  * (a software adapter's memory is host memory; WebGPU exposes no heap size for hardware ones). */
@@ -40,6 +41,8 @@ export class Storage {
   private refs = 0;
   block: Block | null;
   readonly epoch = currentEpoch();
+  /** What this memory is for (memory/category.ts). */
+  category: Category = currentCategory();
 
   constructor(readonly nbytes: number) {
     this.block = allocator.malloc(Math.max(nbytes, 1));

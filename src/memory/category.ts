@@ -1,0 +1,27 @@
+// What a block of device memory is for, as PyTorch's memory visualizer colours it: parameters,
+// gradients, activations (tensors autograd saved), autograd temporaries (made during backward),
+// optimizer state, other. A storage takes the category in force when it is allocated; the runtime
+// re-tags it when its role becomes known (a tensor becomes a Parameter, a .grad, a saved activation).
+
+import type { Storage } from "./storage.ts";
+
+export type Category = "parameter" | "gradient" | "activation" | "autograd_temporary" | "optimizer_state" | "other";
+
+const stack: Category[] = [];
+
+export const currentCategory = (): Category => stack[stack.length - 1] ?? "other";
+
+/** Runs fn with allocations tagged `category` (nestable). */
+export function withCategory<T>(category: Category, fn: () => T): T {
+  stack.push(category);
+  try {
+    return fn();
+  } finally {
+    stack.pop();
+  }
+}
+
+/** Re-tags memory whose role is now known; a parameter stays a parameter. */
+export function setCategory(storage: Storage, category: Category): void {
+  if (storage.category !== "parameter") storage.category = category;
+}

@@ -202,7 +202,7 @@ function runNode(
   }
   buffer.forEach((g, nr) => {
     const idx = captures.get(captureKey(node, nr));
-    if (idx !== undefined && g) captured[idx] = captured[idx] ? captured[idx]!.add(g) : g.clone();
+    if (idx !== undefined && g) captured[idx] = captured[idx] ? captured[idx]!.add(g) : g._alias();
   });
   const skip = (needed && !needed.has(node)) || (node instanceof AccumulateGrad && (!opts.accumulate || (opts.inputs && !captures.has(captureKey(node, 0)))));
   if (skip || buffer.every((g) => g === null)) {

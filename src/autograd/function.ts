@@ -33,7 +33,7 @@ export class FunctionCtx {
     this.savedVars = this.pendingSave.map((t) => {
       if (!t) return null as unknown as SavedVariable;
       const nr = outputs.findIndex((o) => o.storage === t.storage && o._meta === t._meta);
-      const sv = new SavedVariable(t, node, nr >= 0 ? { name: node.name(), outputNr: nr } : undefined);
+      const sv = new SavedVariable(t, node, nr >= 0 ? { node, outputNr: nr } : undefined);
       t.dispose();
       return sv;
     });

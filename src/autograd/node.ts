@@ -33,7 +33,8 @@ export class SavedVariable {
   private released = false;
   readonly savedVersion: number;
   /** For the in-place error: the node that produced the tensor, and which output it was. */
-  private readonly producer: { name: string; outputNr: number } | null;
+  /** For a tensor saved by the node that produces it: that node (held weakly, as PyTorch's weak_grad_fn_). */
+  private readonly output: { node: Node; outputNr: number } | null;
   private readonly meta: { dtype: string; shape: number[] };
   private rawHooks: PackHooks | null = null;
 
@@ -42,10 +43,10 @@ export class SavedVariable {
    * kept without its autograd identity, since that identity points back at the node (PyTorch breaks the
    * same cycle with a weak grad_fn).
    */
-  constructor(t: Tensor, readonly node: Node | null, outputOf?: { name: string; outputNr: number }) {
+  constructor(t: Tensor, readonly node: Node | null, outputOf?: { node: Node; outputNr: number }) {
     this.savedVersion = t._version;
     this.meta = { dtype: t.dtype, shape: [...t.shape] };
-    this.producer = outputOf ?? (t.grad_fn ? { name: t.grad_fn.name(), outputNr: t._output_nr } : null);
+    this.output = outputOf ?? null;
     if (t.is_inference()) {
       throw new RuntimeError(
         "Inference tensors cannot be saved for backward. To work around you can make a clone to get a normal tensor and use it in autograd.",
@@ -64,12 +65,21 @@ export class SavedVariable {
     if (this.packed) return this.packed.hooks.unpack(this.packed.value);
     const t = this.data!;
     if (t._version !== this.savedVersion) {
-      const which = this.producer ? `, which is output ${this.producer.outputNr} of ${this.producer.name},` : "";
+      // Names the tensor's producer as it is now (an in-place op may have replaced it).
+      const producer = this.output ? { fn: this.output.node, nr: this.output.outputNr } : t.grad_fn ? { fn: t.grad_fn, nr: t._output_nr } : null;
+      const which = producer ? `, which is output ${producer.nr} of ${producer.fn.name()},` : "";
       throw new RuntimeError(
         `one of the variables needed for gradient computation has been modified by an inplace operation: ${tensorTypeName(this.meta)}${which} is at version ${t._version}; expected version ${this.savedVersion} instead. ${anomalyHint()}`,
       );
     }
-    return t._alias();
+    if (!this.output) return t._alias();
+    // A saved output gets its grad_fn back on unpack, so double backward can differentiate through it.
+    const u = t._alias();
+    const fresh = t.detach();
+    u.dispose();
+    fresh._meta.grad_fn = this.output.node;
+    fresh._meta.output_nr = this.output.outputNr;
+    return fresh;
   }
 
   /** Frees the saved data (the engine does this right after the node runs, unless retain_graph). */
@@ -159,7 +169,7 @@ export abstract class Node {
       Object.defineProperty(this, `_saved_${name}`, { value: null, enumerable: false, configurable: true });
       return;
     }
-    const sv = new SavedVariable(t, this, outputNr === undefined ? undefined : { name: this.name(), outputNr });
+    const sv = new SavedVariable(t, this, outputNr === undefined ? undefined : { node: this, outputNr });
     this.saved.set(name, sv);
     Object.defineProperty(this, `_saved_${name}`, { get: () => sv.unpack(), enumerable: false, configurable: true });
     Object.defineProperty(this, `_raw_saved_${name}`, { value: sv, enumerable: false, configurable: true });
@@ -181,8 +191,9 @@ export abstract class Node {
     for (const sv of this.saved.values()) sv.release();
   }
 
+  /** str(node): the Python class name, without the C++ namespace that name() keeps for hand-written nodes. */
   toString(): string {
-    return `<${this.name()} object at ${this.address}>`;
+    return `<${this.name().replace(/^torch::autograd::/, "")} object at ${this.address}>`;
   }
   [Symbol.for("nodejs.util.inspect.custom")](): string {
     return this.toString();
@@ -195,8 +206,9 @@ export class AccumulateGrad extends Node {
   constructor(readonly variable: Tensor) {
     super([], UINT64_MAX);
   }
+  /** PyTorch's name() is the C++ one; the Python class (what str() shows) is AccumulateGrad. */
   name(): string {
-    return "AccumulateGrad";
+    return "torch::autograd::AccumulateGrad";
   }
   apply([grad]: Grads): Grads {
     const v = this.variable;

@@ -4,6 +4,7 @@
 import { IndexError, RuntimeError } from "../errors.ts";
 import type { Tensor, TensorOrScalar } from "../tensor.ts";
 import { alias, select, slice, unsqueeze } from "./views.ts";
+import { full } from "./elementwise.ts";
 
 type Part = { kind: "int"; i: number } | { kind: "slice"; start?: number; end?: number; step: number } | { kind: "ellipsis" } | { kind: "none" };
 
@@ -67,8 +68,15 @@ export function getitem(t: Tensor, index: string | number, ops: ViewOps = { sele
 export function setitem(t: Tensor, index: string | number, value: TensorOrScalar, ops?: ViewOps): void {
   const target = getitem(t, index, ops);
   try {
-    if (typeof value === "number" || typeof value === "boolean") target.fill_(value);
-    else target.copy_(value);
+    // A number is copied from a 0-dim tensor, as Python's __setitem__ does (CopyBackwards under CopySlices).
+    if (typeof value === "number" || typeof value === "boolean") {
+      const v = full([], value, target.dtype);
+      try {
+        target.copy_(v);
+      } finally {
+        v.dispose();
+      }
+    } else target.copy_(value);
   } finally {
     target.dispose();
   }

@@ -46,7 +46,7 @@ function snapshot(t: Tensor): Tensor {
  */
 export function rebase(self: Tensor, record: (prev: Tensor, out: Tensor) => void, extra?: Tensor | null): void {
   const base = self._base;
-  if (!base || !base.requires_grad) {
+  if (!base) {
     const prev = snapshot(self);
     try {
       record(prev, self);
@@ -96,7 +96,7 @@ class CopySlices extends Node {
     retainNode(fn); // released with this node's saved variables: CopySlices owns the op's node
   }
   name(): string {
-    return "CopySlices";
+    return "torch::autograd::CopySlices";
   }
   /** The base's gradient, with the written region replaced by what the op's node makes of it. */
   apply([g]: Grads): Grads {

@@ -53,7 +53,9 @@ export function addmm(input: Tensor, m1: Tensor, m2: Tensor, opts?: { beta?: num
       n.saveValue("alpha", alpha);
       n.saveValue("beta", beta);
       n.save("mat1", m1);
+      n.saveValue("mat1_sym_sizes", [...m1.shape]);
       n.save("mat2", m2);
+      n.saveValue("mat2_sym_sizes", [...m2.shape]);
     });
   }
   return out;
@@ -100,13 +102,21 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
     }
     if (a.ndim === 2 && b.ndim === 2) return mm(a, b);
     if (a.ndim >= 3 && b.ndim <= 2) {
-      // Fold a's batch dims into rows: one mm, then view the result back.
+      // Fold a's batch dims into rows: one mm (or mv), then view the result back.
       const K = a.shape[a.ndim - 1];
-      if (b.ndim === 2 && b.shape[0] !== K) return la.matmul(a, b);
+      if (b.shape[0] !== K) return la.matmul(a, b);
       const rows = keep(sh.reshape(a, [-1, K]));
-      const m = keep(b.ndim === 1 ? mm(rows, keep(sh.unsqueeze(b, 1))) : mm(rows, b));
+      const m = keep(b.ndim === 1 ? mv(rows, b) : mm(rows, b));
       const outShape = [...a.shape.slice(0, -1), ...(b.ndim === 2 ? [b.shape[1]] : [])];
       return sh.view(m, outShape, "UnsafeViewBackward0");
+    }
+    if (a.ndim <= 2 && b.ndim >= 3) {
+      // ATen computes (b^T @ a^T)^T through the folding path above.
+      if (a.shape[a.ndim - 1] !== b.shape[b.ndim - 2]) return la.matmul(a, b);
+      const bT = keep(sh.transpose(b, -1, -2));
+      if (a.ndim === 1) return matmul(bT, a);
+      const r = keep(matmul(bT, keep(sh.t(a))));
+      return sh.clone(keep(sh.transpose(r, -1, -2)));
     }
     // Batched: broadcast the batch dims, fold them into one, bmm, and view back.
     const A = a.ndim === 1 ? keep(sh.unsqueeze(a, 0)) : a;
@@ -131,6 +141,17 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
   const wt = sh.t(weight);
   try {
     if (x.ndim === 2 && bias) return addmm(bias, x, wt);
+    if (x.ndim === 3 && bias && x.is_contiguous()) {
+      // ATen's fused path for 3-D input: view to 2-D, addmm, view back.
+      const x2 = sh.view(x, [-1, x.shape[2]]);
+      const y2 = addmm(bias, x2, wt);
+      x2.dispose();
+      try {
+        return sh.view(y2, [x.shape[0], x.shape[1], weight.shape[0]]);
+      } finally {
+        y2.dispose();
+      }
+    }
     const y = matmul(x, wt);
     if (!bias) return y;
     try {

@@ -203,7 +203,7 @@ export function copyInplace<T extends Tensor>(self: T, src: Tensor): T {
   ew.copyInplace(self, src);
   if (track) {
     const srcShape = [...src.shape];
-    rebase(self, (prev, out) => attach("CopyBackwards", [prev, src], [out], (n, [g]) => [n.needs(0) ? g!.mul(0) : null, n.needs(1) ? sumTo(g!, srcShape) : null]));
+    rebase(self, (prev, out) => attach("torch::autograd::CopyBackwards", [prev, src], [out], (n, [g]) => [n.needs(0) ? g!.mul(0) : null, n.needs(1) ? sumTo(g!, srcShape) : null]));
   }
   return self;
 }

@@ -48,6 +48,8 @@ export function sumOrMean(op: "sum" | "mean", x: Tensor, dimArg?: DimArg | Reduc
       n.saveValue("self_numel", x.numel());
       n.saveValue("self_sizes", shape);
     } else n.saveValue("self_sym_sizes", shape);
+    // PyTorch 1.13's MeanBackward1 keeps the whole input alive (for its numel); so does GradLab's.
+    if (op === "mean" && !whole) n.save("self", x);
   });
   return out;
 }

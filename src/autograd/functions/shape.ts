@@ -45,11 +45,12 @@ export function clone(x: Tensor): Tensor {
   return out;
 }
 
+/** flatten is a reshape (so a non-viewable input gets CloneBackward0 + UnsafeViewBackward0, as in ATen). */
 export function flatten(x: Tensor, start: number, end: number): Tensor {
-  const out = vw.flatten(x, start, end);
-  if (!needsGrad(x)) return out;
-  const s = sizes(x);
-  return viewOp(x, out, "ReshapeAliasBackward0", (g) => g.reshape(s), (n) => n.saveValue("self_sym_sizes", s));
+  const probe = vw.flatten(x, start, end);
+  const shape = [...probe.shape];
+  probe.dispose();
+  return reshape(x, shape);
 }
 
 export function transpose(x: Tensor, d0: number, d1: number): Tensor {

@@ -250,6 +250,39 @@ describe("custom Function, hooks and anomaly mode", () => {
     (await x.grad!.tolist() as number[]).forEach((g, i) => expect(g).toBeCloseTo(expected[i], 3));
   });
 
+  it("_saved_* exposes saved tensors and _raw_saved_* repacks them through hooks", async () => {
+    const x = torch.tensor([1.0, 2.0], { requires_grad: true });
+    const y = x.exp();
+    const node = y.grad_fn! as unknown as Record<string, unknown>;
+    expect(Object.getOwnPropertyNames(node).filter((k) => k.startsWith("_saved_"))).toEqual(["_saved_result"]);
+    expect(await (node._saved_result as torch.Tensor).tolist()).toEqual(await y.tolist());
+    const raw = node._raw_saved_result as torch.autograd.SavedVariable;
+    const calls: string[] = [];
+    raw.register_hooks((t) => (calls.push("pack"), t.mul(1)), (v) => (calls.push("unpack"), v as torch.Tensor));
+    y.sum().backward();
+    expect(calls).toEqual(["pack", "unpack"]);
+    expect(await x.grad!.tolist()).toEqual(await y.tolist());
+  });
+
+  it("mark_dirty: a Function that modifies its input in place", async () => {
+    class AddOneInplace extends torch.autograd.Function {
+      static override forward(ctx: torch.autograd.FunctionCtx, t: torch.Tensor) {
+        ctx.mark_dirty(t);
+        return t.add_(1);
+      }
+      static override backward(_ctx: torch.autograd.FunctionCtx, g: torch.Tensor) {
+        return [g];
+      }
+    }
+    const x = torch.tensor([1.0, 2.0], { requires_grad: true });
+    const y = x.mul(2);
+    const out = AddOneInplace.apply(y) as torch.Tensor;
+    expect(out.grad_fn!.name()).toBe("AddOneInplaceBackward");
+    expect(await out.tolist()).toEqual([3, 5]);
+    out.sum().backward();
+    expect(await x.grad!.tolist()).toEqual([2, 2]);
+  });
+
   it("save_on_cpu moves saved activations off the device and brings them back", async () => {
     const W = torch.randn(256, 256, { requires_grad: true });
     const x = torch.randn(64, 256);

@@ -113,6 +113,13 @@ export class SavedVariable {
   }
 }
 
+const runtimeDir = new URL("..", import.meta.url).pathname;
+/** The forward call's stack without GradLab's own frames: what the user's code (cell and line) did. */
+function userStack(): string {
+  const lines = new Error().stack?.split("\n").slice(1) ?? [];
+  return lines.filter((l) => !l.includes(runtimeDir)).join("\n");
+}
+
 let anomalyEnabled = false;
 export const setAnomaly = (on: boolean) => (anomalyEnabled = on);
 export const isAnomalyEnabled = () => anomalyEnabled;
@@ -140,7 +147,7 @@ export abstract class Node {
     this.next_functions = tuple(next.map((e) => tuple(e)));
     for (const [n] of next) retainNode(n);
     this.seq = sequenceNr ?? nextSequenceNr++;
-    if (anomalyEnabled) this.metadata.traceback_ = new Error().stack?.split("\n").slice(2).join("\n") ?? "";
+    if (anomalyEnabled) this.metadata.traceback_ = userStack();
   }
 
   abstract name(): string;

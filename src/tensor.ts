@@ -18,6 +18,7 @@ import * as pw from "./autograd/functions/pointwise.ts";
 import * as rd from "./autograd/functions/reductions.ts";
 import * as al from "./autograd/functions/linalg.ts";
 import * as sh from "./autograd/functions/shape.ts";
+import { instrument } from "./ops/op-context.ts";
 
 export type Shape = readonly number[];
 export type Scalar = number | boolean;
@@ -298,3 +299,13 @@ export class Tensor {
   mm(other: Tensor): Tensor { return al.mm(this, other); }
   bmm(other: Tensor): Tensor { return al.bmm(this, other); }
 }
+
+// Every op method runs in an op context (ops/op-context.ts): device, op name, cleanup on error.
+instrument(Tensor.prototype, [
+  "view", "reshape", "view_as", "flatten", "transpose", "t", "T", "mT", "permute", "expand", "expand_as", "unsqueeze",
+  "squeeze", "narrow", "select", "slice", "getitem", "setitem", "contiguous", "clone", "detach", "to", "float", "int", "bool",
+  "add", "sub", "rsub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "neg", "abs", "exp",
+  "log", "sqrt", "rsqrt", "relu", "sigmoid", "tanh", "gelu", "clamp", "where", "add_", "sub_", "mul_", "div_", "relu_",
+  "clamp_", "zero_", "fill_", "copy_", "sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "softmax",
+  "log_softmax", "matmul", "mm", "bmm", "backward",
+], (self) => (self as Tensor).storage.device);

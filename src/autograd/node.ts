@@ -116,7 +116,10 @@ export class SavedVariable {
 const runtimeDir = new URL("..", import.meta.url).pathname;
 /** The forward call's stack without GradLab's own frames: what the user's code (cell and line) did. */
 function userStack(): string {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 64; // the runtime's own frames come first and are dropped
   const lines = new Error().stack?.split("\n").slice(1) ?? [];
+  Error.stackTraceLimit = limit;
   return lines.filter((l) => !l.includes(runtimeDir)).join("\n");
 }
 

@@ -50,6 +50,27 @@ export function owned<T>(fn: () => T): T {
 }
 
 /**
+ * Runs one op: if it throws, every handle it created is disposed (nothing half-built survives an
+ * error); if it returns, its handles belong to the enclosing scope as if no frame had been there.
+ */
+export function opFrame<T>(fn: () => T): T {
+  const frame: Disposable_[] = [];
+  scopes.push(frame);
+  let result: T;
+  try {
+    result = fn();
+  } catch (e) {
+    scopes.pop();
+    for (const h of frame) h.dispose();
+    throw e;
+  }
+  scopes.pop();
+  const parent = scopes[scopes.length - 1];
+  if (parent) for (const h of frame) if (!h.disposed) parent.push(h);
+  return result;
+}
+
+/**
  * Runs fn; every tensor handle created inside and not returned (directly, or in an array or plain
  * object) is disposed when it returns, as CPython frees a function's locals. Works with async fn.
  */

@@ -3,26 +3,15 @@
 // the block goes back to the caching allocator the moment the last one is dropped: memory statistics
 // are exact and deterministic, as PyTorch's are under CPython's reference counting.
 
-import os from "node:os";
-import { CachingAllocator, type Block } from "./allocator.ts";
+import type { Block } from "./allocator.ts";
 import { currentEpoch, lastLossReason, onDeviceLost } from "../device/backend.ts";
-import { destroyBuffer, dropPending } from "../device/scheduler.ts";
+import { dropPending } from "../device/scheduler.ts";
+import { deviceForNewStorage, webgpu, type MemoryDevice } from "./devices.ts";
 import { RuntimeError } from "../errors.ts";
 import { currentCategory, type Category } from "./category.ts";
 
-/** Device capacity until set otherwise: GRADLAB_DEVICE_MEMORY (bytes), else half of this machine's RAM
- * (a software adapter's memory is host memory; WebGPU exposes no heap size for hardware ones). */
-function defaultCapacity(): number {
-  const env = Number(process.env.GRADLAB_DEVICE_MEMORY);
-  return Number.isFinite(env) && env > 0 ? env : Math.floor(os.totalmem() / 2);
-}
-
-export const allocator = new CachingAllocator(defaultCapacity(), {
-  releaseSegment(seg) {
-    if (seg.buffer) destroyBuffer(seg.buffer);
-    seg.buffer = null;
-  },
-});
+/** The WebGPU device's allocator (simulated devices have their own: memory/devices.ts). */
+export const allocator = webgpu.allocator;
 
 onDeviceLost((reason) => {
   allocator.forgetBuffers();
@@ -43,9 +32,10 @@ export class Storage {
   readonly epoch = currentEpoch();
   /** What this memory is for (memory/category.ts). */
   category: Category = currentCategory();
+  readonly device: MemoryDevice = deviceForNewStorage();
 
   constructor(readonly nbytes: number) {
-    this.block = allocator.malloc(Math.max(nbytes, 1));
+    this.block = this.device.allocator.malloc(Math.max(nbytes, 1));
   }
 
   get alive(): boolean {
@@ -59,7 +49,7 @@ export class Storage {
 
   release(): void {
     if (--this.refs === 0 && this.block) {
-      allocator.freeBlock(this.block);
+      this.device.allocator.freeBlock(this.block);
       this.block = null;
     }
   }
@@ -71,7 +61,7 @@ export class Storage {
   /** The live block, or a clear error when the device that held the data is gone. */
   liveBlock(): Block {
     if (!this.block) throw new RuntimeError("internal: use of a freed storage");
-    if (this.epoch !== currentEpoch()) {
+    if (!this.device.simulated && this.epoch !== currentEpoch()) {
       throw new RuntimeError(
         `This tensor's data was lost with the WebGPU device (${lastLossReason() ?? "device lost"}). ` +
           "Tensors created before the loss cannot be read or used; recreate them (new ops run on a fresh device).",

@@ -116,7 +116,7 @@ export class Tensor {
   get nbytes(): number { return this.numel() * ELEMENT_SIZE; }
   get itemsize(): number { return ELEMENT_SIZE; }
   get _version(): number { return this._versionCounter.value; }
-  get device(): string { return "webgpu:0"; }
+  get device(): string { return this.storage.device.name; }
   get is_cuda(): boolean { return true; }
   is_contiguous(): boolean {
     const expect = contiguousStrides(this.shape);
@@ -129,6 +129,12 @@ export class Tensor {
   /** The elements in row-major order, as a typed array of the tensor's dtype. */
   async data(): Promise<Float32Array | Int32Array | Uint8Array> {
     this.check();
+    const dev = this.storage.device;
+    if (dev.simulated) {
+      throw new RuntimeError(
+        `Cannot read the values of a tensor on the simulated device ${dev.name}: it has a shape, a dtype and accounted memory, but no data (nothing is computed there). Use a tensor on webgpu:0 to see values.`,
+      );
+    }
     const c = this.is_contiguous() ? this : this.contiguous();
     try {
       const n = c.numel();
@@ -159,6 +165,12 @@ export class Tensor {
   }
   /** PyTorch's repr, e.g. `tensor([1., 2.], requires_grad=True)`. */
   async repr(): Promise<string> {
+    if (this.storage.device.simulated) {
+      // As PyTorch prints meta tensors: no values, the device and the size.
+      const size = `size=(${this.shape.join(", ")}${this.ndim === 1 ? "," : ""})`;
+      const dtype = this.dtype === "float32" ? [] : [`dtype=torch.${this.dtype}`];
+      return `tensor(..., ${[`device='${this.storage.device.name}'`, size, ...dtype, ...this._reprSuffixes()].join(", ")})`;
+    }
     return formatTensor(await this.data(), this.shape, this.dtype, this._reprSuffixes());
   }
   _reprSuffixes(): string[] {

@@ -9,7 +9,7 @@
 // memory_allocated during backward is exact. A tracer (autograd.trace) may watch each step.
 
 import { RuntimeError } from "../errors.ts";
-import { allocator } from "../memory/storage.ts";
+import { totalAllocated } from "../memory/devices.ts";
 import { scope } from "../memory/lifetime.ts";
 import { Tensor } from "../tensor.ts";
 import { enable_grad, no_grad } from "./grad-mode.ts";
@@ -242,10 +242,10 @@ function runNode(
   }
   for (const g of buffer) g?.dispose();
   if (!opts.retain_graph) {
-    const before = allocator.allocated.all.current;
+    const before = totalAllocated();
     const names = [...node.savedVariables()].filter(([, sv]) => !sv.isReleased).map(([k]) => `_saved_${k}`);
     node.release_saved_variables();
-    tracer?.({ step: "release", node: node.name(), detail: { saved: names, bytes_freed: before - allocator.allocated.all.current } });
+    tracer?.({ step: "release", node: node.name(), detail: { saved: names, bytes_freed: before - totalAllocated() } });
   }
   return outs;
 }

@@ -21,6 +21,7 @@ export function releaseNode(n: Node | null): void {
   nodeRefs.set(n, r);
   if (r > 0) return;
   n.release_saved_variables();
+  n.freed();
   for (const [next] of n.next_functions) releaseNode(next);
 }
 
@@ -31,7 +32,11 @@ export class AutogradMeta {
   output_nr = 0;
   grad: Tensor | null = null;
   retains_grad = false;
+  /** The leaf's AccumulateGrad while some graph uses it (PyTorch's weak grad_accumulator_). */
   accumulator: AccumulateGrad | null = null;
+  /** A leaf's tensor hooks live here, not on its AccumulateGrad, which comes and goes with graphs. */
+  readonly leafPreHooks: Array<(g: Tensor) => Tensor | void> = [];
+  readonly postAccumulateHooks: Array<(t: Tensor) => void> = [];
   /** Created under inference_mode: refused by autograd and by in-place ops outside it. */
   inference = false;
   /** Handles sharing this identity; when the last goes, its grad and graph reference go too. */

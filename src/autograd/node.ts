@@ -200,6 +200,8 @@ export abstract class Node {
   release_saved_variables(): void {
     for (const sv of this.saved.values()) sv.release();
   }
+  /** Called when nothing refers to this node any more (its last grad_fn or edge went away). */
+  freed(): void {}
 
   /** str(node): the Python class name, without the C++ namespace that name() keeps for hand-written nodes. */
   toString(): string {
@@ -210,11 +212,22 @@ export abstract class Node {
   }
 }
 
-/** The sink for a leaf's gradient: stores the first one, adds later ones (AccumulateGrad::apply). */
+/**
+ * The sink for a leaf's gradient: stores the first one, adds later ones (AccumulateGrad::apply). Like
+ * PyTorch's, it holds its leaf strongly: a graph kept alive (a loss in a list) keeps the leaf and its
+ * .grad alive too. It lives while graphs use it; the leaf's hooks live on the leaf.
+ */
 export class AccumulateGrad extends Node {
-  readonly postAccumulateHooks: Array<(t: Tensor) => void> = [];
-  constructor(readonly variable: Tensor) {
+  readonly variable: Tensor;
+  constructor(leaf: Tensor) {
     super([], UINT64_MAX);
+    this.variable = owned(() => leaf._alias());
+    this.tensorPreHooks.set(0, leaf._meta.leafPreHooks);
+  }
+  override freed(): void {
+    const meta = this.variable._meta;
+    if (meta.accumulator === this) meta.accumulator = null;
+    this.variable.dispose();
   }
   /** PyTorch's name() is the C++ one; the Python class (what str() shows) is AccumulateGrad. */
   name(): string {
@@ -223,7 +236,7 @@ export class AccumulateGrad extends Node {
   apply([grad]: Grads): Grads {
     const v = this.variable;
     if (grad) v._accumulateGrad(grad);
-    for (const h of this.postAccumulateHooks) h(v);
+    for (const h of v._meta.postAccumulateHooks) h(v);
     return [];
   }
 }

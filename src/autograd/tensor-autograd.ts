@@ -105,18 +105,19 @@ export function backward(t: Tensor, gradient: Tensor | null, opts?: { retain_gra
 
 export function registerHook(t: Tensor, fn: (grad: Tensor) => Tensor | void): { remove(): void } {
   if (!t.requires_grad) throw new RuntimeError("cannot register a hook on a tensor that doesn't require gradient");
-  const node = t.grad_fn ?? accumulator(t);
-  const nr = t.grad_fn ? t._output_nr : 0;
-  const hooks = node.tensorPreHooks.get(nr) ?? [];
+  let hooks = t._meta.leafPreHooks;
+  if (t.grad_fn) {
+    hooks = t.grad_fn.tensorPreHooks.get(t._output_nr) ?? [];
+    t.grad_fn.tensorPreHooks.set(t._output_nr, hooks);
+  }
   hooks.push(fn);
-  node.tensorPreHooks.set(nr, hooks);
   return { remove: () => void hooks.splice(hooks.indexOf(fn) >>> 0, 1) };
 }
 
 export function registerPostAccumulateHook(t: Tensor, fn: (t: Tensor) => void): { remove(): void } {
   if (!t.is_leaf) throw new RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors");
   if (!t.requires_grad) throw new RuntimeError("cannot register a hook on a tensor that doesn't require gradient");
-  const hooks = accumulator(t).postAccumulateHooks;
+  const hooks = t._meta.postAccumulateHooks;
   hooks.push(fn);
   return { remove: () => void hooks.splice(hooks.indexOf(fn) >>> 0, 1) };
 }

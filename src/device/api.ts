@@ -2,7 +2,8 @@
 // Device queries are async because WebGPU hands out adapters asynchronously; memory statistics are
 // synchronous and never wait on the GPU, since the allocator's accounting is host-side and exact.
 
-import { allocator } from "../memory/storage.ts";
+import { currentDevice, newSimulatedDevice, setCurrentDevice, type MemoryDevice } from "../memory/devices.ts";
+import { within, type Guard } from "../autograd/guard.ts";
 import { formatBytes } from "../memory/format-bytes.ts";
 import { getDevice, readyDevice, simulateDeviceLoss } from "./backend.ts";
 import { flush } from "./scheduler.ts";
@@ -37,6 +38,13 @@ export async function get_device_name(): Promise<string> {
 export const device_name = get_device_name;
 
 export async function get_device_properties() {
+  const dev = currentDevice();
+  if (dev.simulated) {
+    return {
+      name: dev.label, backend: "simulated", vendor: "GradLab", architecture: "", device: dev.name, description: dev.label,
+      is_fallback_adapter: false, feature_level: "core", total_memory: dev.allocator.capacity, limits: {} as Record<string, number>, features: [] as string[],
+    };
+  }
   const { facts } = await getDevice();
   return {
     name: await get_device_name(),
@@ -47,7 +55,7 @@ export async function get_device_properties() {
     description: facts.description,
     is_fallback_adapter: facts.is_fallback_adapter,
     feature_level: facts.feature_level,
-    total_memory: allocator.capacity,
+    total_memory: dev.allocator.capacity,
     limits: facts.limits,
     features: facts.features,
   };
@@ -59,31 +67,49 @@ export async function synchronize(): Promise<void> {
   await readyDevice()?.device.queue.onSubmittedWorkDone();
 }
 
-export const memory_allocated = () => allocator.allocated.all.current;
-export const max_memory_allocated = () => allocator.allocated.all.peak;
-export const memory_reserved = () => allocator.reserved.all.current;
-export const max_memory_reserved = () => allocator.reserved.all.peak;
-export const reset_peak_memory_stats = () => allocator.resetPeak();
-export const reset_max_memory_allocated = () => allocator.resetPeak();
+// The statistics are those of the current device (the WebGPU device, or a simulated one: simulate()).
+const alloc = () => currentDevice().allocator;
+export const memory_allocated = () => alloc().allocated.all.current;
+export const max_memory_allocated = () => alloc().allocated.all.peak;
+export const memory_reserved = () => alloc().reserved.all.current;
+export const max_memory_reserved = () => alloc().reserved.all.peak;
+export const reset_peak_memory_stats = () => alloc().resetPeak();
+export const reset_max_memory_allocated = () => alloc().resetPeak();
 /** Releases every cached segment that holds no live tensor (memory_reserved drops; allocated does not). */
-export const empty_cache = () => allocator.releaseCached();
-export const memory_stats = () => allocator.stats();
+export const empty_cache = () => alloc().releaseCached();
+export const memory_stats = () => alloc().stats();
+
+/**
+ * Makes a simulated device (default 80 GiB) the current one: new tensors get shapes, dtypes and exact
+ * memory accounting there, but no data and no computation, so models of any size run instantly.
+ * `using _ = torch.cuda.simulate({total_memory})`, or with a callback; exiting restores the device.
+ */
+export function simulate<T>(opts?: { total_memory?: number; name?: string }, fn?: () => T): T | (Guard & { device: MemoryDevice }) {
+  const device = newSimulatedDevice(opts?.total_memory, opts?.name);
+  const restore = setCurrentDevice(device);
+  const r = within(restore, fn);
+  return fn ? (r as T) : Object.assign(r as Guard, { device });
+}
+export const current_device_name = () => currentDevice().name;
 
 /** torch.cuda.set_per_process_memory_fraction: caps what GradLab may reserve, as a share of the device. */
-export function set_per_process_memory_fraction(fraction: number, total = deviceMemory): void {
+const fullCapacity = new WeakMap<MemoryDevice, number>();
+const full = (d: MemoryDevice) => fullCapacity.get(d) ?? (fullCapacity.set(d, d.allocator.capacity), d.allocator.capacity);
+export function set_per_process_memory_fraction(fraction: number): void {
   if (!(fraction >= 0 && fraction <= 1)) throw new ValueError(`Invalid fraction value: ${fraction}. Allowed range: 0~1`);
-  allocator.capacity = Math.floor(total * fraction);
+  alloc().capacity = Math.floor(full(currentDevice()) * fraction);
 }
 /** Sets the device capacity in bytes (for demonstrations of running out of memory). */
 export function set_memory_capacity(bytes: number): void {
   if (!(bytes > 0)) throw new ValueError(`capacity must be a positive number of bytes, got ${bytes}`);
-  allocator.capacity = bytes;
+  full(currentDevice());
+  alloc().capacity = bytes;
 }
-const deviceMemory = allocator.capacity;
-export const get_memory_capacity = () => allocator.capacity;
+export const get_memory_capacity = () => alloc().capacity;
 
 /** A table in the layout of torch.cuda.memory_summary(). */
 export function memory_summary(): string {
+  const allocator = alloc();
   const s = allocator.stats();
   const line = "|" + "=".repeat(79) + "|";
   const thin = "|" + "-".repeat(79) + "|";

@@ -8,6 +8,7 @@ import { contiguousOf } from "../ops/views.ts";
 import { copyOf } from "../ops/elementwise.ts";
 import * as rd from "../autograd/functions/reductions.ts";
 import * as al from "../autograd/functions/linalg.ts";
+import * as nnf from "../autograd/functions/nn.ts";
 
 export const relu = (x: Tensor) => x.relu();
 export const gelu = (x: Tensor, opts?: { approximate?: "none" | "tanh" }) => x.gelu(opts);
@@ -78,4 +79,39 @@ export function native_dropout(x: Tensor, p: number, train: boolean): [Tensor, T
 
 export function dropout(x: Tensor, p = 0.5, training = true): Tensor {
   return rd.dropout(x, p, training);
+}
+
+// ---- embedding and losses (autograd/functions/nn.ts holds their backward nodes) ----
+
+export function embedding(input: Tensor, weight: Tensor, padding_idx: number | null = null): Tensor {
+  let pad = padding_idx ?? -1;
+  if (padding_idx !== null) {
+    const V = weight.shape[0];
+    if (padding_idx >= V || padding_idx < -V) throw new RuntimeError("Padding_idx must be within num_embeddings");
+    if (padding_idx < 0) pad = V + padding_idx;
+  }
+  return nnf.embedding(input, weight, pad);
+}
+
+export interface LossOpts { reduction?: nnf.Reduction; ignore_index?: number; label_smoothing?: number; weight?: Tensor | null }
+
+export function nll_loss(input: Tensor, target: Tensor, opts: LossOpts = {}): Tensor {
+  if (opts.weight) throw new RuntimeError("GradLab's nll_loss does not support class weights yet");
+  return nnf.nllLoss(input, target, opts.reduction ?? "mean", opts.ignore_index ?? -100);
+}
+
+/** log_softmax over the class dim, then nll_loss: PyTorch's graph (NllLossBackward0 → LogSoftmaxBackward0). */
+export function cross_entropy(input: Tensor, target: Tensor, opts: LossOpts = {}): Tensor {
+  if (opts.label_smoothing) throw new RuntimeError("GradLab's cross_entropy does not support label_smoothing yet");
+  if (target.check().dtype !== "int32") throw new RuntimeError("GradLab's cross_entropy takes int32 class indices as target (class probabilities are not supported yet)");
+  const logp = input.log_softmax(input.ndim === 1 ? 0 : 1);
+  try {
+    return nll_loss(logp, target, opts);
+  } finally {
+    logp.dispose();
+  }
+}
+
+export function mse_loss(input: Tensor, target: Tensor, opts: { reduction?: nnf.Reduction } = {}): Tensor {
+  return nnf.mseLoss(input, target, opts.reduction ?? "mean");
 }

@@ -76,7 +76,7 @@ export function tensor(data: Nested | Float32Array | Int32Array, opts?: CreateOp
     const v = Number(values[i]);
     buf[i] = dtype === "bool" ? (v ? 1 : 0) : dtype === "int32" ? Math.trunc(v) : v;
   }
-  if (n > 0) upload(t.storage.liveBlock(), buf);
+  if (n > 0 && !t.storage.device.simulated) upload(t.storage.liveBlock(), buf);
   return finish(t, opts);
 }
 

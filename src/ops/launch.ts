@@ -5,6 +5,7 @@ import { dtypeCode } from "../dtype.ts";
 import { enqueue } from "../device/scheduler.ts";
 import type { Block } from "../memory/allocator.ts";
 import { RuntimeError } from "../errors.ts";
+import { checkSameDevice } from "../memory/devices.ts";
 import type { Tensor } from "../tensor.ts";
 
 const MAX_RANK = 8;
@@ -31,14 +32,19 @@ export function blockOf(t: Tensor): Block {
   return b;
 }
 
+/** Operands must share a device; on a simulated device nothing is computed (returns false). */
+function computes(operands: Tensor[]): boolean {
+  return !checkSameDevice(operands.map((t) => t.check().storage.device)).simulated;
+}
+
 export function dispatch(shader: string, entry: string, operands: Tensor[], params: number[] | Uint32Array, invocations: number, constants?: Record<string, number>): void {
-  if (invocations === 0) return;
+  if (invocations === 0 || !computes(operands)) return;
   enqueue(shader, entry, operands.map(blockOf), params instanceof Uint32Array ? params : Uint32Array.from(params), grid(invocations), constants);
 }
 
 /** Records a dispatch with an explicit workgroup grid (kernels that index by workgroup_id). */
 export function dispatchGrid(shader: string, entry: string, operands: Tensor[], params: number[], workgroups: [number, number, number], constants?: Record<string, number>, subgroupShader?: string): void {
-  if (workgroups.some((w) => w === 0)) return;
+  if (workgroups.some((w) => w === 0) || !computes(operands)) return;
   if (workgroups.some((w) => w > MAX_GROUPS)) throw new RuntimeError(`internal: dispatch grid [${workgroups.join(", ")}] exceeds ${MAX_GROUPS} per dimension`);
   enqueue(shader, entry, operands.map(blockOf), Uint32Array.from(params), workgroups, constants, subgroupShader);
 }

@@ -1,0 +1,108 @@
+// Differentiable nn ops with their own backward nodes (derivatives.yaml's embedding, nll_loss_forward,
+// mse_loss): forward kernels from ops/gather.ts and plain tensor ops run without recording, then one
+// node with PyTorch's name and saved attributes.
+
+import { Tensor, numelOf } from "../../tensor.ts";
+import { RuntimeError, ValueError } from "../../errors.ts";
+import { scope } from "../../memory/lifetime.ts";
+import { no_grad } from "../grad-mode.ts";
+import { attach, needsGrad, sumTo } from "../record.ts";
+import { indexAddRows, indexSelectRows, nllPick, nllScatter } from "../../ops/gather.ts";
+import { broadcastShapes } from "../../ops/elementwise.ts";
+
+export type Reduction = "none" | "mean" | "sum";
+/** at::Reduction's enum values, as `_saved_reduction` shows them. */
+const REDUCTION_CODE: Record<Reduction, number> = { none: 0, mean: 1, sum: 2 };
+
+function checkReduction(r: string): Reduction {
+  if (r !== "none" && r !== "mean" && r !== "sum") throw new ValueError(`${r} is not a valid value for reduction`);
+  return r;
+}
+
+/** weight[indices]; the gradient is scatter-added into the rows (none into padding_idx's). */
+export function embedding(indices: Tensor, weight: Tensor, paddingIdx = -1): Tensor {
+  const out = indexSelectRows(weight, indices);
+  if (!needsGrad(weight)) return out;
+  const [V, D] = weight.shape;
+  attach("EmbeddingBackward0", [weight], [out], (n, [g]) => [indexAddRows(V, g!.reshape([-1, D]), n.unpack("indices"), paddingIdx)], (n) => {
+    n.save("indices", indices);
+    n.save("weight", weight);
+    n.saveValue("padding_idx", paddingIdx);
+    n.saveValue("scale_grad_by_freq", false);
+    n.saveValue("sparse", false);
+  });
+  return out;
+}
+
+/** nll_loss over log-probabilities [N, C] (or [C]) and int32 class targets [N] (or []). */
+export function nllLoss(input: Tensor, target: Tensor, reductionArg: Reduction = "mean", ignoreIndex = -100): Tensor {
+  const reduction = checkReduction(reductionArg);
+  input.check();
+  target.check();
+  if (input.ndim < 1 || input.ndim > 2) {
+    throw new RuntimeError(`GradLab's nll_loss takes input of shape (N, C) or (C), got [${input.shape.join(", ")}]; flatten the extra dims first (input.view(-1, C))`);
+  }
+  const single = input.ndim === 1;
+  if (single ? target.ndim !== 0 : target.ndim !== 1) {
+    throw new RuntimeError(single ? `0D or 1D target tensor expected, multi-target not supported` : `0D or 1D target tensor expected, multi-target not supported`);
+  }
+  const x = single ? input.unsqueeze(0) : input;
+  const t = single ? target.reshape([1]) : target;
+  if (x.shape[0] !== t.shape[0]) throw new ValueError(`Expected input batch_size (${x.shape[0]}) to match target batch_size (${t.shape[0]}).`);
+  const C = x.shape[1];
+  const { out, total } = no_grad(() => scope(() => {
+    const picked = nllPick(x, t, ignoreIndex);
+    const total = t.ne(ignoreIndex).float().sum();
+    if (reduction === "none") return { out: single ? picked.reshape([]) : picked, total };
+    const s = picked.sum();
+    return { out: reduction === "sum" ? s : s.div(total), total };
+  }));
+  if (single) {
+    x.dispose();
+    t.dispose();
+  }
+  if (needsGrad(input)) {
+    const inShape = [...input.shape];
+    const N = inShape.length === 1 ? 1 : inShape[0];
+    attach("NllLossBackward0", [input], [out], (n, [g]) => {
+      const tw = n.unpack("total_weight");
+      const coef = reduction === "none" ? g!.reshape([N]) : (reduction === "mean" ? g!.div(tw) : g!).reshape([1]).expand([N]);
+      const tgt = n.unpack("target");
+      return [nllScatter(coef, tgt.reshape([N]), C, ignoreIndex).reshape(inShape)];
+    }, (n) => {
+      n.saveValue("ignore_index", ignoreIndex);
+      n.saveValue("reduction", REDUCTION_CODE[reduction]);
+      n.save("self", input);
+      n.save("target", target);
+      n.save("total_weight", total);
+      n.save("weight", null);
+    });
+  }
+  total.dispose();
+  return out;
+}
+
+/** (input - target)² reduced; both sides differentiable, broadcasting as PyTorch's mse_loss does. */
+export function mseLoss(input: Tensor, target: Tensor, reductionArg: Reduction = "mean"): Tensor {
+  const reduction = checkReduction(reductionArg);
+  const shape = broadcastShapes(input.check().shape, target.check().shape);
+  const count = numelOf(shape);
+  const out = no_grad(() => scope(() => {
+    const d = input.sub(target);
+    const sq = d.mul(d);
+    return reduction === "none" ? sq : reduction === "sum" ? sq.sum() : sq.mean();
+  }));
+  if (!needsGrad(input, target)) return out;
+  const inShape = [...input.shape];
+  const tShape = [...target.shape];
+  attach("MseLossBackward0", [input, target], [out], (n, [g]) => {
+    const norm = reduction === "mean" ? 2 / count : 2;
+    const gi = n.unpack("self").sub(n.unpack("target")).mul(norm).mul(g!);
+    return [n.needs(0) ? sumTo(gi, inShape) : null, n.needs(1) ? sumTo(gi.neg(), tShape) : null];
+  }, (n) => {
+    n.saveValue("reduction", REDUCTION_CODE[reduction]);
+    n.save("self", input);
+    n.save("target", target);
+  });
+  return out;
+}

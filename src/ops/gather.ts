@@ -1,0 +1,78 @@
+// Row gathers and scatter-adds by int32 index (kernels-wgsl/gather.wgsl): the forward and backward
+// kernels of embedding and nll_loss. Plain kernels, no autograd (autograd/functions/nn.ts records).
+
+import { RuntimeError } from "../errors.ts";
+import { Tensor, numelOf } from "../tensor.ts";
+import { dispatch } from "./launch.ts";
+import { contiguousOf } from "./views.ts";
+import { full } from "./elementwise.ts";
+
+function checkIndex(idx: Tensor, what: string): void {
+  if (idx.check().dtype !== "int32") {
+    throw new RuntimeError(`Expected tensor for argument #1 '${what}' to have one of the following scalar types: Long, Int; but got torch.${idx.dtype === "bool" ? "Bool" : "Float"}Tensor instead`);
+  }
+}
+
+/** weight[idx] for a [V, D] weight: shape [...idx.shape, D] (index_select along dim 0). */
+export function indexSelectRows(weight: Tensor, idx: Tensor): Tensor {
+  checkIndex(idx, "indices");
+  if (weight.check().ndim !== 2) throw new RuntimeError("'weight' must be 2-D");
+  const [V, D] = weight.shape;
+  const w = contiguousOf(weight);
+  const i = contiguousOf(idx);
+  try {
+    const out = Tensor.empty([...idx.shape, D]);
+    dispatch("gather", "index_select", [out, w, i], [out.numel(), D, w._offset, i._offset, V], out.numel());
+    return out;
+  } finally {
+    w.dispose();
+    i.dispose();
+  }
+}
+
+/** zeros([V, D]).index_add_(0, idx.flatten(), src.reshape(-1, D)), skipping padding_idx (-1: none). */
+export function indexAddRows(V: number, src: Tensor, idx: Tensor, paddingIdx = -1): Tensor {
+  const D = src.shape[src.ndim - 1];
+  const N = numelOf(idx.shape);
+  const s = contiguousOf(src);
+  const i = contiguousOf(idx);
+  try {
+    const out = full([V, D], 0, "float32");
+    dispatch("gather", "index_add", [out, s, i], [D, N, s._offset, i._offset, V, paddingIdx >>> 0], D);
+    return out;
+  } finally {
+    s.dispose();
+    i.dispose();
+  }
+}
+
+/** -logp[i, target[i]] per row of a [N, C] input, 0 where target is ignore_index. */
+export function nllPick(logp: Tensor, target: Tensor, ignoreIndex: number): Tensor {
+  checkIndex(target, "target");
+  const [N, C] = logp.shape;
+  const x = contiguousOf(logp);
+  const t = contiguousOf(target);
+  try {
+    const out = Tensor.empty([N]);
+    dispatch("gather", "nll_pick", [out, x, t], [N, C, x._offset, t._offset, ignoreIndex >>> 0], N);
+    return out;
+  } finally {
+    x.dispose();
+    t.dispose();
+  }
+}
+
+/** A zeroed [N, C] with -coef[i] at (i, target[i]) for rows not ignored. */
+export function nllScatter(coef: Tensor, target: Tensor, C: number, ignoreIndex: number): Tensor {
+  const N = coef.numel();
+  const k = contiguousOf(coef);
+  const t = contiguousOf(target);
+  try {
+    const out = full([N, C], 0, "float32");
+    dispatch("gather", "nll_scatter", [out, k, t], [N, C, k._offset, t._offset, ignoreIndex >>> 0], N);
+    return out;
+  } finally {
+    k.dispose();
+    t.dispose();
+  }
+}

@@ -49,6 +49,9 @@ export class Tensor {
   readonly _base: Tensor | null;
   /** Autograd identity, shared by handles that are the same tensor (see autograd/meta.ts). */
   readonly _meta: AutogradMeta;
+  /** Who owns this handle when the runtime does (a saved variable, a .grad, an AccumulateGrad): for snapshots. */
+  _role: { kind: string; describe(): string; of?: unknown } | null = null;
+  private readonly _ref = new WeakRef(this);
   private _disposed = false;
 
   constructor(storage: Storage, shape: Shape, strides: Shape, offset: number, dtype: DType, version?: VersionCounter, base?: Tensor | null, meta?: AutogradMeta) {
@@ -61,9 +64,12 @@ export class Tensor {
     this._base = base ?? null;
     this._meta = meta ?? ag.newMeta();
     storage.retain();
+    storage.handles.add(this._ref);
+    const ref = this._ref;
     const m = this._meta;
     m.handles++;
     track(this, () => {
+      storage.handles.delete(ref);
       storage.release();
       if (--m.handles === 0) m.drop();
     });
@@ -84,6 +90,7 @@ export class Tensor {
     if (this._disposed) return;
     this._disposed = true;
     untrack(this);
+    this.storage.handles.delete(this._ref);
     this.storage.release();
     if (--this._meta.handles === 0) this._meta.drop();
   }

@@ -10,6 +10,8 @@
 
 import { RuntimeError } from "../errors.ts";
 import { totalAllocated } from "../memory/devices.ts";
+import { withNode, withPhase } from "../memory/history.ts";
+import { withCategory } from "../memory/category.ts";
 import { scope } from "../memory/lifetime.ts";
 import { Tensor } from "../tensor.ts";
 import { enable_grad, no_grad } from "./grad-mode.ts";
@@ -104,6 +106,10 @@ function addInto(buffer: Grads, i: number, g: Tensor): void {
 }
 
 export function run_backward(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOptions): Grads {
+  return withPhase("backward", () => withCategory("autograd_temporary", () => backwardPass(roots, grads, opts)));
+}
+
+function backwardPass(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOptions): Grads {
   const rootGrads = rootGradients(roots, grads, opts);
   tracer?.({ step: "entry", detail: { roots: roots.map((r) => sizeStr(r.shape)), retain_graph: opts.retain_graph, create_graph: opts.create_graph } });
 
@@ -217,7 +223,7 @@ function runNode(
   let outs: Grads;
   try {
     // Formula temporaries die with the scope; AccumulateGrad's stored .grad must outlive it.
-    const compute = () => (node instanceof AccumulateGrad ? node.apply(buffer) : scope(() => node.apply(buffer)));
+    const compute = () => withNode(node.name(), () => (node instanceof AccumulateGrad ? node.apply(buffer) : scope(() => node.apply(buffer))));
     outs = opts.create_graph ? enable_grad(compute) : no_grad(compute);
   } catch (e) {
     for (const g of buffer) g?.dispose();

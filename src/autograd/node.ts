@@ -7,6 +7,7 @@ import { activeSavedTensorsHooks, type PackHooks } from "./saved-hooks.ts";
 import { retainNode } from "./meta.ts";
 import { tuple } from "../pystr.ts";
 import { owned } from "../memory/lifetime.ts";
+import { setCategory } from "../memory/category.ts";
 
 export type Edge = [Node | null, number];
 export type Grads = Array<Tensor | null>;
@@ -55,7 +56,12 @@ export class SavedVariable {
     const hooks = activeSavedTensorsHooks();
     owned(() => {
       if (hooks) this.packed = { value: hooks.pack(t), hooks };
-      else this.data = outputOf ? t.detach() : t._alias();
+      else {
+        const d = outputOf ? t.detach() : t._alias();
+        d._role = { kind: "saved", describe: () => `saved for backward by ${node?.name() ?? "a custom Function"}` };
+        if (!t.is_leaf) setCategory(d.storage, "activation"); // saved weights and inputs keep theirs
+        this.data = d;
+      }
     });
   }
 
@@ -222,6 +228,7 @@ export class AccumulateGrad extends Node {
   constructor(leaf: Tensor) {
     super([], UINT64_MAX);
     this.variable = owned(() => leaf._alias());
+    this.variable._role = { kind: "accumulate_grad", describe: () => "leaf kept alive by its AccumulateGrad node (a graph that uses it is alive)" };
     this.tensorPreHooks.set(0, leaf._meta.leafPreHooks);
   }
   override freed(): void {

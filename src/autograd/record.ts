@@ -4,6 +4,7 @@
 import { Tensor, type TensorOrScalar } from "../tensor.ts";
 import { is_grad_enabled } from "./grad-mode.ts";
 import { FormulaNode, type Edge, type Grads } from "./node.ts";
+import { retag } from "../memory/history.ts";
 
 export function needsGrad(...inputs: Array<TensorOrScalar | null | undefined>): boolean {
   if (!is_grad_enabled()) return false;
@@ -31,6 +32,7 @@ export function attach(name: string, inputs: Array<Tensor | null | undefined>, o
   outputs.forEach((o, i) => {
     o._meta.grad_fn = node;
     o._meta.output_nr = i;
+    retag(o.storage, { phase: "forward", node: name });
   });
   return node;
 }

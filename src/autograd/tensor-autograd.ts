@@ -7,6 +7,7 @@ import { is_grad_enabled, is_inference_mode_enabled } from "./grad-mode.ts";
 import { AutogradMeta } from "./meta.ts";
 import { AccumulateGrad } from "./node.ts";
 import { owned } from "../memory/lifetime.ts";
+import { setCategory } from "../memory/category.ts";
 
 export function newMeta(): AutogradMeta {
   const m = new AutogradMeta();
@@ -39,6 +40,12 @@ export function getGrad(t: Tensor): Tensor | null {
 }
 
 /** Assigning .grad: the tensor takes its own handle, so the caller may dispose theirs. */
+function markGrad(g: Tensor, of: Tensor): void {
+  const shape = [...of.shape];
+  g._role = { kind: "grad", of: of._meta, describe: () => `.grad of a leaf of shape [${shape.join(", ")}]` };
+  setCategory(g.storage, "gradient");
+}
+
 export function setGrad(t: Tensor, g: Tensor | null): void {
   const m = t._meta;
   if (g) {
@@ -46,6 +53,7 @@ export function setGrad(t: Tensor, g: Tensor | null): void {
       throw new RuntimeError(`assigned grad has data of a different size`);
     }
     g = owned(() => g!._alias());
+    markGrad(g, t);
   }
   m.grad?.dispose();
   m.grad = g;
@@ -91,6 +99,7 @@ export function accumulateGrad(t: Tensor, g: Tensor): void {
       m.grad.dispose();
       m.grad = sum;
     } else m.grad.add_(g);
+    markGrad(m.grad, t);
   });
 }
 

@@ -4,6 +4,9 @@
 
 import { currentDevice, newSimulatedDevice, setCurrentDevice, type MemoryDevice } from "../memory/devices.ts";
 import { within, type Guard } from "../autograd/guard.ts";
+import * as history from "../memory/history.ts";
+import * as snap from "../memory/snapshot.ts";
+import type { Block } from "../memory/allocator.ts";
 import { formatBytes } from "../memory/format-bytes.ts";
 import { getDevice, readyDevice, simulateDeviceLoss } from "./backend.ts";
 import { flush } from "./scheduler.ts";
@@ -140,6 +143,33 @@ export function memory_summary(): string {
     line,
   ].join("\n");
 }
+
+/** torch.cuda.memory: the timeline, snapshots and the leak finder. */
+export const memory = {
+  _record_memory_history: history._record_memory_history,
+  record_history: history.record_history,
+  /** PyTorch's snapshot layout (segments with their blocks, and the event trace) plus GradLab's event fields. */
+  _snapshot() {
+    const dev = currentDevice();
+    const segments = [...dev.allocator.liveSegments].map((seg) => {
+      const blocks = [];
+      for (let b: Block | null = seg.head; b; b = b.next) {
+        blocks.push({ address: seg.id * 2 ** 32 + b.offset, size: b.size, requested_size: b.requested, state: b.allocated ? "active_allocated" : "inactive" });
+      }
+      return {
+        device: dev.name, address: seg.id * 2 ** 32, total_size: seg.size, segment_type: seg.pool === "small_pool" ? "small" : "large",
+        allocated_size: blocks.filter((b) => b.state === "active_allocated").reduce((n, b) => n + b.size, 0), blocks,
+      };
+    });
+    return { segments, device_traces: [history._snapshot_events().filter((e) => e.device === dev.name)] };
+  },
+  _dump_snapshot(path = "snapshot.json") {
+    history._dump_snapshot(path, memory._snapshot());
+  },
+  memory_snapshot: snap.memory_snapshot,
+  find_leaks: snap.find_leaks,
+};
+export const memory_snapshot = snap.memory_snapshot;
 
 /** Destroys the device as a driver reset would; tensors created before report the loss when used. */
 export const _simulate_device_loss = simulateDeviceLoss;

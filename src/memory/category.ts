@@ -4,6 +4,7 @@
 // re-tags it when its role becomes known (a tensor becomes a Parameter, a .grad, a saved activation).
 
 import type { Storage } from "./storage.ts";
+import { retag } from "./history.ts";
 
 export type Category = "parameter" | "gradient" | "activation" | "autograd_temporary" | "optimizer_state" | "other";
 
@@ -23,5 +24,7 @@ export function withCategory<T>(category: Category, fn: () => T): T {
 
 /** Re-tags memory whose role is now known; a parameter stays a parameter. */
 export function setCategory(storage: Storage, category: Category): void {
-  if (storage.category !== "parameter") storage.category = category;
+  if (storage.category === "parameter") return;
+  storage.category = category;
+  retag(storage, { category });
 }

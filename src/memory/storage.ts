@@ -9,6 +9,7 @@ import { dropPending } from "../device/scheduler.ts";
 import { deviceForNewStorage, webgpu, type MemoryDevice } from "./devices.ts";
 import { RuntimeError } from "../errors.ts";
 import { currentCategory, type Category } from "./category.ts";
+import { recordAlloc, recordFree } from "./history.ts";
 
 /** The WebGPU device's allocator (simulated devices have their own: memory/devices.ts). */
 export const allocator = webgpu.allocator;
@@ -24,6 +25,10 @@ export class VersionCounter {
 }
 
 let nextStorageId = 1;
+/** Every storage that holds memory now (for snapshots and the leak finder). */
+export const liveStorages = new Set<Storage>();
+/** A stable number for a block: segment id in the high part, offset in the low (as a device address would be). */
+export const addressOf = (b: Block) => b.segment.id * 2 ** 32 + b.offset;
 
 export class Storage {
   readonly id = nextStorageId++;
@@ -34,8 +39,14 @@ export class Storage {
   category: Category = currentCategory();
   readonly device: MemoryDevice = deviceForNewStorage();
 
+  /** The tensor handles that hold this storage (weakly: a dropped handle must still be collectable). */
+  readonly handles = new Set<WeakRef<object>>();
+
   constructor(readonly nbytes: number) {
-    this.block = this.device.allocator.malloc(Math.max(nbytes, 1));
+    const b = this.device.allocator.malloc(Math.max(nbytes, 1));
+    this.block = b;
+    liveStorages.add(this);
+    recordAlloc(this, b.size, addressOf(b));
   }
 
   get alive(): boolean {
@@ -49,6 +60,8 @@ export class Storage {
 
   release(): void {
     if (--this.refs === 0 && this.block) {
+      recordFree(this, this.block.size, addressOf(this.block));
+      liveStorages.delete(this);
       this.device.allocator.freeBlock(this.block);
       this.block = null;
     }

@@ -4,9 +4,11 @@
 
 import { opFrame } from "../memory/lifetime.ts";
 import { withOpDevice, type MemoryDevice } from "../memory/devices.ts";
+import { setOpNameSource } from "../memory/history.ts";
 
 let currentOp: string | null = null;
 export const opName = () => currentOp;
+setOpNameSource(opName);
 
 export function runOp<T>(name: string, device: MemoryDevice | null, fn: () => T): T {
   if (currentOp !== null) return fn(); // nested: the outer op already set the context

@@ -1,0 +1,166 @@
+// "Why is this still here?": live storages with who holds each one, and the leak finder, which names
+// memory held only through autograd graphs that a long-lived object keeps alive (a loss pushed into a
+// list, a module attribute holding an activation): the holder, the node chain and the bytes.
+
+import type { Tensor } from "../tensor.ts";
+import type { Node } from "../autograd/node.ts";
+import { AccumulateGrad } from "../autograd/node.ts";
+import { formatBytes } from "./format-bytes.ts";
+import { liveStorages, type Storage } from "./storage.ts";
+
+export interface Holder {
+  kind: "tensor" | "view" | "saved" | "grad" | "accumulate_grad" | string;
+  description: string;
+}
+export interface LiveStorage {
+  storage_id: number;
+  device: string;
+  bytes: number;
+  category: string;
+  holders: Holder[];
+}
+
+function liveHandles(s: Storage): Tensor[] {
+  const out: Tensor[] = [];
+  for (const r of s.handles) {
+    const t = r.deref() as Tensor | undefined;
+    if (t && !t.disposed) out.push(t);
+  }
+  return out;
+}
+
+const shapeOf = (t: Tensor) => `[${t.shape.join(", ")}]`;
+
+function describe(t: Tensor): Holder {
+  if (t._role) return { kind: t._role.kind, description: t._role.describe() };
+  const fn = t.grad_fn ? `, grad_fn=<${t.grad_fn.name()}>` : t.requires_grad ? ", requires_grad=True" : "";
+  if (t._base) return { kind: "view", description: `view ${shapeOf(t)} of a ${shapeOf(t._base)} tensor${fn}` };
+  return { kind: "tensor", description: `tensor ${shapeOf(t)} ${t.dtype}${fn}` };
+}
+
+/** Every live storage on every device, largest first, with the handles that keep it. */
+export function memory_snapshot(): LiveStorage[] {
+  return [...liveStorages]
+    .map((s) => ({
+      storage_id: s.id,
+      device: s.device.name,
+      bytes: s.block?.size ?? 0,
+      category: s.category,
+      holders: liveHandles(s).map(describe),
+    }))
+    .sort((a, b) => b.bytes - a.bytes);
+}
+
+export interface Leak {
+  /** Where the graph's root tensor is kept, e.g. "bad_history[3]", or its description when not found. */
+  holder: string;
+  root: string;
+  /** Node names from the root's grad_fn down to the nodes holding the memory. */
+  chains: string[][];
+  bytes: number;
+}
+export interface LeakReport {
+  total_bytes: number;
+  leaks: Leak[];
+  toString(): string;
+}
+
+
+/** Paths (like `history[2]` or `model.cache`) to tensors inside the given named objects. */
+function findPaths(containers: Record<string, unknown>): Map<object, string> {
+  const paths = new Map<object, string>();
+  const seen = new Set<unknown>();
+  const walk = (v: unknown, path: string, depth: number) => {
+    if (v === null || (typeof v !== "object" && typeof v !== "function") || seen.has(v) || depth > 5) return;
+    seen.add(v);
+    if ((v as Tensor)._meta && (v as Tensor).storage) {
+      const meta = (v as Tensor)._meta;
+      if (!paths.has(meta)) paths.set(meta, path);
+      return;
+    }
+    if (Array.isArray(v)) v.forEach((x, i) => walk(x, `${path}[${i}]`, depth + 1));
+    else if (v instanceof Map) for (const [k, x] of v) walk(x, `${path}.get(${JSON.stringify(k)})`, depth + 1);
+    else for (const k of Object.keys(v)) walk((v as Record<string, unknown>)[k], `${path}.${k}`, depth + 1);
+  };
+  for (const [name, v] of Object.entries(containers)) walk(v, name, 0);
+  return paths;
+}
+
+/**
+ * Memory held only through autograd graphs, grouped by the live tensor whose grad_fn keeps each graph.
+ * Pass the long-lived objects to search (`{ bad_history, model }`) to have holders named by path.
+ * Run it again after `await torch.gc()` to see what only unreachable handles kept.
+ */
+export function find_leaks(containers: Record<string, unknown> = {}): LeakReport {
+  // Storages no user handle holds: only saved variables, AccumulateGrad's leaves, and the .grads of
+  // leaves that only an AccumulateGrad still holds.
+  const all = [...liveStorages].map((s) => [s, liveHandles(s)] as const);
+  const userMetas = new Set<unknown>();
+  const roots: Tensor[] = [];
+  for (const [, hs] of all) {
+    for (const h of hs) {
+      if (h._role) continue;
+      userMetas.add(h._meta);
+      if (h.grad_fn) roots.push(h);
+    }
+  }
+  const graphHeld = (h: Tensor) => {
+    const kind = h._role?.kind;
+    if (kind === "saved") return true;
+    if (kind === "accumulate_grad") return !userMetas.has(h._meta);
+    if (kind === "grad") return !userMetas.has(h._role!.of);
+    return false;
+  };
+  const graphOnly = new Set<Storage>();
+  for (const [s, hs] of all) if (hs.length > 0 && hs.every(graphHeld)) graphOnly.add(s);
+  const paths = findPaths(containers);
+  const claimed = new Set<Storage>();
+  const leaks: Leak[] = [];
+  const seenRoots = new Set<Node>();
+  for (const root of roots) {
+    const fn = root.grad_fn!;
+    if (seenRoots.has(fn)) continue;
+    seenRoots.add(fn);
+    const chains: string[][] = [];
+    let bytes = 0;
+    const visited = new Set<Node>();
+    const claim = (s: Storage | null | undefined, chain: string[]) => {
+      if (!s || !graphOnly.has(s) || claimed.has(s)) return;
+      claimed.add(s);
+      bytes += s.block?.size ?? 0;
+      chains.push(chain);
+    };
+    const dfs = (n: Node, chain: string[]) => {
+      if (visited.has(n)) return;
+      visited.add(n);
+      const here = [...chain, n.name()];
+      for (const sv of n.savedVariables().values()) claim(sv.storage, here);
+      if (n instanceof AccumulateGrad) {
+        claim(n.variable.storage, here);
+        claim(n.variable._meta.grad?.storage, [...here, ".grad"]);
+      }
+      for (const [next] of n.next_functions) if (next) dfs(next, here);
+    };
+    dfs(fn, []);
+    if (bytes > 0) {
+      const desc = `tensor ${shapeOf(root)} with grad_fn=<${fn.name()}>`;
+      leaks.push({ holder: paths.get(root._meta) ?? desc, root: desc, chains, bytes });
+    }
+  }
+  leaks.sort((a, b) => b.bytes - a.bytes);
+  const total = leaks.reduce((n, l) => n + l.bytes, 0);
+  return {
+    total_bytes: total,
+    leaks,
+    toString() {
+      if (leaks.length === 0) return "No memory is held only through autograd graphs.";
+      const lines = [`${formatBytes(total)} held only through autograd graphs kept alive by ${leaks.length} tensor(s):`];
+      for (const l of leaks) {
+        lines.push(`  ${l.holder}: ${formatBytes(l.bytes)} (${l.root})`);
+        for (const c of l.chains.slice(0, 4)) lines.push(`    via ${c.join(" -> ")}`);
+        if (l.chains.length > 4) lines.push(`    ... and ${l.chains.length - 4} more`);
+      }
+      return lines.join("\n");
+    },
+  };
+}

@@ -1,0 +1,34 @@
+// nn.Parameter: a leaf tensor that requires grad and that modules register as a parameter. It shares
+// its data's storage (PyTorch's Parameter(data) is data.detach() with requires_grad set) and tags that
+// storage "parameter" for the memory statistics.
+
+import { Tensor } from "../tensor.ts";
+import { owned } from "../memory/lifetime.ts";
+
+// Named Parameter for constructor.name and error texts; exported through the factory below.
+const ParameterImpl = class Parameter extends Tensor {
+  constructor(data: Tensor | undefined, opts: { requires_grad?: boolean } = {}) {
+    const src = data ?? Tensor.empty([0]);
+    src.check();
+    super(src.storage, src.shape, src._strides, src._offset, src.dtype, src._versionCounter);
+    if (!data) src.dispose();
+    // A parameter stays a parameter (category.ts's setCategory never re-tags one).
+    this.storage.category = "parameter";
+    if (opts.requires_grad ?? true) this.requires_grad_(true);
+  }
+
+  override async repr(): Promise<string> {
+    return `Parameter containing:\n${await super.repr()}`;
+  }
+};
+
+/**
+ * `new nn.Parameter(data, {requires_grad})`. The handle is created outside any torch.scope (owned by
+ * the runtime): a parameter lives as long as the module holding it, like PyTorch's, and is freed by
+ * dispose() or, as a fallback, the GC. `x instanceof nn.Parameter` works as usual.
+ */
+export const Parameter = function Parameter(data?: Tensor, opts?: { requires_grad?: boolean }) {
+  return owned(() => new ParameterImpl(data, opts));
+} as unknown as { new (data?: Tensor, opts?: { requires_grad?: boolean }): InstanceType<typeof ParameterImpl>; prototype: InstanceType<typeof ParameterImpl> };
+Parameter.prototype = ParameterImpl.prototype;
+export type Parameter = InstanceType<typeof ParameterImpl>;

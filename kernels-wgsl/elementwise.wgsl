@@ -120,6 +120,17 @@ fn binary_f(a: f32, b: f32) -> f32 {
     case 11u: { return select(max(a, b), a + b, nan2(a, b)); }
     case 12u: { return select(min(a, b), a + b, nan2(a, b)); }
     case 13u: { return b - a; }
+    // Fused backward formulas (a = incoming gradient, b = saved input or result), one output allocation
+    // each, as PyTorch's threshold_backward / gelu_backward / sigmoid_backward / tanh_backward.
+    case 14u: { return a * (0.5 * (1.0 + erf_approx(b * 0.7071067811865476)) + b * 0.3989422804014327 * exp(-0.5 * b * b)); }
+    case 15u: {
+      let k = 0.7978845608028654;
+      let t = tanh(k * (b + 0.044715 * b * b * b));
+      return a * (0.5 * (1.0 + t) + 0.5 * b * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * b * b));
+    }
+    case 16u: { return select(0.0, a, b > 0.0); }
+    case 17u: { return a * b * (1.0 - b); }
+    case 18u: { return a * (1.0 - b * b); }
     default: { return a; }
   }
 }

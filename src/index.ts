@@ -21,6 +21,7 @@ export { scope, gc } from "./memory/lifetime.ts";
 export * as autograd from "./autograd/api.ts";
 export { no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, is_inference_mode_enabled } from "./autograd/grad-mode.ts";
 export * as nn from "./nn/index.ts";
+export * as utils from "./utils/index.ts";
 
 export const webgpu = webgpuApi;
 /** The article's code says torch.cuda; here it is the WebGPU device. */

@@ -93,7 +93,7 @@ function save_on_cpu<T>(fn?: () => T) {
     upload(t.storage.liveBlock(), new Uint8Array(p.host));
     return t;
   };
-  return saved_tensors_hooks(pack, unpack, fn);
+  return saved_tensors_hooks(pack, unpack, fn, (v) => (v as Packed).t?.dispose());
 }
 
 export const graph = { saved_tensors_hooks, save_on_cpu };

@@ -94,6 +94,12 @@ export class SavedVariable {
     this.released = true;
     this.data?.dispose();
     this.data = null;
+    if (this.packed) {
+      // A packed tensor is ours to drop (as Python would drop the packed object).
+      const { value, hooks } = this.packed;
+      if (hooks.release) hooks.release(value);
+      else if (value && typeof (value as Tensor).dispose === "function" && (value as Tensor)._meta) (value as Tensor).dispose();
+    }
     this.packed = null;
   }
 

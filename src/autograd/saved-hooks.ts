@@ -6,6 +6,8 @@ import { within, type Guard } from "./guard.ts";
 export interface PackHooks {
   pack(t: Tensor): unknown;
   unpack(v: unknown): Tensor;
+  /** Called when the saved variable is released (after its node ran, or when its graph dies). */
+  release?(v: unknown): void;
 }
 
 const stack: PackHooks[] = [];
@@ -13,8 +15,8 @@ const stack: PackHooks[] = [];
 export const activeSavedTensorsHooks = (): PackHooks | undefined => stack[stack.length - 1];
 
 /** As a `using` guard, or with a callback: `saved_tensors_hooks(pack, unpack, () => model(x))`. */
-export function saved_tensors_hooks<T>(pack: PackHooks["pack"], unpack: PackHooks["unpack"], fn?: () => T): Guard | T {
-  const hooks = { pack, unpack };
+export function saved_tensors_hooks<T>(pack: PackHooks["pack"], unpack: PackHooks["unpack"], fn?: () => T, release?: PackHooks["release"]): Guard | T {
+  const hooks = { pack, unpack, release };
   stack.push(hooks);
   return within(() => {
     const i = stack.lastIndexOf(hooks);

@@ -7,7 +7,10 @@ import { Tensor, type Scalar, type TensorOrScalar } from "../tensor.ts";
 import { elementwise } from "./launch.ts";
 
 const UNARY = { neg: 0, abs: 1, exp: 2, log: 3, sqrt: 4, rsqrt: 5, relu: 6, gelu: 7, gelu_tanh: 8, sigmoid: 9, tanh: 10, clamp: 11, copy: 12, pow_scalar: 13, fill: 14, scale: 15, sign: 17, gelu_grad: 18, gelu_tanh_grad: 19 } as const;
-const BINARY = { add: 0, sub: 1, mul: 2, div: 3, pow: 4, eq: 5, ne: 6, lt: 7, le: 8, gt: 9, ge: 10, maximum: 11, minimum: 12 } as const;
+const BINARY = {
+  add: 0, sub: 1, mul: 2, div: 3, pow: 4, eq: 5, ne: 6, lt: 7, le: 8, gt: 9, ge: 10, maximum: 11, minimum: 12,
+  gelu_backward: 14, gelu_tanh_backward: 15, threshold_backward: 16, sigmoid_backward: 17, tanh_backward: 18,
+} as const;
 export type UnaryOp = keyof typeof UNARY;
 export type BinaryOp = keyof typeof BINARY;
 const COMPARISON = new Set<BinaryOp>(["eq", "ne", "lt", "le", "gt", "ge"]);
@@ -136,12 +139,12 @@ export function inplaceUnary<T extends Tensor>(op: UnaryOp, x: T): T {
 
 function resultType(op: BinaryOp, a: Tensor, b: TensorOrScalar): DType {
   const t = b instanceof Tensor ? promoteTypes(a.dtype, b.dtype) : promoteWithScalar(a.dtype, b);
-  if (op === "div") return "float32";
+  if (op === "div" || BINARY[op] >= 14) return "float32";
   return t;
 }
 
 function binaryInto(op: BinaryOp, out: Tensor, a: Tensor, b: TensorOrScalar, alpha: number, compute: DType): void {
-  const intMath = compute !== "float32" && op !== "div" && op !== "pow" ? 1 : 0;
+  const intMath = compute !== "float32" && op !== "div" && op !== "pow" && BINARY[op] < 14 ? 1 : 0;
   if (b instanceof Tensor) {
     elementwise("binary", { OP: BINARY[op], B_SCALAR: 0, INT_MATH: intMath }, out,
       [{ t: a, strides: stridesOver(a, out.shape) }, { t: b, strides: stridesOver(b, out.shape) }], [0, alpha]);

@@ -5,9 +5,18 @@
 import * as ew from "../../ops/elementwise.ts";
 import { Tensor, type Scalar, type TensorOrScalar } from "../../tensor.ts";
 import { attach, needsGrad, sumTo } from "../record.ts";
+import { is_grad_enabled } from "../grad-mode.ts";
 import { checkInplace, rebase } from "./inplace.ts";
 
 type Unary = "neg" | "abs" | "exp" | "log" | "sqrt" | "rsqrt" | "relu" | "sigmoid" | "tanh";
+
+/**
+ * A backward formula that PyTorch runs as one fused kernel (one allocation): fused when nothing records
+ * (plain backward, so memory matches PyTorch's), composed from differentiable ops under create_graph.
+ */
+function fused(op: "gelu_backward" | "gelu_tanh_backward" | "threshold_backward" | "sigmoid_backward" | "tanh_backward", composed: (g: Tensor, t: Tensor) => Tensor) {
+  return (g: Tensor, t: Tensor) => (is_grad_enabled() ? composed(g, t) : ew.binary(op, g, t));
+}
 
 /** name, which tensor the formula needs (input or result), and dL/dx given g and that tensor. */
 const UNARY: Record<Unary, [string, "self" | "result" | null, (g: Tensor, t: Tensor) => Tensor]> = {
@@ -17,9 +26,9 @@ const UNARY: Record<Unary, [string, "self" | "result" | null, (g: Tensor, t: Ten
   log: ["LogBackward0", "self", (g, x) => g.div(x)],
   sqrt: ["SqrtBackward0", "result", (g, r) => g.div(r.mul(2))],
   rsqrt: ["RsqrtBackward0", "result", (g, r) => g.mul(r.pow(3)).mul(-0.5)],
-  relu: ["ReluBackward0", "result", (g, r) => g.mul(r.gt(0))],
-  sigmoid: ["SigmoidBackward0", "result", (g, r) => g.mul(r).mul(r.neg().add(1))],
-  tanh: ["TanhBackward0", "result", (g, r) => g.mul(r.mul(r).neg().add(1))],
+  relu: ["ReluBackward0", "result", fused("threshold_backward", (g, r) => g.mul(r.gt(0)))],
+  sigmoid: ["SigmoidBackward0", "result", fused("sigmoid_backward", (g, r) => g.mul(r).mul(r.neg().add(1)))],
+  tanh: ["TanhBackward0", "result", fused("tanh_backward", (g, r) => g.mul(r.mul(r).neg().add(1)))],
 };
 
 function attachUnary(op: Unary, x: Tensor, out: Tensor): void {
@@ -46,7 +55,9 @@ export function unaryInplace<T extends Tensor>(op: "relu", x: T): T {
 export function gelu(x: Tensor, approximate: "none" | "tanh" = "none"): Tensor {
   const out = ew.gelu(x, approximate);
   if (needsGrad(x)) {
-    attach("GeluBackward0", [x], [out], (n, [g]) => [g!.mul(ew.unary(approximate === "tanh" ? "gelu_tanh_grad" : "gelu_grad", n.unpack("self")))], (n) => {
+    const formula = fused(approximate === "tanh" ? "gelu_tanh_backward" : "gelu_backward",
+      (g, x) => g.mul(ew.unary(approximate === "tanh" ? "gelu_tanh_grad" : "gelu_grad", x)));
+    attach("GeluBackward0", [x], [out], (n, [g]) => [formula(g!, n.unpack("self"))], (n) => {
       n.save("self", x);
       n.saveValue("approximate", approximate);
     });

@@ -38,7 +38,8 @@ export function sumOrMean(op: "sum" | "mean", x: Tensor, dimArg?: DimArg | Reduc
   const name = `${op === "sum" ? "Sum" : "Mean"}Backward${whole ? 0 : 1}`;
   attach(name, [x], [out], (_n, [g]) => {
     const e = expandBack(g!, shape, dims, keepdim || whole);
-    return [op === "mean" ? e.div(count) : e.contiguous()];
+    // As PyTorch: sum's gradient is an expanded view (no memory), mean's a real division.
+    return [op === "mean" ? e.div(count) : e];
   }, (n) => {
     if (!whole) {
       n.saveValue("dim", dims);

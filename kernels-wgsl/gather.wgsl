@@ -1,0 +1,57 @@
+// Row gathers and scatter-adds over int32 indices, for embedding and nll_loss (index_select /
+// index_add_ along dim 0, and the per-row pick of one class). Indices out of [0, rows) read as 0 and
+// are skipped on write: the host cannot raise PyTorch's "index out of range" without a readback.
+
+// out[i, c] = src[idx[i], c]. Operands: 0 out (contiguous [N, D]), 1 src ([V, D] rows contiguous),
+// 2 idx (int32). Params: [0] N*D, [1] D, [2] src offset, [3] idx offset, [4] V.
+@compute @workgroup_size(64)
+fn index_select(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let k = linear_id(g, nwg, 64u);
+  if (k >= P[0]) { return; }
+  let d = P[1];
+  let row = bitcast<i32>(ld(S2, P[3] + k / d));
+  if (row < 0 || u32(row) >= P[4]) { st(S0, k, 0u); return; }
+  st(S0, k, ld(S1, P[2] + u32(row) * d + k % d));
+}
+
+// out[idx[i], c] += src[i, c], one invocation per column walking i in order, so repeated indices add
+// up without atomics and in the same order every run. Operands: 0 out ([V, D], zeroed, contiguous),
+// 1 src (contiguous [N, D]), 2 idx. Params: [0] D, [1] N, [2] src offset, [3] idx offset, [4] V,
+// [5] padding_idx as i32 (-1: none; its row gets no gradient, as PyTorch's embedding_backward).
+@compute @workgroup_size(64)
+fn index_add(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let c = linear_id(g, nwg, 64u);
+  let d = P[0];
+  if (c >= d) { return; }
+  let pad = bitcast<i32>(P[5]);
+  for (var i = 0u; i < P[1]; i++) {
+    let row = bitcast<i32>(ld(S2, P[3] + i));
+    if (row < 0 || u32(row) >= P[4] || row == pad) { continue; }
+    let o = u32(row) * d + c;
+    stf(S0, o, ldf(S0, o) + ldf(S1, P[2] + i * d + c));
+  }
+}
+
+// nll_loss's pick: out[i] = -src[i, idx[i]], or 0 where idx[i] == ignore_index.
+// Operands: 0 out ([N]), 1 src (contiguous [N, C]), 2 idx. Params: [0] N, [1] C, [2] src offset,
+// [3] idx offset, [4] ignore_index as i32.
+@compute @workgroup_size(64)
+fn nll_pick(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = linear_id(g, nwg, 64u);
+  if (i >= P[0]) { return; }
+  let t = bitcast<i32>(ld(S2, P[3] + i));
+  if (t == bitcast<i32>(P[4]) || t < 0 || u32(t) >= P[1]) { stf(S0, i, 0.0); return; }
+  stf(S0, i, -ldf(S1, P[2] + i * P[1] + u32(t)));
+}
+
+// nll_loss's backward: out[i, idx[i]] = -coef[i] into a zeroed [N, C] (one writer per row).
+// Operands: 0 out, 1 coef ([N] contiguous), 2 idx. Params: [0] N, [1] C, [2] coef offset,
+// [3] idx offset, [4] ignore_index as i32.
+@compute @workgroup_size(64)
+fn nll_scatter(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = linear_id(g, nwg, 64u);
+  if (i >= P[0]) { return; }
+  let t = bitcast<i32>(ld(S2, P[3] + i));
+  if (t == bitcast<i32>(P[4]) || t < 0 || u32(t) >= P[1]) { return; }
+  stf(S0, i * P[1] + u32(t), -ldf(S1, P[2] + i));
+}

@@ -1,0 +1,2 @@
+// torch.utils
+export * as checkpoint from "./checkpoint.ts";

@@ -26,13 +26,21 @@ export class BackwardHookFunction extends Function {
   }
 }
 
-/** Handles for the hooks to read: theirs to keep (freed with the caller's scope or by the GC). */
-const handles = (gs: Grads): Grads => gs.map((g) => (g ? g._alias() : null));
+/**
+ * Handles for the hooks to read, owned by the runtime and disposed once the hooks ran: a hook keeps a
+ * gradient by copying it (`g.clone()`), as in PyTorch it keeps one by storing a reference. Hooks run
+ * with no scope collecting what they create (runHook), so such copies outlive the backward call.
+ */
+const handles = (gs: Grads): Grads => owned(() => gs.map((g) => (g ? g._alias() : null)));
+const release = (gs: Grads | null) => gs?.forEach((g) => g?.dispose());
 /** Handles the engine will own and free. */
 const engineOwned = (gs: Grads): Grads => owned(() => gs.map((g) => (g instanceof Tensor ? g._alias() : null)));
+export const runHook = <T>(fn: () => T): T => owned(fn);
 
 export class BackwardHook<M> {
   private gradOutputs: Grads | null = null;
+  /** The handles made for grad_output, freed after the last hook that reads them. */
+  private gradOutputHandles: Grads | null = null;
   private nOutputs = -1;
   private outputIdx: number[] | null = null;
   private nInputs = -1;
@@ -79,10 +87,12 @@ export class BackwardHook<M> {
     node.register_hook((gradInputs) => {
       // No grad_output yet: the gradient reached the inputs without passing through the outputs.
       if (this.gradOutputs === null) return;
-      let res = this.pack(this.inputIdx!, handles(gradInputs), this.nInputs);
+      const mine = handles(gradInputs);
+      let res = this.pack(this.inputIdx!, mine, this.nInputs);
       let changed = false;
       for (const hook of this.userHooks) {
-        const out = hook(this.module, res, this.gradOutputs);
+        const gradOutputs = this.gradOutputs;
+        const out: Grads | void | null = runHook(() => hook(this.module, res, gradOutputs));
         if (out === undefined || out === null) continue;
         if (out.length !== res.length) {
           throw new RuntimeError(`Backward hook returned an invalid number of grad_input, got ${out.length}, but expected ${res.length}`);
@@ -91,9 +101,12 @@ export class BackwardHook<M> {
         changed = true;
       }
       this.gradOutputs = null;
-      if (!changed) return;
-      const replaced = engineOwned(this.inputIdx!.map((i) => res[i]));
-      for (const g of gradInputs) g?.dispose();
+      const replaced = changed ? engineOwned(this.inputIdx!.map((i) => res[i])) : undefined;
+      release(mine);
+      release(this.gradOutputHandles);
+      this.gradOutputHandles = null;
+      if (!replaced) return;
+      release(gradInputs);
       return replaced;
     });
   }
@@ -103,32 +116,39 @@ export class BackwardHook<M> {
     const args = isTuple ? (result as unknown[]) : [result];
     const [res, idx] = this.applyOnTensors((node) => {
       node.register_prehook((gradOutputs) => {
-        this.gradOutputs = this.pack(this.outputIdx!, handles(gradOutputs), this.nOutputs);
+        release(this.gradOutputHandles);
+        this.gradOutputHandles = handles(gradOutputs);
+        let current: Grads = this.pack(this.outputIdx!, this.gradOutputHandles, this.nOutputs);
         let changed = false;
         for (const pre of this.userPreHooks) {
-          const r = pre(this.module, this.gradOutputs);
+          const seen = current;
+          const r: Grads | void | null = runHook(() => pre(this.module, seen));
           if (r === undefined || r === null) continue;
-          if (r.length !== this.gradOutputs.length) {
-            throw new RuntimeError(`Backward pre hook returned an invalid number of grad_output, got ${r.length}, but expected ${this.gradOutputs.length}`);
+          if (r.length !== current.length) {
+            throw new RuntimeError(`Backward pre hook returned an invalid number of grad_output, got ${r.length}, but expected ${current.length}`);
           }
-          this.gradOutputs = r;
+          current = r;
           changed = true;
         }
-        const current = this.gradOutputs;
+        this.gradOutputs = current;
         // No input requires grad: the input-side node never runs, so the hooks run here.
         if (this.inputIdx === null) {
           const gradInputs = this.pack([], [], this.nInputs);
           for (const hook of this.userHooks) {
-            const r = hook(this.module, gradInputs, this.gradOutputs);
+            const r: Grads | void | null = runHook(() => hook(this.module, gradInputs, current));
             if (r && !r.every((g) => g === null)) {
               throw new RuntimeError("Backward hook for Modules where no input requires gradient should always return None or None for all gradients.");
             }
           }
           this.gradOutputs = null;
         }
-        if (!changed) return;
-        const replaced = engineOwned(this.outputIdx!.map((i) => current[i]));
-        for (const g of gradOutputs) g?.dispose();
+        const replaced = changed ? engineOwned(this.outputIdx!.map((i) => current[i])) : undefined;
+        if (this.gradOutputs === null) {
+          release(this.gradOutputHandles);
+          this.gradOutputHandles = null;
+        }
+        if (!replaced) return;
+        release(gradOutputs);
         return replaced;
       });
     }, args);

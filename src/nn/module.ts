@@ -10,7 +10,7 @@ import { RuntimeError, TypeError_ } from "../errors.ts";
 import { scope } from "../memory/lifetime.ts";
 import { no_grad } from "../autograd/grad-mode.ts";
 import { tensor } from "../ops/creation.ts";
-import { BackwardHook, type BackwardHookFn, type BackwardPreHookFn } from "./backward-hook.ts";
+import { BackwardHook, runHook, type BackwardHookFn, type BackwardPreHookFn } from "./backward-hook.ts";
 
 export type ForwardPreHook = (module: Module, input: unknown[]) => unknown;
 export type ForwardHook = (module: Module, input: unknown[], output: any) => unknown;
@@ -95,7 +95,7 @@ export class Module {
   register_parameter(name: string, param: Parameter | null): void {
     checkName(name, "parameter");
     if (param !== null && !(param instanceof Parameter)) {
-      throw new TypeError_(`cannot assign '${param instanceof Tensor ? "torch.FloatTensor" : typeof param}' object to parameter '${name}' (torch.nn.Parameter or None required)`);
+      throw new TypeError_(`cannot assign '${(param as unknown) instanceof Tensor ? "torch.FloatTensor" : typeof param}' object to parameter '${name}' (torch.nn.Parameter or None required)`);
     }
     if (param && !param.is_leaf) {
       throw new RuntimeError(`Cannot assign non-leaf Tensor to parameter '${name}'. Model parameters must be created explicitly. To express '${name}' as a function of another Tensor, compute the value in the forward() method.`);
@@ -279,12 +279,16 @@ export function zeroGrad(p: Tensor, setToNone: boolean): void {
   no_grad(() => p.grad!.zero_());
 }
 
-/** Module.__call__: pre-hooks, backward-hook wrapping, forward inside a scope, forward hooks. */
+/**
+ * Module.__call__: pre-hooks, backward-hook wrapping, forward inside a scope, forward hooks. Hooks run
+ * with no scope collecting what they create, so `acts[name] = output.detach()` in a hook outlives the
+ * enclosing module's forward, as a stored reference does in PyTorch.
+ */
 function callImpl(m: Module, args: unknown[]): unknown {
   const s = state(m);
   let input = args;
   for (const hook of [...s.forwardPre.values()]) {
-    const r = hook(m, input);
+    const r = runHook(() => hook(m, input));
     if (r !== undefined && r !== null) input = Array.isArray(r) ? r : [r];
   }
   let bw: BackwardHook<Module> | null = null;
@@ -295,7 +299,7 @@ function callImpl(m: Module, args: unknown[]): unknown {
   // Temporaries of forward that are neither returned nor saved for backward die here (DESIGN.md).
   let result = scope(() => m.forward(...input));
   for (const hook of [...s.forward.values()]) {
-    const r = hook(m, input, result);
+    const r = runHook(() => hook(m, input, result));
     if (r !== undefined && r !== null) result = r;
   }
   if (bw) result = bw.setupOutputHook(result);

@@ -7,15 +7,18 @@ import { dispatch } from "./launch.ts";
 import { contiguousOf } from "./views.ts";
 import { full } from "./elementwise.ts";
 
-function checkIndex(idx: Tensor, what: string): void {
-  if (idx.check().dtype !== "int32") {
-    throw new RuntimeError(`Expected tensor for argument #1 '${what}' to have one of the following scalar types: Long, Int; but got torch.${idx.dtype === "bool" ? "Bool" : "Float"}Tensor instead`);
-  }
+const typeName = (t: Tensor) => (t.dtype === "bool" ? "Bool" : t.dtype === "int32" ? "Int" : "Float");
+
+function checkIndex(idx: Tensor, op: "embedding" | "nll_loss"): void {
+  if (idx.check().dtype === "int32") return;
+  throw new RuntimeError(op === "embedding"
+    ? `Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got torch.${typeName(idx)}Tensor instead (while checking arguments for embedding)`
+    : `expected scalar type Long but found ${typeName(idx)}`);
 }
 
 /** weight[idx] for a [V, D] weight: shape [...idx.shape, D] (index_select along dim 0). */
 export function indexSelectRows(weight: Tensor, idx: Tensor): Tensor {
-  checkIndex(idx, "indices");
+  checkIndex(idx, "embedding");
   if (weight.check().ndim !== 2) throw new RuntimeError("'weight' must be 2-D");
   const [V, D] = weight.shape;
   const w = contiguousOf(weight);
@@ -48,7 +51,7 @@ export function indexAddRows(V: number, src: Tensor, idx: Tensor, paddingIdx = -
 
 /** -logp[i, target[i]] per row of a [N, C] input, 0 where target is ignore_index. */
 export function nllPick(logp: Tensor, target: Tensor, ignoreIndex: number): Tensor {
-  checkIndex(target, "target");
+  checkIndex(target, "nll_loss");
   const [N, C] = logp.shape;
   const x = contiguousOf(logp);
   const t = contiguousOf(target);

@@ -1,0 +1,24 @@
+// nn.Dropout: zeroes elements with probability p in training mode, the identity in eval mode.
+
+import { Module } from "../module.ts";
+import { Tensor } from "../../tensor.ts";
+import { ValueError } from "../../errors.ts";
+import * as F from "../functional.ts";
+import { pyFloat } from "./normalization.ts";
+
+export class Dropout extends Module {
+  p: number;
+  inplace: boolean;
+  constructor(p = 0.5, opts: { inplace?: boolean } = {}) {
+    super();
+    if (p < 0 || p > 1) throw new ValueError(`dropout probability has to be between 0 and 1, but got ${p}`);
+    this.p = p;
+    this.inplace = opts.inplace ?? false;
+  }
+  override forward(x: Tensor): Tensor {
+    // Eval mode returns the input itself, as F.dropout(training=False) does (no copy, no node).
+    if (!this.training) return x;
+    return F.dropout(x, this.p, true);
+  }
+  override extra_repr(): string { return `p=${pyFloat(this.p)}, inplace=${this.inplace ? "True" : "False"}`; }
+}

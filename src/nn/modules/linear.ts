@@ -1,0 +1,49 @@
+// nn.Linear and nn.Identity, with PyTorch's default initialisation.
+
+import { Module } from "../module.ts";
+import { Parameter } from "../parameter.ts";
+import { Tensor } from "../../tensor.ts";
+import * as F from "../functional.ts";
+import * as init from "../init.ts";
+
+export class Identity extends Module {
+  override forward(x: Tensor): Tensor { return x; }
+}
+
+export class Linear extends Module {
+  in_features: number;
+  out_features: number;
+  weight: Parameter;
+  bias: Parameter | null;
+
+  constructor(in_features: number, out_features: number, opts: { bias?: boolean } = {}) {
+    super();
+    this.in_features = in_features;
+    this.out_features = out_features;
+    this.weight = new Parameter(Tensor.empty([out_features, in_features]));
+    if (opts.bias ?? true) this.bias = new Parameter(Tensor.empty([out_features]));
+    else {
+      this.bias = null;
+      this.register_parameter("bias", null);
+    }
+    this.reset_parameters();
+  }
+
+  /**
+   * kaiming_uniform_(a=√5) gives U(-1/√fan_in, 1/√fan_in) for the weight; the bias uses the same
+   * bound (PyTorch keeps this for backward compatibility, see pytorch#57109).
+   */
+  reset_parameters(): void {
+    init.kaiming_uniform_(this.weight, { a: Math.sqrt(5) });
+    if (this.bias) {
+      const [fanIn] = init._calculate_fan_in_and_fan_out(this.weight);
+      const bound = fanIn > 0 ? 1 / Math.sqrt(fanIn) : 0;
+      init.uniform_(this.bias, -bound, bound);
+    }
+  }
+
+  override forward(x: Tensor): Tensor { return F.linear(x, this.weight, this.bias); }
+  override extra_repr(): string {
+    return `in_features=${this.in_features}, out_features=${this.out_features}, bias=${this.bias ? "True" : "False"}`;
+  }
+}

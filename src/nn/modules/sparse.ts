@@ -1,0 +1,39 @@
+// nn.Embedding: a lookup table initialised N(0, 1), the padding row zeroed.
+
+import { Module } from "../module.ts";
+import { Parameter } from "../parameter.ts";
+import { Tensor } from "../../tensor.ts";
+import { no_grad } from "../../autograd/grad-mode.ts";
+import * as F from "../functional.ts";
+import * as init from "../init.ts";
+
+export class Embedding extends Module {
+  num_embeddings: number;
+  embedding_dim: number;
+  padding_idx: number | null;
+  weight: Parameter;
+
+  constructor(num_embeddings: number, embedding_dim: number, opts: { padding_idx?: number | null } = {}) {
+    super();
+    this.num_embeddings = num_embeddings;
+    this.embedding_dim = embedding_dim;
+    let pad = opts.padding_idx ?? null;
+    if (pad !== null) {
+      if (pad >= num_embeddings || pad < -num_embeddings) throw new Error("Padding_idx must be within num_embeddings");
+      if (pad < 0) pad += num_embeddings;
+    }
+    this.padding_idx = pad;
+    this.weight = new Parameter(Tensor.empty([num_embeddings, embedding_dim]));
+    this.reset_parameters();
+  }
+
+  reset_parameters(): void {
+    init.normal_(this.weight);
+    if (this.padding_idx !== null) no_grad(() => this.weight.select(0, this.padding_idx!).fill_(0));
+  }
+
+  override forward(input: Tensor): Tensor { return F.embedding(input, this.weight, this.padding_idx); }
+  override extra_repr(): string {
+    return `${this.num_embeddings}, ${this.embedding_dim}${this.padding_idx !== null ? `, padding_idx=${this.padding_idx}` : ""}`;
+  }
+}

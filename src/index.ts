@@ -4,7 +4,6 @@
 import { Tensor } from "./tensor.ts";
 import * as pw from "./autograd/functions/pointwise.ts";
 import * as al from "./autograd/functions/linalg.ts";
-import * as rd from "./autograd/functions/reductions.ts";
 import { formatTensor } from "./format.ts";
 import { pyStr } from "./pystr.ts";
 import type { TensorOrScalar, DimArg, ReduceOpts } from "./tensor.ts";
@@ -22,6 +21,7 @@ export * as autograd from "./autograd/api.ts";
 export { no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, is_inference_mode_enabled } from "./autograd/grad-mode.ts";
 export * as nn from "./nn/index.ts";
 export * as utils from "./utils/index.ts";
+export * as optim from "./optim/index.ts";
 
 export const webgpu = webgpuApi;
 /** The article's code says torch.cuda; here it is the WebGPU device. */
@@ -63,11 +63,11 @@ export const argmax = (a: Tensor, dim?: number, opts?: ReduceOpts) => a.argmax(d
 export const argmin = (a: Tensor, dim?: number, opts?: ReduceOpts) => a.argmin(dim, opts);
 export const max = (a: Tensor) => a.max();
 export const min = (a: Tensor) => a.min();
-export const softmax = (a: Tensor, dim: number) => rd.softmax(a, dim, false);
-export const log_softmax = (a: Tensor, dim: number) => rd.softmax(a, dim, true);
-export const matmul = al.matmul;
-export const mm = al.mm;
-export const bmm = al.bmm;
+export const softmax = (a: Tensor, dim: number) => a.softmax(dim);
+export const log_softmax = (a: Tensor, dim: number) => a.log_softmax(dim);
+export const matmul = (a: Tensor, b: Tensor) => a.matmul(b);
+export const mm = (a: Tensor, b: Tensor) => a.mm(b);
+export const bmm = (a: Tensor, b: Tensor) => a.bmm(b);
 export const addmm = al.addmm;
 export const transpose = (a: Tensor, d0: number, d1: number) => a.transpose(d0, d1);
 export const t = (a: Tensor) => a.t();

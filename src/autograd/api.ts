@@ -12,7 +12,7 @@ import { within, type Guard } from "./guard.ts";
 
 export { Function, FunctionCtx } from "./function.ts";
 export { Node, AccumulateGrad, SavedVariable } from "./node.ts";
-export type { TraceEvent };
+export type { TraceEvent, Guard };
 
 const list = <T>(x: T | T[]): T[] => (Array.isArray(x) ? x : [x]);
 

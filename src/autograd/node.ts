@@ -59,7 +59,7 @@ export class SavedVariable {
       else {
         const d = outputOf ? t.detach() : t._alias();
         d._role = { kind: "saved", describe: () => `saved for backward by ${node?.name() ?? "a custom Function"}` };
-        if (!t.is_leaf) setCategory(d.storage, "activation"); // saved weights and inputs keep theirs
+        if (outputOf || !t.is_leaf) setCategory(d.storage, "activation"); // saved weights and inputs keep theirs
         this.data = d;
       }
     });

@@ -37,3 +37,11 @@ export function instrument(proto: object, names: string[], deviceOf: (self: unkn
     }
   }
 }
+
+/** A function made an op: runs in an op context on the device of its first tensor argument. */
+export function asOp<A extends unknown[], R>(name: string, fn: (...args: A) => R): (...args: A) => R {
+  return (...args: A) => {
+    const t = args.find((a) => a !== null && typeof a === "object" && "storage" in (a as object)) as { storage: { device: MemoryDevice } } | undefined;
+    return runOp(name, t?.storage.device ?? null, () => fn(...args));
+  };
+}

@@ -12,6 +12,9 @@ import { unary } from "./elementwise.ts";
 const OPS = { sum: 0, max: 1, min: 2, argmax: 3, argmin: 4, var: 5, prod: 6, mean: 0 } as const;
 type ReduceOp = keyof typeof OPS;
 const CHUNK = 1024;
+/** At most this many partial results per row: the first pass's scratch stays a few KiB (PyTorch's
+ * global-reduce staging buffer is similarly small), so a sum does not show up in the peak. */
+const MAX_CHUNKS = 1024;
 
 function dimsOf(x: Tensor, dim: DimArg): number[] {
   if (dim === undefined) return x.shape.map((_, i) => i);
@@ -59,10 +62,11 @@ function reduceInto(op: ReduceOp, x: Tensor, dims: number[], out: Tensor, scale:
   const chunked = (op === "sum" || op === "mean" || op === "max" || op === "min" || op === "prod") && rows < 256 && len > 4 * CHUNK;
   try {
     if (chunked) {
-      const chunks = Math.ceil(len / CHUNK);
+      const chunkLen = Math.max(CHUNK, Math.ceil(len / MAX_CHUNKS));
+      const chunks = Math.ceil(len / chunkLen);
       const partial = Tensor.empty([rows, chunks], src.dtype === "float32" ? "float32" : "int32");
       temps.push(partial);
-      dispatch("reduce", "reduce_rows", [partial, src], params(rows * chunks, CHUNK, rowStride, src._offset, es, src.dtype, partial.dtype, chunks, len, 1), rows * chunks, { OP: OPS[op] });
+      dispatch("reduce", "reduce_rows", [partial, src], params(rows * chunks, chunkLen, rowStride, src._offset, es, src.dtype, partial.dtype, chunks, len, 1), rows * chunks, { OP: OPS[op] });
       dispatch("reduce", "reduce_rows", [out, partial], params(rows, chunks, chunks, 0, 1, partial.dtype, out.dtype, 1, chunks, scale), rows, { OP: OPS[op] });
     } else {
       rows = Math.max(rows, 1);

@@ -136,7 +136,10 @@ export function checkpoint<T>(fn: (...a: never[]) => T, ...rest: unknown[]): T {
     }
     const t = recomputed.get(h.idx)!;
     recomputed.delete(h.idx);
-    return t;
+    // Hand over a handle made in the caller's scope (so it dies with the node's formula), drop ours.
+    const mine = t._alias();
+    t.dispose();
+    return mine;
   };
   const release = (v: unknown) => {
     (v as Holder).kept?.dispose();

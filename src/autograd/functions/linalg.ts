@@ -8,6 +8,7 @@ import { RuntimeError } from "../../errors.ts";
 import { Tensor, numelOf } from "../../tensor.ts";
 import { attach, needsGrad, sumTo } from "../record.ts";
 import * as sh from "./shape.ts";
+import { asOp } from "../../ops/op-context.ts";
 
 export function mm(a: Tensor, b: Tensor): Tensor {
   const out = la.mm(a, b);
@@ -39,7 +40,7 @@ export function bmm(a: Tensor, b: Tensor): Tensor {
   return out;
 }
 
-export function addmm(input: Tensor, m1: Tensor, m2: Tensor, opts?: { beta?: number; alpha?: number }): Tensor {
+export const addmm = asOp("addmm", function addmm(input: Tensor, m1: Tensor, m2: Tensor, opts?: { beta?: number; alpha?: number }): Tensor {
   const beta = opts?.beta ?? 1;
   const alpha = opts?.alpha ?? 1;
   const out = la.addmm(input, m1, m2, opts);
@@ -59,7 +60,7 @@ export function addmm(input: Tensor, m1: Tensor, m2: Tensor, opts?: { beta?: num
     });
   }
   return out;
-}
+});
 
 function dot(a: Tensor, b: Tensor): Tensor {
   const out = la.matmul(a, b);
@@ -136,7 +137,7 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
   }
 }
 
-export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
+export const linear = asOp("linear", function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
   if (weight.ndim !== 2) throw new RuntimeError(`linear(): weight must be 2-D, got ${weight.ndim}-D`);
   const wt = sh.t(weight);
   try {
@@ -162,4 +163,4 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
   } finally {
     wt.dispose();
   }
-}
+});

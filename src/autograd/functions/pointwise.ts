@@ -6,6 +6,7 @@ import * as ew from "../../ops/elementwise.ts";
 import { Tensor, type Scalar, type TensorOrScalar } from "../../tensor.ts";
 import { attach, needsGrad, sumTo } from "../record.ts";
 import { is_grad_enabled } from "../grad-mode.ts";
+import { asOp } from "../../ops/op-context.ts";
 import { checkInplace, rebase } from "./inplace.ts";
 
 type Unary = "neg" | "abs" | "exp" | "log" | "sqrt" | "rsqrt" | "relu" | "sigmoid" | "tanh";
@@ -194,7 +195,7 @@ export function binaryInplace<T extends Tensor>(op: "add" | "sub" | "mul" | "div
   return self;
 }
 
-export function where(cond: Tensor, a: TensorOrScalar, b: TensorOrScalar): Tensor {
+export const where = asOp("where", function where(cond: Tensor, a: TensorOrScalar, b: TensorOrScalar): Tensor {
   const out = ew.where(cond, a, b);
   if (!needsGrad(a, b)) return out;
   const at = a instanceof Tensor ? a : null;
@@ -206,7 +207,7 @@ export function where(cond: Tensor, a: TensorOrScalar, b: TensorOrScalar): Tenso
     return [n.needs(0) ? sumTo(ew.where(c, g!, 0), aShape) : null, n.needs(1) ? sumTo(ew.where(c, 0, g!), bShape) : null];
   }, (n) => n.save("condition", cond));
   return out;
-}
+});
 
 /** copy_, fill_, zero_: the written values no longer depend on the old ones. */
 export function copyInplace<T extends Tensor>(self: T, src: Tensor): T {

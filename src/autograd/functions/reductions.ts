@@ -7,6 +7,7 @@ import { Tensor, numelOf, type DimArg, type ReduceOpts } from "../../tensor.ts";
 import { wrapDim } from "../../ops/views.ts";
 import { tensor } from "../../ops/creation.ts";
 import { RuntimeError } from "../../errors.ts";
+import { asOp } from "../../ops/op-context.ts";
 import { attach, needsGrad } from "../record.ts";
 
 /** The reduced dims of x (all when dim is undefined), normalised. */
@@ -135,7 +136,7 @@ export function softmax(x: Tensor, dim: number, log: boolean): Tensor {
   return out;
 }
 
-export function layerNorm(x: Tensor, normalized_shape: number[], weight: Tensor | null, bias: Tensor | null, eps: number): Tensor {
+export const layerNorm = asOp("layer_norm", function layerNorm(x: Tensor, normalized_shape: number[], weight: Tensor | null, bias: Tensor | null, eps: number): Tensor {
   const [y, mean, rstd] = F.native_layer_norm(x, normalized_shape, weight, bias, eps);
   if (!needsGrad(x, weight, bias)) {
     mean.dispose();
@@ -170,9 +171,9 @@ export function layerNorm(x: Tensor, normalized_shape: number[], weight: Tensor 
   mean.dispose();
   rstd.dispose();
   return y;
-}
+});
 
-export function dropout(x: Tensor, p: number, training: boolean): Tensor {
+export const dropout = asOp("dropout", function dropout(x: Tensor, p: number, training: boolean): Tensor {
   if (!(p >= 0 && p <= 1)) throw new RuntimeError(`dropout probability has to be between 0 and 1, but got ${p}`);
   if (!training || p === 0) return x.clone();
   const [out, mask] = F.native_dropout(x, p, training);
@@ -185,4 +186,4 @@ export function dropout(x: Tensor, p: number, training: boolean): Tensor {
   }
   mask.dispose();
   return out;
-}
+});

@@ -1,5 +1,6 @@
 // The kernel process: shell and iopub on the main thread, everything that must answer while a cell
 // runs (control, heartbeat, stdin) on the socket thread; requests dispatched to handlers.
+import { InterruptError } from "./executor/errors.ts";
 import type { Worker } from "node:worker_threads";
 import { startWorker } from "./sockets/ts-worker.ts";
 import { randomUUID } from "node:crypto";
@@ -208,7 +209,11 @@ export class Kernel {
     while (Atomics.load(ctl, 0) === 0) Atomics.wait(ctl, 0, 0, 1000);
     const state = Atomics.load(ctl, 0);
     Atomics.store(ctl, 0, 1);
-    if (state === 2) this.executor.interrupt();
+    if (state === 2) {
+      // Interrupted while waiting: raise at once, so the cell stops here whatever runs after prompt().
+      this.executor.interrupt();
+      throw new InterruptError();
+    }
     if (state !== 1) return null;
     return Buffer.from(this.shared.stdinData.subarray(0, Atomics.load(ctl, 1))).toString("utf8");
   }

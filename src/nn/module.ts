@@ -8,6 +8,7 @@ import { Tensor } from "../tensor.ts";
 import { Parameter } from "./parameter.ts";
 import { RuntimeError, TypeError_ } from "../errors.ts";
 import { scope } from "../memory/lifetime.ts";
+import { currentPhase, withPhase } from "../memory/history.ts";
 import { no_grad } from "../autograd/grad-mode.ts";
 import { tensor } from "../ops/creation.ts";
 import { BackwardHook, runHook, type BackwardHookFn, type BackwardPreHookFn } from "./backward-hook.ts";
@@ -297,7 +298,10 @@ function callImpl(m: Module, args: unknown[]): unknown {
     input = bw.setupInputHook(input);
   }
   // Temporaries of forward that are neither returned nor saved for backward die here (DESIGN.md).
-  let result = scope(() => m.forward(...input));
+  // Allocations of a module call are the forward phase of the memory timeline (unless it is the
+  // recomputation inside a backward pass, which stays "backward").
+  const run = () => scope(() => m.forward(...input));
+  let result = currentPhase() === "other" ? withPhase("forward", run) : run();
   for (const hook of [...s.forward.values()]) {
     const r = runHook(() => hook(m, input, result));
     if (r !== undefined && r !== null) result = r;

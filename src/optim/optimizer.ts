@@ -2,6 +2,7 @@
 // and state_dict / load_state_dict in PyTorch's layout (parameters referred to by their index).
 // State tensors are owned by the runtime (they outlive any torch.scope) and tagged optimizer_state.
 
+import { withPhase } from "../memory/history.ts";
 import { Tensor } from "../tensor.ts";
 import { RuntimeError, TypeError_, ValueError } from "../errors.ts";
 import { owned, scope } from "../memory/lifetime.ts";
@@ -63,7 +64,7 @@ export abstract class Optimizer {
   /** One update of every parameter with a gradient; closure (re-evaluating the loss) is optional. */
   step(closure?: () => Tensor): Tensor | undefined {
     const loss = closure ? enable_grad(closure) : undefined;
-    no_grad(() => {
+    withPhase("optimizer", () => no_grad(() => {
       for (const group of this.param_groups) {
         for (const p of group.params) {
           const grad = p.grad;
@@ -73,7 +74,7 @@ export abstract class Optimizer {
           scope(() => this.update(p, grad, this.state.get(p)!, group));
         }
       }
-    });
+    }));
     return loss;
   }
 

@@ -32,7 +32,7 @@ fn mm(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wg: v
   var acc7 = vec4<f32>(0.0);
   for (var k = 0u; k < K; k++) {
     let a = lds(S1, aRow + k * acs);
-    let b = ldv(S2, bBase4 + k * n4 + c4);
+    let b = load_b(k, bz, bBase4, n4, c4);
     acc0 += subgroupBroadcast(a, 0u) * b;
     acc1 += subgroupBroadcast(a, 1u) * b;
     acc2 += subgroupBroadcast(a, 2u) * b;

@@ -27,7 +27,7 @@ fn mm(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wg: v
   var acc: array<vec4<f32>, MAX_TM>;
   for (var r = 0u; r < TM; r++) { acc[r] = vec4<f32>(0.0); }
   for (var k = 0u; k < K; k++) {
-    let b = ldv(S2, bBase4 + k * n4 + c4);
+    let b = load_b(k, bz, bBase4, n4, c4);
     let ak = aBase + k * acs;
     for (var r = 0u; r < TM; r++) {
       acc[r] += lds(S1, ak + min(row0 + r, M - 1u) * ars) * b;

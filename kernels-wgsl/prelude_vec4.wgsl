@@ -37,3 +37,15 @@ fn stv(slot: u32, i: u32, v: vec4<f32>) {
 fn lds(slot: u32, i: u32) -> f32 {
   return ldv(slot, i >> 2u)[i & 3u];
 }
+
+// B_T = 1: B is a transposed row-major matrix (x @ w.t() in Linear): element (k, n) is at
+// P[8] + bz * P[9] + n * K + k. Four scalar loads cost what one vec4 load does on llvmpipe (gathers
+// either way), and no transposed copy of the weight is made.
+override B_T: u32 = 0u;
+
+fn load_b(k: u32, bz: u32, bBase4: u32, n4: u32, c4: u32) -> vec4<f32> {
+  if (B_T == 0u) { return ldv(S2, bBase4 + k * n4 + c4); }
+  let K = P[2];
+  let base = P[8] + bz * P[9] + c4 * 4u * K + k;
+  return vec4<f32>(lds(S2, base), lds(S2, base + K), lds(S2, base + 2u * K), lds(S2, base + 3u * K));
+}

@@ -47,12 +47,14 @@ function batchedInto(a: Tensor, b: Tensor, out: Tensor): void {
       return;
     }
     const bStride = batchStride(B)!;
-    const vec4 = N % 4 === 0 && B._strides[B.ndim - 1] === 1 && B._strides[B.ndim - 2] === N && B._offset % 4 === 0 && bStride % 4 === 0;
-    if (vec4) {
+    const rowMajorB = B._strides[B.ndim - 1] === 1 && B._strides[B.ndim - 2] === N && B._offset % 4 === 0 && bStride % 4 === 0;
+    // B = w.t() of a row-major w (every Linear): read transposed in place, no copy.
+    const transposedB = B._strides[B.ndim - 2] === 1 && B._strides[B.ndim - 1] === K;
+    if (N % 4 === 0 && (rowMajorB || transposedB)) {
       // 8 rows per workgroup: what matmul_subgroups needs, chosen at encode time when the device has subgroups.
       dispatchGrid("matmul_vec4", "mm", [out, A, B],
         [M, N, K, batch, A._offset, batchStride(A)!, A._strides[A.ndim - 2], A._strides[A.ndim - 1], B._offset, bStride, 0],
-        [Math.ceil(N / 4 / 64), Math.ceil(M / 8), batch], { TM: 8 }, "matmul_subgroups");
+        [Math.ceil(N / 4 / 64), Math.ceil(M / 8), batch], { TM: 8, B_T: rowMajorB ? 0 : 1 }, "matmul_subgroups");
       return;
     }
     const params = [

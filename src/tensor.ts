@@ -191,8 +191,12 @@ export class Tensor {
   [Symbol.for("nodejs.util.inspect.custom")](): string {
     return this.toString();
   }
-  [Symbol.for("Jupyter.display")](): Promise<Record<string, string>> {
-    return this.repr().then((text) => ({ "text/plain": text }));
+  /** PyTorch's repr as text/plain, and text/html: the values (1-D/2-D, summarized) with a metadata line. */
+  async [Symbol.for("Jupyter.display")](): Promise<Record<string, string>> {
+    const text = await this.repr();
+    const { tensorHtml } = await import("./viz/tensor-view.ts");
+    const values = this.disposed || this.storage.device.simulated || this.ndim > 2 ? null : await this.data();
+    return { "text/plain": text, "text/html": tensorHtml(this, values) };
   }
 
   // ---- views (share storage and version counter) ----

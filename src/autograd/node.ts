@@ -222,6 +222,10 @@ export abstract class Node {
   [Symbol.for("nodejs.util.inspect.custom")](): string {
     return this.toString();
   }
+  /** A grad_fn as a cell's last expression: torch.viz.graph(this) with saved tensors (SVG, text tree, DOT). */
+  [Symbol.for("Jupyter.display")](): Promise<Record<string, unknown>> {
+    return import("../viz/graph.ts").then((m) => m.graph(this, { show_saved: true }).bundle());
+  }
 }
 
 /**

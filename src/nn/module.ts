@@ -262,7 +262,10 @@ export class Module {
   }
   toString(): string { return this.repr(); }
   [Symbol.for("nodejs.util.inspect.custom")](): string { return this.repr(); }
-  [Symbol.for("Jupyter.display")](): Record<string, string> { return { "text/plain": this.repr() }; }
+  /** The repr as text/plain and torch.viz.module_summary's table (layers, parameter counts, bytes) as HTML. */
+  [Symbol.for("Jupyter.display")](): Promise<Record<string, unknown>> {
+    return import("../viz/module-summary.ts").then((m) => m.module_summary(this).bundle()).then((b) => ({ ...b, "text/plain": this.repr() }));
+  }
 }
 
 export function zeroGrad(p: Tensor, setToNone: boolean): void {

@@ -1,0 +1,53 @@
+// Shared pieces of the inline displays: the Jupyter.display symbol, HTML escaping, tables, sizes.
+
+import { formatBytes } from "../memory/format-bytes.ts";
+
+export const DISPLAY = Symbol.for("Jupyter.display");
+export type MimeBundle = Record<string, unknown>;
+
+export const esc = (s: unknown) =>
+  String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+
+export const bytes = formatBytes;
+export const shapeStr = (s: readonly number[]) => `[${s.join(", ")}]`;
+/** A Python class name from a node's name() (AccumulateGrad's is C++-qualified). */
+export const pyName = (name: string) => name.replace(/^torch::autograd::/, "");
+
+export const TABLE_STYLE =
+  "border-collapse:collapse;font-family:monospace;font-size:12px";
+const CELL = "border:1px solid #ccc;padding:2px 6px;text-align:left";
+
+/** An HTML table; cells are escaped unless given as {html}. */
+export function htmlTable(head: string[], rows: unknown[][], caption?: string): string {
+  const cell = (v: unknown, tag: string) =>
+    `<${tag} style="${CELL}">${v && typeof v === "object" && "html" in (v as object) ? (v as { html: string }).html : esc(v ?? "")}</${tag}>`;
+  return [
+    `<table style="${TABLE_STYLE}">`,
+    caption ? `<caption style="text-align:left;font-weight:bold">${esc(caption)}</caption>` : "",
+    `<thead><tr>${head.map((h) => cell(h, "th")).join("")}</tr></thead>`,
+    `<tbody>${rows.map((r) => `<tr>${r.map((c) => cell(c, "td")).join("")}</tr>`).join("")}</tbody>`,
+    `</table>`,
+  ].join("");
+}
+
+/** A fixed-width text table (columns padded to the widest cell). */
+export function textTable(head: string[], rows: unknown[][]): string {
+  const all = [head, ...rows.map((r) => r.map((c) => String(c ?? "")))];
+  const w = head.map((_, i) => Math.max(...all.map((r) => [...String(r[i] ?? "")].length)));
+  const line = (r: unknown[]) => r.map((c, i) => String(c ?? "").padEnd(w[i])).join("  ").trimEnd();
+  return [line(head), w.map((n) => "-".repeat(n)).join("  "), ...all.slice(1).map(line)].join("\n");
+}
+
+/**
+ * A display object: `bundle()` builds the MIME bundle from the live objects each time it is shown (a
+ * graph displayed again after backward shows its saved tensors released).
+ */
+export abstract class Display {
+  protected abstract build(): MimeBundle | Promise<MimeBundle>;
+  bundle(): Promise<MimeBundle> {
+    return Promise.resolve(this.build());
+  }
+  [DISPLAY](): Promise<MimeBundle> {
+    return this.bundle();
+  }
+}

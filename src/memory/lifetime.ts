@@ -27,13 +27,51 @@ function collectKept(value: unknown, kept: Set<unknown>, depth = 0): void {
   else if (Object.getPrototypeOf(value) === Object.prototype) for (const v of Object.values(value)) collectKept(v, kept, depth + 1);
 }
 
-function close(frame: Disposable_[], result: unknown): void {
+/**
+ * Ends a frame: handles in `keep` move to the enclosing scope (if any), the others are disposed.
+ * opFrame keeps everything (an op that returned hands all it made to its caller's scope).
+ */
+function close(frame: Disposable_[], keep: (h: Disposable_) => boolean): void {
+  const parent = scopes[scopes.length - 1];
+  for (const h of frame) {
+    if (h.disposed) continue;
+    if (!keep(h)) h.dispose();
+    else parent?.push(h);
+  }
+}
+
+const keptBy = (result: unknown) => {
   const kept = new Set<unknown>();
   collectKept(result, kept);
-  for (const h of frame) if (!kept.has(h) && !h.disposed) h.dispose();
-  // Returned handles belong to the enclosing scope now.
-  const parent = scopes[scopes.length - 1];
-  if (parent) for (const h of frame) if (kept.has(h) && !h.disposed) parent.push(h);
+  return (h: Disposable_) => kept.has(h);
+};
+const none = () => false;
+const all = () => true;
+
+/** Runs fn in a new frame; `done` decides what survives once fn has returned (or thrown: nothing). */
+function inFrame<T>(fn: () => T, done: (result: T) => (h: Disposable_) => boolean): T {
+  const frame: Disposable_[] = [];
+  scopes.push(frame);
+  let result: T;
+  try {
+    result = fn();
+  } catch (e) {
+    scopes.pop();
+    close(frame, none);
+    throw e;
+  }
+  if (result instanceof Promise) {
+    // Async frames stay open until the promise settles; handles created meanwhile by other code on the
+    // same stack frame would be captured too, so async scopes are for sequential notebook code.
+    const leave = () => void scopes.splice(scopes.lastIndexOf(frame), 1);
+    return result.then(
+      (v) => { leave(); close(frame, done(v as T)); return v; },
+      (e) => { leave(); close(frame, none); throw e; },
+    ) as T;
+  }
+  scopes.pop();
+  close(frame, done(result));
+  return result;
 }
 
 /**
@@ -54,20 +92,7 @@ export function owned<T>(fn: () => T): T {
  * error); if it returns, its handles belong to the enclosing scope as if no frame had been there.
  */
 export function opFrame<T>(fn: () => T): T {
-  const frame: Disposable_[] = [];
-  scopes.push(frame);
-  let result: T;
-  try {
-    result = fn();
-  } catch (e) {
-    scopes.pop();
-    for (const h of frame) h.dispose();
-    throw e;
-  }
-  scopes.pop();
-  const parent = scopes[scopes.length - 1];
-  if (parent) for (const h of frame) if (!h.disposed) parent.push(h);
-  return result;
+  return inFrame(fn, () => all);
 }
 
 /**
@@ -75,27 +100,7 @@ export function opFrame<T>(fn: () => T): T {
  * object) is disposed when it returns, as CPython frees a function's locals. Works with async fn.
  */
 export function scope<T>(fn: () => T): T {
-  const frame: Disposable_[] = [];
-  scopes.push(frame);
-  let result: T;
-  try {
-    result = fn();
-  } catch (e) {
-    scopes.pop();
-    close(frame, undefined);
-    throw e;
-  }
-  if (result instanceof Promise) {
-    // Async scopes stay open until the promise settles; handles created meanwhile by other code on the
-    // same stack frame would be captured too, so async scopes are for sequential notebook code.
-    return result.then(
-      (v) => { scopes.splice(scopes.lastIndexOf(frame), 1); close(frame, v); return v; },
-      (e) => { scopes.splice(scopes.lastIndexOf(frame), 1); close(frame, undefined); throw e; },
-    ) as T;
-  }
-  scopes.pop();
-  close(frame, result);
-  return result;
+  return inFrame(fn, keptBy);
 }
 
 /** A full GC, then a wait for finalizers (needs node --expose-gc, which the kernel passes). */

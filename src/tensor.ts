@@ -193,9 +193,10 @@ export class Tensor {
   }
   /** PyTorch's repr as text/plain, and text/html: the values (1-D/2-D, summarized) with a metadata line. */
   async [Symbol.for("Jupyter.display")](): Promise<Record<string, string>> {
-    const text = await this.repr();
     const { tensorHtml } = await import("./viz/tensor-view.ts");
     const values = this.disposed || this.storage.device.simulated || this.ndim > 2 ? null : await this.data();
+    // One readback for both forms unless a subclass prints itself differently (Parameter).
+    const text = values && this.repr === Tensor.prototype.repr ? formatTensor(values, this.shape, this.dtype, this._reprSuffixes()) : await this.repr();
     return { "text/plain": text, "text/html": tensorHtml(this, values) };
   }
 

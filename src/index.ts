@@ -22,6 +22,7 @@ export { no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled
 export * as nn from "./nn/index.ts";
 export * as utils from "./utils/index.ts";
 export * as optim from "./optim/index.ts";
+export * as viz from "./viz/index.ts";
 
 export const webgpu = webgpuApi;
 /** The article's code says torch.cuda; here it is the WebGPU device. */

@@ -49,10 +49,7 @@ fn unary_op(x: f32) -> f32 {
       if (!is_nan(pf(3u))) { y = min(y, pf(3u)); }
       return y;
     }
-    case 13u: { return pow(x, pf(2u)); }
     case 14u: { return pf(2u); }
-    case 15u: { return x * pf(2u); }
-    case 16u: { return select(0.0, 1.0, x > 0.0) * pf(2u); }  // relu backward factor
     case 17u: { return select(select(0.0, -1.0, x < 0.0), 1.0, x > 0.0); }  // sign (abs backward)
     case 18u: {
       // d/dx gelu(x) = Phi(x) + x * phi(x)

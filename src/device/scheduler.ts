@@ -56,12 +56,10 @@ const PARAM_ALIGN = 256;
 const PARAM_SLOTS = 1024;
 let queue: Command[] = [];
 let flushing: Promise<void> | null = null;
-let dispatchCount = 0;
 
 export function enqueue(shader: string, entry: string, blocks: Block[], params: Uint32Array, workgroups: [number, number, number], constants?: Record<string, number>, subgroupShader?: string): void {
   const cmd: Dispatch = { kind: "dispatch", shader, entry, constants, buffers: blocks.map(rangeOf), params, workgroups, subgroupShader };
   queue.push(cmd);
-  dispatchCount++;
   if (queue.length >= FLUSH_AT) {
     const dev = readyDevice();
     if (dev && !flushing) encodeAndSubmit(dev, takeQueue());
@@ -83,10 +81,6 @@ export function readBlock(block: Block, byteOffset: number, byteLength: number):
 /** Drops everything pending (device lost: the commands refer to buffers that no longer exist). */
 export function dropPending(reason: Error): void {
   for (const c of takeQueue()) if (c.kind === "read") c.reject(reason);
-}
-
-export function dispatchesRecorded(): number {
-  return dispatchCount;
 }
 
 function takeQueue(): Command[] {

@@ -127,8 +127,6 @@ export function _record_memory_history(enabled: "all" | "state" | null = "all", 
 export const record_history = (on = true, opts?: { max_entries?: number; stacks?: boolean }) =>
   _record_memory_history(on ? "all" : null, { max_entries: opts?.max_entries, stacks: opts?.stacks === false ? "none" : "python" });
 
-export const isRecording = () => rec !== null;
-
 /** The events so far (a copy), for plots and tests. */
 export function _snapshot_events(): MemoryEvent[] {
   return rec ? rec.events.map((e) => ({ ...e, frames: [...e.frames] })) : [];

@@ -6,7 +6,7 @@ import { RuntimeError, TypeError_ } from "../errors.ts";
 import { Tensor, type Scalar, type TensorOrScalar } from "../tensor.ts";
 import { elementwise } from "./launch.ts";
 
-const UNARY = { neg: 0, abs: 1, exp: 2, log: 3, sqrt: 4, rsqrt: 5, relu: 6, gelu: 7, gelu_tanh: 8, sigmoid: 9, tanh: 10, clamp: 11, copy: 12, pow_scalar: 13, fill: 14, scale: 15, sign: 17, gelu_grad: 18, gelu_tanh_grad: 19 } as const;
+const UNARY = { neg: 0, abs: 1, exp: 2, log: 3, sqrt: 4, rsqrt: 5, relu: 6, gelu: 7, gelu_tanh: 8, sigmoid: 9, tanh: 10, clamp: 11, copy: 12, fill: 14, sign: 17, gelu_grad: 18, gelu_tanh_grad: 19 } as const;
 const BINARY = {
   add: 0, sub: 1, mul: 2, div: 3, pow: 4, eq: 5, ne: 6, lt: 7, le: 8, gt: 9, ge: 10, maximum: 11, minimum: 12,
   gelu_backward: 14, gelu_tanh_backward: 15, threshold_backward: 16, sigmoid_backward: 17, tanh_backward: 18,

@@ -31,13 +31,17 @@ describe("device", () => {
     const out = runIsolated(
       `import * as torch from "./src/index.ts";
        try { await torch.webgpu.init(); console.log("UNEXPECTED"); } catch (e) { console.log(String(e)); }
-       console.log("available:", await torch.webgpu.is_available());`,
+       console.log("available:", await torch.webgpu.is_available());
+       const t = torch.tensor([1, 2]).mul(2);   // ops still record; reading says why it cannot
+       try { await t.tolist(); } catch (e) { console.log("read:", String(e).slice(0, 60)); }
+       console.log("memory:", torch.cuda.memory_allocated());`,
       { VK_ICD_FILENAMES: "/nonexistent.json", VK_DRIVER_FILES: "/nonexistent.json", GRADLAB_WEBGPU_BACKEND: "vulkan" },
     );
     expect(out).toMatch(/RuntimeError: No usable WebGPU adapter was found/);
     expect(out).toMatch(/mesa-vulkan-drivers libvulkan1/);
     expect(out).toMatch(/libegl1 libgles2 libegl-mesa0/);
     expect(out).toMatch(/available: false/);
+    expect(out).toMatch(/read: RuntimeError: No usable WebGPU adapter was found/);
   });
 
   it("runs the same kernels on the GLES fallback (compatibility mode)", () => {

@@ -74,7 +74,7 @@ export function upload(block: Block, data: ArrayBufferView, byteOffset = 0): voi
 export function readBlock(block: Block, byteOffset: number, byteLength: number): Promise<ArrayBuffer> {
   return new Promise((resolve, reject) => {
     queue.push({ kind: "read", block: rangeOf(block), byteOffset, byteLength, resolve, reject });
-    void flush();
+    flush().catch(() => {}); // a failed flush rejects this read's promise itself
   });
 }
 
@@ -94,21 +94,24 @@ export async function flush(): Promise<void> {
   while (flushing) await flushing;
   if (queue.length === 0) return;
   const run = (async () => {
-    const dev = await getDevice();
-    const cmds = takeQueue();
-    // A validation error here is a GradLab bug, never the user's: surface it on the readback that
-    // needed the result instead of returning garbage.
-    dev.device.pushErrorScope("validation");
-    const reads = encodeAndSubmit(dev, cmds);
-    beginWait();
-    const error = await dev.device.popErrorScope();
-    if (error) {
-      const err = new RuntimeError(`internal WebGPU error (please report): ${error.message}`);
-      for (const c of cmds) if (c.kind === "read") c.reject(err);
-      throw err;
+    let cmds: Command[] | null = null;
+    try {
+      const dev = await getDevice();
+      cmds = takeQueue();
+      // A validation error here is a GradLab bug, never the user's: surface it on the readback that
+      // needed the result instead of returning garbage.
+      dev.device.pushErrorScope("validation");
+      const reads = encodeAndSubmit(dev, cmds);
+      beginWait();
+      const error = await dev.device.popErrorScope();
+      if (error) throw new RuntimeError(`internal WebGPU error (please report): ${error.message}`);
+      await Promise.all(reads);
+      if (reads.length === 0) await dev.device.queue.onSubmittedWorkDone();
+    } catch (e) {
+      // No device (nothing installed), or a failed submit: every waiting read learns why.
+      for (const c of cmds ?? takeQueue()) if (c.kind === "read") c.reject(e);
+      throw e;
     }
-    await Promise.all(reads);
-    if (reads.length === 0) await dev.device.queue.onSubmittedWorkDone();
   })();
   flushing = run.finally(() => { flushing = null; });
   await flushing;
@@ -124,7 +127,7 @@ function bufferOf(dev: DeviceState, seg: Segment): GPUBuffer {
   return seg.buffer;
 }
 
-/** Per-device encoding state: the params buffer (read at a dynamic offset) and cached bind groups. */
+/** Per-device encoding state: the params buffer with a bind group per slot, and cached data bind groups. */
 interface EncodeState {
   params: GPUBuffer;
   paramGroups: GPUBindGroup[];

@@ -79,18 +79,17 @@ function dependencies(roots: Node[]): Map<Node, number> {
 
 /** Nodes from which one of `targets` can be reached (only these need to run when inputs= is given). */
 function neededFor(deps: Map<Node, number>, targets: Set<Node>): Set<Node> {
-  const needed = new Set<Node>();
-  const visit = (n: Node, path: Set<Node>): boolean => {
-    if (needed.has(n)) return true;
-    if (path.has(n)) return false;
-    path.add(n);
+  const memo = new Map<Node, boolean>(); // the graph is a DAG: each node is decided once
+  const reaches = (n: Node): boolean => {
+    const known = memo.get(n);
+    if (known !== undefined) return known;
     let hit = targets.has(n);
-    for (const [next] of n.next_functions) if (next && visit(next, path)) hit = true;
-    path.delete(n);
-    if (hit) needed.add(n);
+    for (const [next] of n.next_functions) if (next && reaches(next)) hit = true;
+    memo.set(n, hit);
     return hit;
   };
-  for (const n of deps.keys()) visit(n, new Set());
+  const needed = new Set<Node>();
+  for (const n of deps.keys()) if (reaches(n)) needed.add(n);
   return needed;
 }
 

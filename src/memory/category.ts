@@ -5,22 +5,15 @@
 
 import type { Storage } from "./storage.ts";
 import { retag } from "./history.ts";
+import { context } from "./context.ts";
 
 export type Category = "parameter" | "gradient" | "activation" | "autograd_temporary" | "optimizer_state" | "other";
 
-const stack: Category[] = [];
+const category = context<Category>("other");
 
-export const currentCategory = (): Category => stack[stack.length - 1] ?? "other";
-
+export const currentCategory = category.get;
 /** Runs fn with allocations tagged `category` (nestable). */
-export function withCategory<T>(category: Category, fn: () => T): T {
-  stack.push(category);
-  try {
-    return fn();
-  } finally {
-    stack.pop();
-  }
-}
+export const withCategory = <T>(c: Category, fn: () => T): T => category.with(c, fn);
 
 /** Re-tags memory whose role is now known; a parameter stays a parameter. */
 export function setCategory(storage: Storage, category: Category): void {

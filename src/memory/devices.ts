@@ -8,6 +8,7 @@ import { CachingAllocator } from "./allocator.ts";
 import { RuntimeError } from "../errors.ts";
 import { destroyBuffer } from "../device/scheduler.ts";
 import { formatBytes } from "./format-bytes.ts";
+import { context } from "./context.ts";
 
 export interface MemoryDevice {
   /** As printed: "webgpu:0", or "sim:0" for a simulated device. */
@@ -42,21 +43,12 @@ const all: MemoryDevice[] = [webgpu];
 /** Bytes allocated on every device (the engine's release accounting spans devices). */
 export const totalAllocated = () => all.reduce((n, d) => n + d.allocator.allocated.all.current, 0);
 /** Set while an op runs: its outputs go where its inputs are. */
-let opDevice: MemoryDevice | null = null;
+const opDevice = context<MemoryDevice | null>(null);
 let simCount = 0;
 
 export const currentDevice = () => current;
-export const deviceForNewStorage = () => opDevice ?? current;
-
-export function withOpDevice<T>(d: MemoryDevice | null, fn: () => T): T {
-  const prev = opDevice;
-  opDevice = d;
-  try {
-    return fn();
-  } finally {
-    opDevice = prev;
-  }
-}
+export const deviceForNewStorage = () => opDevice.get() ?? current;
+export const withOpDevice = <T>(d: MemoryDevice | null, fn: () => T): T => opDevice.with(d, fn);
 
 export function setCurrentDevice(d: MemoryDevice): () => void {
   const prev = current;

@@ -6,6 +6,7 @@
 import { writeFileSync } from "node:fs";
 import type { Category } from "./category.ts";
 import type { Storage } from "./storage.ts";
+import { context } from "./context.ts";
 
 export type Phase = "forward" | "backward" | "optimizer" | "other";
 
@@ -37,26 +38,11 @@ let rec: Recording | null = null;
 const live = new WeakMap<Storage, MemoryEvent>();
 
 // ---- context the runtime sets ----
-const phases: Phase[] = [];
-export const currentPhase = (): Phase => phases[phases.length - 1] ?? "other";
-export function withPhase<T>(phase: Phase, fn: () => T): T {
-  phases.push(phase);
-  try {
-    return fn();
-  } finally {
-    phases.pop();
-  }
-}
-let node: string | null = null;
-export function withNode<T>(name: string, fn: () => T): T {
-  const prev = node;
-  node = name;
-  try {
-    return fn();
-  } finally {
-    node = prev;
-  }
-}
+const phase = context<Phase>("other");
+export const currentPhase = phase.get;
+export const withPhase = <T>(p: Phase, fn: () => T): T => phase.with(p, fn);
+const node = context<string | null>(null);
+export const withNode = <T>(name: string, fn: () => T): T => node.with(name, fn);
 let opNameOf: () => string | null = () => null;
 /** The op context registers how to read the current op's name (kept separate to avoid an import cycle). */
 export function setOpNameSource(f: () => string | null): void {
@@ -83,7 +69,7 @@ export function recordAlloc(s: Storage, size: number, addr: number): void {
   if (!rec) return;
   const e: MemoryEvent = {
     action: "alloc", time_us: Math.round((performance.now() - rec.t0) * 1000), device: s.device.name, storage_id: s.id,
-    size, requested: s.nbytes, addr, op: opNameOf(), node, phase: currentPhase(), category: s.category,
+    size, requested: s.nbytes, addr, op: opNameOf(), node: node.get(), phase: currentPhase(), category: s.category,
     frames: rec.stacks ? userFrames() : [],
   };
   live.set(s, e);
@@ -97,7 +83,7 @@ export function recordFree(s: Storage, size: number, addr: number): void {
   live.delete(s);
   push({
     action: "free", time_us: Math.round((performance.now() - rec.t0) * 1000), device: s.device.name, storage_id: s.id,
-    size, requested: s.nbytes, addr, op: opNameOf() ?? a?.op ?? null, node, phase: currentPhase(), category: s.category,
+    size, requested: s.nbytes, addr, op: opNameOf() ?? a?.op ?? null, node: node.get(), phase: currentPhase(), category: s.category,
     frames: rec.stacks ? userFrames() : [],
   });
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The `gradlab` command: starts Node with --expose-gc and the tsx loader on kernel/cli/main.ts
+// The `gradlab` command: starts Node with --expose-gc, --harmony-weak-refs-with-cleanup-some and the tsx loader on kernel/cli/main.ts
 // (the sources are TypeScript), forwarding arguments, exit status and Ctrl-C.
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
@@ -10,7 +10,7 @@ const repo = join(dirname(fileURLToPath(import.meta.url)), "..");
 const tsx = pathToFileURL(createRequire(join(repo, "package.json")).resolve("tsx")).href;
 const child = spawn(
   process.execPath,
-  ["--expose-gc", "--import", tsx, join(repo, "kernel", "cli", "main.ts"), ...process.argv.slice(2)],
+  ["--expose-gc", "--harmony-weak-refs-with-cleanup-some", "--import", tsx, join(repo, "kernel", "cli", "main.ts"), ...process.argv.slice(2)],
   { stdio: "inherit", env: { NODE_NO_WARNINGS: "1", ...process.env } },
 );
 for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {

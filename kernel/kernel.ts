@@ -1,5 +1,6 @@
-// The kernel process: shell and iopub on the main thread, everything that must answer while a cell
-// runs (control, heartbeat, stdin) on the socket thread; requests dispatched to handlers.
+// The kernel process: shell on the main thread; everything that must work while a cell runs
+// (control, heartbeat, stdin, and iopub, so output streams during synchronous code) on the socket
+// thread; requests dispatched to handlers.
 import { InterruptError } from "./executor/errors.ts";
 import type { Worker } from "node:worker_threads";
 import { startWorker } from "./sockets/ts-worker.ts";
@@ -40,9 +41,9 @@ export class Kernel {
   current: Message | null = null;
 
   private shell = new zmq.Router({ linger: 0, sendHighWaterMark: 0, receiveHighWaterMark: 0 });
-  private iopub = new zmq.Publisher({ linger: 1000, sendHighWaterMark: 0 });
   private shellOut = new SendQueue(this.shell);
-  private iopubOut = new SendQueue(this.iopub);
+  /** parent headers in JSON, per request (streams carry them with every write) */
+  private parentJson = new WeakMap<object, string>();
   private worker: Worker;
   private queue: { msg: Message; channel: "shell" | "control"; seq: number }[] = [];
   private processing = false;
@@ -54,8 +55,8 @@ export class Kernel {
     this.signer = new Signer(conn.key, conn.signature_scheme);
     const { sab, state } = createShared();
     this.shared = state;
-    this.capture = new OutputCapture((ctx, name, text) => this.publish("stream", { name, text }, ctx.parent));
-    this.executor = new Executor(state.irq, this.capture, baseDir);
+    this.capture = new OutputCapture((ctx, name, text) => this.toWorker({ type: "stream", name, text, parent: this.jsonOf(ctx.parent) }));
+    this.executor = new Executor(state.irq, state.cell, this.capture, baseDir);
     this.comms.publisher = () => (type, content, metadata = {}, buffers = []) =>
       this.publish(type, content, this.currentParent(), metadata, buffers);
     this.worker = startWorker("control-worker", {
@@ -73,12 +74,12 @@ export class Kernel {
   }
 
   async start(): Promise<void> {
-    await Promise.all([
-      this.shell.bind(endpoint(this.conn, this.conn.shell_port)),
-      this.iopub.bind(endpoint(this.conn, this.conn.iopub_port)),
-    ]);
+    await this.shell.bind(endpoint(this.conn, this.conn.shell_port));
     this.capture.install();
     installGlobals(this);
+    // SIGINT (a terminal's Ctrl-C, or a client's signal to the kernel's process group) never ends the
+    // kernel: this listener stays installed for good. It runs only when this thread is free (a cell
+    // awaiting); a cell in synchronous code is reached through the socket thread's signal helper.
     process.on("SIGINT", () => this.executor.interrupt());
     // code pasted from a script may end with process.exit(): that must not end the session
     process.exit = ((code?: number) => {
@@ -90,15 +91,13 @@ export class Kernel {
     process.on("unhandledRejection", (e) => this.reportAsync("Unhandled promise rejection", e));
     process.on("SIGTERM", () => this.shutdown(false));
     void this.shellLoop();
-    this.publish("status", { execution_state: "starting" }, {});
     await this.workerReady;
     log(`kernel ${this.session} ready (${endpoint(this.conn, this.conn.shell_port)})`);
   }
 
   private onWorker(m: FromWorker): void {
-    if (m.type === "interrupt") this.executor.interrupt();
+    if (m.type === "interrupt") this.executor.interrupt(m.cell);
     else if (m.type === "shutdown") void this.shutdown(m.restart);
-    else if (m.type === "control-status") this.publish("status", { execution_state: m.state }, m.parent);
     else if (m.type === "control") {
       const r = parse(m.frames.map((f) => Buffer.from(f)), this.signer);
       if (r.ok) this.enqueue(r.msg, "control");
@@ -127,31 +126,40 @@ export class Kernel {
 
   private async process(): Promise<void> {
     this.processing = true;
-    while (this.queue.length) {
-      const { msg, channel, seq } = this.queue.shift()!;
-      this.currentSeq = seq;
-      await this.handle(msg, channel);
+    try {
+      while (this.queue.length) {
+        const { msg, channel, seq } = this.queue.shift()!;
+        this.currentSeq = seq;
+        await this.handle(msg, channel);
+      }
+    } finally {
+      this.processing = false;
     }
-    this.processing = false;
   }
 
   private async handle(msg: Message, channel: "shell" | "control"): Promise<void> {
     const type = msg.header.msg_type;
     this.current = msg;
-    this.publish("status", { execution_state: "busy" }, msg.header);
     try {
-      const h = handlers[type];
+      this.publish("status", { execution_state: "busy" }, msg.header);
+      // own properties only: "constructor" or "__proto__" are unknown types, not Object's methods
+      const h = Object.hasOwn(handlers, type) ? handlers[type] : undefined;
       if (h) await h(this, msg, channel);
       else {
-        log(`unknown message type ${JSON.stringify(type)} on ${channel}`);
-        const replyType = type.endsWith("_request") ? type.replace(/_request$/, "_reply") : null;
-        if (replyType) this.reply(msg, replyType, { status: "error", ename: "UnknownMessageType", evalue: `unknown message type ${type}`, traceback: [] }, channel);
+        log(`unknown message type ${JSON.stringify(type).slice(0, 200)} on ${channel}`);
+        if (!/^comm_|_reply$/.test(type)) {
+          const replyType = `${type.replace(/_request$/, "")}_reply`;
+          this.reply(msg, replyType, { status: "error", ename: "UnknownMessageType", evalue: `unknown message type ${type.slice(0, 200)}`, traceback: [] }, channel);
+        }
       }
     } catch (e) {
-      log(`handler ${type} failed: ${(e as Error).stack}`);
+      log(`handler ${String(type).slice(0, 200)} failed: ${(e as Error)?.stack ?? e}`);
     } finally {
-      this.capture.flush();
-      this.publish("status", { execution_state: "idle" }, msg.header);
+      try {
+        this.publish("status", { execution_state: "idle" }, msg.header);
+      } catch (e) {
+        log(`cannot publish idle: ${(e as Error)?.message ?? e}`);
+      }
       this.current = null;
     }
   }
@@ -168,15 +176,29 @@ export class Kernel {
   }
 
   reply(req: Message, type: string, content: object, channel: "shell" | "control" = "shell", metadata: object = {}): void {
-    const frames = serialize(this.signer, makeHeader(type, this.session), req.header, metadata, content, req.identities);
+    let frames: Buffer[];
+    try {
+      frames = serialize(this.signer, makeHeader(type, this.session), req.header, metadata, content, req.identities);
+    } catch (e) {
+      // content that cannot be serialized (a user's cyclic value, a BigInt): say so rather than go silent
+      log(`cannot serialize ${type}: ${(e as Error)?.message ?? e}`);
+      frames = serialize(this.signer, makeHeader(type, this.session), req.header, {}, { status: "error", ename: "SerializationError", evalue: String((e as Error)?.message ?? e), traceback: [] }, req.identities);
+    }
     if (channel === "shell") this.shellOut.send(frames);
     else this.toWorker({ type: "control-send", frames });
   }
 
+  /** Publishes on iopub (through the socket thread, after everything posted before it). */
   publish(type: string, content: object, parent: object, metadata: object = {}, buffers: Buffer[] = []): void {
-    if (type !== "stream") this.capture.flush();
     const topic = Buffer.from(`kernel.${this.session}.${type}`);
-    this.iopubOut.send(serialize(this.signer, makeHeader(type, this.session), parent, metadata, content, [topic], buffers));
+    const frames = serialize(this.signer, makeHeader(type, this.session), parent, metadata, content, [topic], buffers);
+    this.toWorker({ type: "iopub", frames });
+  }
+
+  private jsonOf(parent: object): string {
+    let j = this.parentJson.get(parent);
+    if (j === undefined) this.parentJson.set(parent, (j = JSON.stringify(parent)));
+    return j;
   }
 
   get aborting(): boolean {
@@ -195,14 +217,18 @@ export class Kernel {
   }
 
   toWorker(m: ToWorker): void {
-    this.worker.postMessage(m);
+    try {
+      this.worker.postMessage(m);
+    } catch (e) {
+      log(`cannot post to the socket thread: ${(e as Error)?.message ?? e}`);
+    }
   }
 
   /** input_request on stdin, blocking this thread until the reply (or an interrupt) arrives. */
   prompt(ctx: CellContext | null, prompt: string, password: boolean): string | null {
     const req = ctx ?? this.capture.last;
     if (!req || !(req as any).allowStdin) throw new Error("stdin is not available: this frontend does not support input requests");
-    this.capture.flush();
+    if (this.executor.interruptRequested) throw new InterruptError();
     const ctl = this.shared.stdinCtl;
     Atomics.store(ctl, 0, 0);
     this.toWorker({ type: "input_request", prompt, password, parent: req.parent, identities: req.identities });
@@ -211,7 +237,6 @@ export class Kernel {
     Atomics.store(ctl, 0, 1);
     if (state === 2) {
       // Interrupted while waiting: raise at once, so the cell stops here whatever runs after prompt().
-      this.executor.interrupt();
       throw new InterruptError();
     }
     if (state !== 1) return null;
@@ -222,16 +247,15 @@ export class Kernel {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
     log(`shutting down${restart ? " for restart" : ""}`);
-    this.capture.flush();
     this.publish("shutdown_reply", { status: "ok", restart }, this.current?.header ?? {});
-    await Promise.race([Promise.all([this.iopubOut.flushed(), this.shellOut.flushed()]), new Promise((r) => setTimeout(r, 500))]);
-    // close every zeromq socket, in both threads, before exiting: exiting with sockets open aborts
+    await Promise.race([this.shellOut.flushed(), new Promise((r) => setTimeout(r, 500))]);
+    // close every zeromq socket, in both threads, before exiting: exiting with sockets open aborts.
+    // The socket thread sends what is queued on iopub and control first.
     const closed = new Promise<void>((r) => (this.workerClosed = r));
     this.toWorker({ type: "close" });
-    await Promise.race([closed, new Promise((r) => setTimeout(r, 500))]);
+    await Promise.race([closed, new Promise((r) => setTimeout(r, 1500))]);
     await this.worker.terminate();
     this.shell.close();
-    this.iopub.close();
     realExit(0);
   }
 }

@@ -14,12 +14,12 @@ export function tsxLoaderUrl(): string {
 
 /** The kernelspec's argv: the bundled kernel, started without tsx (see start.mjs). */
 export function kernelArgv(): string[] {
-  return [process.execPath, "--expose-gc", join(REPO, "kernel", "cli", "start.mjs"), "kernel", "-f", "{connection_file}"];
+  return [process.execPath, "--expose-gc", "--harmony-weak-refs-with-cleanup-some", join(REPO, "kernel", "cli", "start.mjs"), "kernel", "-f", "{connection_file}"];
 }
 
 /** The argv that starts the kernel (or any gradlab command) from TypeScript sources under tsx. */
 export function nodeArgv(...args: string[]): string[] {
-  return [process.execPath, "--expose-gc", "--import", tsxLoaderUrl(), MAIN, ...args];
+  return [process.execPath, "--expose-gc", "--harmony-weak-refs-with-cleanup-some", "--import", tsxLoaderUrl(), MAIN, ...args];
 }
 
 export function jupyterUserDataDir(): string {

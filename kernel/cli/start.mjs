@@ -1,4 +1,4 @@
-// Fast kernel start (what the kernelspec runs): `node --expose-gc kernel/cli/start.mjs kernel -f CONN`.
+// Fast kernel start (what the kernelspec runs): `node --expose-gc --harmony-weak-refs-with-cleanup-some kernel/cli/start.mjs kernel -f CONN`.
 // Starting Node with the tsx loader costs ~0.6 s before any kernel code runs, so the kernel's own
 // TypeScript is bundled once by esbuild into node_modules/.cache/gradlab-kernel (rebuilt whenever a
 // source under kernel/ changes) and tsx is registered later, when a cell first imports TypeScript.

@@ -23,6 +23,11 @@ export async function loadTorch(): Promise<void> {
   await torchState.promise;
 }
 
+/** The runtime module once loaded, else null. */
+export function loadedTorch(): unknown {
+  return torchState.mod ?? null;
+}
+
 export function torchOrThrow(): unknown {
   if (torchState.mod) return torchState.mod;
   if (torchState.error) {

@@ -1,6 +1,7 @@
 // Captures process.stdout / process.stderr (and so `console`) while cells run. Text is attributed to
-// the cell that started the work (AsyncLocalStorage follows timers and promises), coalesced into few
-// `stream` messages, and never dropped.
+// the cell that started the work (AsyncLocalStorage follows timers and promises) and handed at once to
+// the sink, which posts it to the socket thread: there it is coalesced into few `stream` messages and
+// published even while this thread is still busy in synchronous cell code. Nothing is dropped.
 import { AsyncLocalStorage } from "node:async_hooks";
 
 export interface CellContext {
@@ -11,19 +12,13 @@ export interface CellContext {
   allowStdin: boolean;
 }
 
-type StreamName = "stdout" | "stderr";
+export type StreamName = "stdout" | "stderr";
 type Sink = (ctx: CellContext, name: StreamName, text: string) => void;
-
-const FLUSH_MS = 8;
-const MAX_CHUNK = 256 * 1024;
 
 export class OutputCapture {
   readonly als = new AsyncLocalStorage<CellContext>();
   /** the most recent cell: output from work started outside any cell lands here */
   last: CellContext | null = null;
-  private pending: { ctx: CellContext; name: StreamName; text: string }[] = [];
-  private pendingBytes = 0;
-  private timer: NodeJS.Timeout | null = null;
   private realWrites: Record<StreamName, (s: string) => boolean>;
 
   constructor(private readonly sink: Sink) {
@@ -56,23 +51,6 @@ export class OutputCapture {
       this.realWrites[name](text);
       return;
     }
-    const tail = this.pending[this.pending.length - 1];
-    if (tail && tail.ctx === ctx && tail.name === name && tail.text.length < MAX_CHUNK) tail.text += text;
-    else this.pending.push({ ctx, name, text });
-    this.pendingBytes += text.length;
-    if (this.pendingBytes >= MAX_CHUNK * 4) this.flush();
-    else if (!this.timer) this.timer = setTimeout(() => this.flush(), FLUSH_MS);
-  }
-
-  /** Hands everything buffered to the sink, in order. Call before any other output message. */
-  flush(): void {
-    if (this.timer) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
-    const p = this.pending;
-    this.pending = [];
-    this.pendingBytes = 0;
-    for (const { ctx, name, text } of p) this.sink(ctx, name, text);
+    this.sink(ctx, name, text);
   }
 }

@@ -3,7 +3,8 @@
 //  - top-level declarations become assignments to globals, so they persist and may be redeclared;
 //  - imports become awaited dynamic imports resolved against the notebook's directory;
 //  - the last expression statement becomes the cell's value;
-//  - every loop body polls the interrupt flag.
+//  - every loop body and function entry polls the interrupt flag (so interrupts stop loops and
+//    recursion by throwing, and `finally` blocks run).
 // Edits never add or remove newlines, so line numbers of esbuild's output (and its source map) hold.
 import { transformSync, type Message as EsbuildMessage } from "esbuild";
 import { Parser } from "acorn";
@@ -16,6 +17,7 @@ export const RT = "__gradlab";
 /** global that keeps an otherwise dropped last expression alive through esbuild */
 export const LAST = "__gradlab_last";
 const LOOP_CHECK = `if(Atomics.load(${IRQ},0)!==0)${RT}.interrupted();`;
+const CHECK_EXPR = `(Atomics.load(${IRQ},0)!==0&&${RT}.interrupted())`;
 
 export interface Transformed {
   code: string;
@@ -194,6 +196,7 @@ function collectPattern(p: Node | null, names: Set<string>): void {
 }
 
 const LOOPS = new Set(["ForStatement", "ForInStatement", "ForOfStatement", "WhileStatement", "DoWhileStatement"]);
+const FUNCTIONS = new Set(["FunctionDeclaration", "FunctionExpression", "ArrowFunctionExpression"]);
 
 function walkLoops(node: Node, insert: (pos: number, text: string) => void): void {
   const stack: Node[] = [node];
@@ -205,6 +208,18 @@ function walkLoops(node: Node, insert: (pos: number, text: string) => void): voi
       else {
         insert(b.start, `{${LOOP_CHECK}`);
         insert(b.end, "}");
+      }
+    } else if (FUNCTIONS.has(n.type)) {
+      const b = n.body as Node;
+      if (b.type === "BlockStatement") {
+        // after a directive prologue ("use strict"), which must stay first
+        const first = b.body[0];
+        const directive = first?.type === "ExpressionStatement" && typeof first.directive === "string";
+        if (directive) insert(first.end, LOOP_CHECK);
+        else insert(b.start + 1, LOOP_CHECK);
+      } else {
+        insert(b.start, `(${CHECK_EXPR},`);
+        insert(b.end, ")");
       }
     }
     for (const key in n) {

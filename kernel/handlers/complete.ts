@@ -5,9 +5,16 @@ import type { Message } from "../wire/message.ts";
 import { liveCompletions, liveInspect } from "../language/live.ts";
 import { languageService } from "../language/client.ts";
 
+/** cursor_pos as a position in code: a client may send anything (1e308, -1, "x", null). */
+export function cursorIn(code: string, pos: unknown): number {
+  const n = pos == null ? code.length : Number(pos);
+  if (!Number.isFinite(n)) return n > 0 ? code.length : 0;
+  return Math.min(code.length, Math.max(0, Math.trunc(n)));
+}
+
 export async function completeRequest(k: Kernel, msg: Message): Promise<void> {
   const code = String(msg.content?.code ?? "");
-  const cursor = Number(msg.content?.cursor_pos ?? code.length);
+  const cursor = cursorIn(code, msg.content?.cursor_pos);
   const live = liveCompletions(code, cursor);
   const ts = await languageService(k).complete(code, cursor);
   const seen = new Set<string>();
@@ -36,7 +43,7 @@ export async function completeRequest(k: Kernel, msg: Message): Promise<void> {
 
 export async function inspectRequest(k: Kernel, msg: Message): Promise<void> {
   const code = String(msg.content?.code ?? "");
-  const cursor = Number(msg.content?.cursor_pos ?? code.length);
+  const cursor = cursorIn(code, msg.content?.cursor_pos);
   const text = await inspectText(k, code, cursor);
   k.reply(msg, "inspect_reply", text == null ? { status: "ok", found: false, data: {}, metadata: {} } : { status: "ok", found: true, data: { "text/plain": text }, metadata: {} });
 }

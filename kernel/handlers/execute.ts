@@ -10,10 +10,12 @@ import { isPlainJs } from "../executor/transform.ts";
 import type { TsDiagnostic } from "../language/client.ts";
 
 const TYPECHECK = process.env.GRADLAB_TYPECHECK !== "0";
-const TYPECHECK_WAIT_MS = Number(process.env.GRADLAB_TYPECHECK_WAIT_MS ?? 500);
+/** How long a reply may wait for type diagnostics after its cell ended (default: not at all, so
+ *  checking never delays a reply; diagnostics that come later are published when they come). */
+const TYPECHECK_WAIT_MS = Number(process.env.GRADLAB_TYPECHECK_WAIT_MS ?? 0);
 
 /** Type-checks a TypeScript cell in the language-service thread while it runs. The first TypeScript
- *  cell only starts loading the checker, so type checking never delays a cell by more than the wait. */
+ *  cell only starts loading the checker. */
 function typeCheck(k: Kernel, code: string): Promise<TsDiagnostic[] | null> | null {
   if (!TYPECHECK || isPlainJs(code)) return null;
   const ls = languageService(k);
@@ -24,15 +26,29 @@ function typeCheck(k: Kernel, code: string): Promise<TsDiagnostic[] | null> | nu
   return ls.diagnostics(code);
 }
 
+/** Publishes the cell's type warnings: before its reply when they are ready by then (or within
+ *  TYPECHECK_WAIT_MS), otherwise when they come. */
 async function reportTypeErrors(k: Kernel, pending: Promise<TsDiagnostic[] | null>, label: string, parent: object): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const diags = await Promise.race([pending, new Promise<null>((r) => (timer = setTimeout(() => r(null), TYPECHECK_WAIT_MS)))]);
-  clearTimeout(timer);
-  if (!diags?.length) return;
-  const text = diags
-    .map((d) => `\x1b[33mwarning\x1b[0m TS${d.code} (${label}, line ${d.line}:${d.col}): ${d.text}\n`)
-    .join("");
-  k.publish("stream", { name: "stderr", text }, parent);
+  const show = (diags: TsDiagnostic[] | null) => {
+    if (!diags?.length) return;
+    const text = diags
+      .map((d) => `\x1b[33mwarning\x1b[0m TS${d.code} (${label}, line ${d.line}:${d.col}): ${d.text}\n`)
+      .join("");
+    k.publish("stream", { name: "stderr", text }, parent);
+  };
+  let settled = false;
+  const done = pending.then((d) => {
+    settled = true;
+    return d;
+  }, () => null);
+  await Promise.resolve(); // a result already there settles now
+  if (!settled && TYPECHECK_WAIT_MS > 0) {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([done, new Promise<void>((r) => (timer = setTimeout(r, TYPECHECK_WAIT_MS)))]);
+    clearTimeout(timer);
+  }
+  if (settled) show(await done);
+  else void done.then(show);
 }
 
 /** `name?` shows what inspection knows about name in the pager, as IPython does. */
@@ -59,7 +75,7 @@ export async function executeRequest(k: Kernel, msg: Message): Promise<void> {
     k.reply(msg, "execute_reply", { status: "aborted", execution_count: k.executionCount }, "shell", { status: "aborted", started });
     return;
   }
-  const help = /^\s*([A-Za-z_$][\w$.]*)\s*\?\s*$/.exec(code);
+  const help = code.length < 1000 ? /^\s*([A-Za-z_$][\w$.]*)\s*\?\s*$/.exec(code) : null;
   if (help) return pageHelp(k, msg, help[1], storeHistory, started);
   if (storeHistory) k.executionCount++;
   const count = k.executionCount;
@@ -67,9 +83,23 @@ export async function executeRequest(k: Kernel, msg: Message): Promise<void> {
 
   const ctx: CellContext = { parent: msg.header, identities: msg.identities, executionCount: count, allowStdin: c.allow_stdin !== false };
   const label = storeHistory ? `Cell [${count}]` : "Cell";
+  let interrupted = false;
+  k.executor.begin();
+  try {
+    interrupted = await runCell(k, msg, { code, silent, stopOnError, started, count, ctx, label, storeHistory });
+  } finally {
+    k.executor.end(interrupted);
+  }
+}
+
+interface CellRun { code: string; silent: boolean; stopOnError: boolean; started: string; count: number; ctx: CellContext; label: string; storeHistory: boolean }
+
+/** Runs the cell and replies; returns whether it was interrupted. */
+async function runCell(k: Kernel, msg: Message, r: CellRun): Promise<boolean> {
+  const { code, silent, stopOnError, started, count, ctx, label, storeHistory } = r;
+  const c = msg.content ?? {};
   const diagnostics = silent ? null : typeCheck(k, code);
   const outcome = await k.executor.run(code, label, ctx);
-  k.capture.flush();
   if (diagnostics) await reportTypeErrors(k, diagnostics, label, msg.header);
 
   let resultText: string | null = null;
@@ -93,6 +123,7 @@ export async function executeRequest(k: Kernel, msg: Message): Promise<void> {
   }
   if (storeHistory) k.history.add(count, code, resultText);
   if (!error && !silent) languageService(k).addCell(code);
+  return error?.ename === "KeyboardInterrupt";
 }
 
 async function userExpressions(k: Kernel, exprs: unknown, ctx: CellContext): Promise<Record<string, unknown>> {

@@ -1,8 +1,11 @@
-// The socket thread: heartbeat, control (interrupt, shutdown) and stdin live here so they keep
-// answering while the main thread is busy in a cell, even in `while (true) {}`.
+// The socket thread: heartbeat, control (interrupt, shutdown), stdin and iopub live here so they keep
+// working while the main thread is busy in a cell, even in `while (true) {}`. The main thread posts
+// what a cell prints and displays; this thread coalesces the text into stream messages and publishes
+// everything in the order it was posted, so output streams while synchronous code runs.
 import { parentPort, workerData } from "node:worker_threads";
+import { spawn } from "node:child_process";
 import * as zmq from "zeromq";
-import { makeHeader, parse, serialize, Signer, type Message } from "../wire/message.ts";
+import { makeHeader, parse, serialize, serializeJson, Signer, type Message } from "../wire/message.ts";
 import { endpoint, type ConnectionInfo } from "./connection.ts";
 import { SendQueue } from "./queue.ts";
 import { fromSab, type FromWorker, type ToWorker } from "./shared.ts";
@@ -19,25 +22,64 @@ const signer = new Signer(conn.key, conn.signature_scheme);
 const post = (m: FromWorker) => parentPort!.postMessage(m);
 
 const hb = new zmq.Reply({ linger: 0 });
-const control = new zmq.Router({ linger: 0, sendHighWaterMark: 0 });
+const control = new zmq.Router({ linger: 0, sendHighWaterMark: 0, receiveHighWaterMark: 0 });
 const stdin = new zmq.Router({ linger: 0, sendHighWaterMark: 0 });
+const iopub = new zmq.Publisher({ linger: 1000, sendHighWaterMark: 0 });
 const controlOut = new SendQueue(control);
 const stdinOut = new SendQueue(stdin);
+const iopubOut = new SendQueue(iopub);
+
+// ---- iopub: streams coalesced here, so text leaves within FLUSH_MS whatever the main thread does ----
+const FLUSH_MS = 8;
+const MAX_CHUNK = 256 * 1024;
+let pending: { parent: string; name: string; text: string }[] = [];
+let pendingBytes = 0;
+let flushTimer: NodeJS.Timeout | null = null;
+
+function topic(type: string): Buffer {
+  return Buffer.from(`kernel.${session}.${type}`);
+}
+
+function flushStreams(): void {
+  if (flushTimer) {
+    clearTimeout(flushTimer);
+    flushTimer = null;
+  }
+  const p = pending;
+  pending = [];
+  pendingBytes = 0;
+  for (const { parent, name, text } of p) {
+    const header = JSON.stringify(makeHeader("stream", session));
+    iopubOut.send(serializeJson(signer, [header, parent, "{}", JSON.stringify({ name, text })], [topic("stream")]));
+  }
+}
+
+function stream(name: string, text: string, parent: string): void {
+  const tail = pending[pending.length - 1];
+  if (tail && tail.parent === parent && tail.name === name && tail.text.length < MAX_CHUNK) tail.text += text;
+  else pending.push({ parent, name, text });
+  pendingBytes += text.length;
+  if (pendingBytes >= MAX_CHUNK * 4) flushStreams();
+  else flushTimer ??= setTimeout(flushStreams, FLUSH_MS);
+}
+
+function publish(type: string, content: object, parent: object): void {
+  flushStreams();
+  iopubOut.send(serialize(signer, makeHeader(type, session), parent, {}, content, [topic(type)]));
+}
 
 function reply(q: SendQueue, req: Message, type: string, content: object) {
   q.send(serialize(signer, makeHeader(type, session), req.header, {}, content, req.identities));
 }
 
+/** Interrupts the cell running now, if any: an interrupt that arrives between cells is dropped. */
 function interrupt() {
-  Atomics.store(shared.irq, 0, 1);
+  const cell = Atomics.load(shared.cell, 0);
+  if (cell === 0) return;
+  Atomics.store(shared.irq, 0, cell);
   // wake a cell blocked in prompt()
-  if (Atomics.load(shared.stdinCtl, 0) === 0) {
-    Atomics.store(shared.stdinCtl, 0, 2);
-    Atomics.notify(shared.stdinCtl, 0);
-  }
-  post({ type: "interrupt" });
-  // SIGINT breaks synchronous code that runs under vm's breakOnSigint (code without loops).
-  process.kill(process.pid, "SIGINT");
+  if (Atomics.compareExchange(shared.stdinCtl, 0, 0, 2) === 0) Atomics.notify(shared.stdinCtl, 0);
+  post({ type: "interrupt", cell });
 }
 
 async function heartbeat() {
@@ -46,76 +88,129 @@ async function heartbeat() {
 
 async function controlLoop() {
   for await (const frames of control) {
-    const r = parse(frames, signer);
-    if (!r.ok) {
-      log(`control: dropped message: ${r.reason}`);
-      continue;
+    try {
+      onControl(frames);
+    } catch (e) {
+      log(`control: failed to handle a message: ${(e as Error)?.message ?? e}`);
     }
-    const msg = r.msg;
-    const t = msg.header.msg_type;
-    post({ type: "control-status", parent: msg.header, state: "busy" });
-    if (t === "interrupt_request") {
+  }
+}
+
+function onControl(frames: Buffer[]) {
+  const r = parse(frames, signer);
+  if (!r.ok) {
+    log(`control: dropped message: ${r.reason}`);
+    return;
+  }
+  const msg = r.msg;
+  const t = msg.header.msg_type;
+  publish("status", { execution_state: "busy" }, msg.header);
+  if (t === "interrupt_request") {
+    interrupt();
+    reply(controlOut, msg, "interrupt_reply", { status: "ok" });
+  } else if (t === "shutdown_request") {
+    const restart = !!msg.content?.restart;
+    reply(controlOut, msg, "shutdown_reply", { status: "ok", restart });
+    void controlOut.flushed().then(() => {
       interrupt();
-      reply(controlOut, msg, "interrupt_reply", { status: "ok" });
-    } else if (t === "shutdown_request") {
-      const restart = !!msg.content?.restart;
-      reply(controlOut, msg, "shutdown_reply", { status: "ok", restart });
-      await controlOut.flushed();
-      Atomics.store(shared.irq, 0, 1);
       post({ type: "shutdown", restart });
       // If the main thread is stuck in a cell, do not wait for it forever.
       setTimeout(() => process.kill(process.pid, "SIGKILL"), 2000).unref();
-      continue;
-    } else if (t === "kernel_info_request") {
-      reply(controlOut, msg, "kernel_info_reply", kernelInfo);
-    } else {
-      // anything else (debug_request, unknown types) is handled by the main thread
-      post({ type: "control", frames: frames.map((f) => new Uint8Array(f)) });
-      continue;
-    }
-    post({ type: "control-status", parent: msg.header, state: "idle" });
+    });
+    return;
+  } else if (t === "kernel_info_request") {
+    reply(controlOut, msg, "kernel_info_reply", kernelInfo);
+  } else {
+    // anything else (debug_request, unknown types) is handled by the main thread
+    post({ type: "control", frames: frames.map((f) => new Uint8Array(f)) });
+    return;
   }
+  publish("status", { execution_state: "idle" }, msg.header);
 }
 
 async function stdinLoop() {
   for await (const frames of stdin) {
-    const r = parse(frames, signer);
-    if (!r.ok) {
-      log(`stdin: dropped message: ${r.reason}`);
-      continue;
+    try {
+      onStdin(frames);
+    } catch (e) {
+      log(`stdin: failed to handle a message: ${(e as Error)?.message ?? e}`);
     }
-    if (r.msg.header.msg_type !== "input_reply") {
-      log(`stdin: unexpected ${r.msg.header.msg_type}`);
-      continue;
-    }
-    if (Atomics.load(shared.stdinCtl, 0) !== 0) continue; // nobody is waiting (interrupted)
-    const bytes = Buffer.from(String(r.msg.content?.value ?? ""), "utf8");
-    const n = Math.min(bytes.length, shared.stdinData.length);
-    shared.stdinData.set(bytes.subarray(0, n));
-    Atomics.store(shared.stdinCtl, 1, n);
-    Atomics.store(shared.stdinCtl, 0, 1);
-    Atomics.notify(shared.stdinCtl, 0);
   }
 }
 
-parentPort!.on("message", (m: ToWorker) => {
-  if (m.type === "input_request") {
-    stdinOut.send(
-      serialize(signer, makeHeader("input_request", session), m.parent, {}, { prompt: m.prompt, password: m.password },
-        m.identities.map((b) => Buffer.from(b))),
-    );
-  } else if (m.type === "control-send") {
-    controlOut.send(m.frames.map((b) => Buffer.from(b)));
-  } else if (m.type === "close") {
-    void controlOut.flushed().then(() => {
-      hb.close();
-      control.close();
-      stdin.close();
-      post({ type: "closed" });
-      parentPort!.close();
-    });
+function onStdin(frames: Buffer[]) {
+  const r = parse(frames, signer);
+  if (!r.ok) {
+    log(`stdin: dropped message: ${r.reason}`);
+    return;
   }
+  if (r.msg.header.msg_type !== "input_reply") {
+    log(`stdin: unexpected ${r.msg.header.msg_type}`);
+    return;
+  }
+  if (Atomics.load(shared.stdinCtl, 0) !== 0) return; // nobody is waiting (interrupted)
+  const bytes = Buffer.from(String(r.msg.content?.value ?? ""), "utf8");
+  const n = Math.min(bytes.length, shared.stdinData.length);
+  shared.stdinData.set(bytes.subarray(0, n));
+  Atomics.store(shared.stdinCtl, 1, n);
+  if (Atomics.compareExchange(shared.stdinCtl, 0, 0, 1) === 0) Atomics.notify(shared.stdinCtl, 0);
+}
+
+// Messages that arrive while the sockets are still binding wait (zeromq refuses sends meanwhile).
+let early: ToWorker[] | null = [];
+parentPort!.on("message", (m: ToWorker) => {
+  if (early) early.push(m);
+  else fromMain(m);
 });
+
+function fromMain(m: ToWorker): void {
+  try {
+    if (m.type === "stream") stream(m.name, m.text, m.parent);
+    else if (m.type === "iopub") {
+      flushStreams();
+      iopubOut.send(m.frames.map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength)));
+    } else if (m.type === "input_request") {
+      flushStreams(); // what the cell printed before asking comes first, as in ipykernel
+      stdinOut.send(
+        serialize(signer, makeHeader("input_request", session), m.parent, {}, { prompt: m.prompt, password: m.password },
+          m.identities.map((b) => Buffer.from(b))),
+      );
+    } else if (m.type === "control-send") {
+      controlOut.send(m.frames.map((b) => Buffer.from(b)));
+    } else if (m.type === "close") {
+      flushStreams();
+      void Promise.race([
+        Promise.all([controlOut.flushed(), iopubOut.flushed()]),
+        new Promise((r) => setTimeout(r, 500)),
+      ]).then(() => {
+        for (const s of [hb, control, stdin, iopub]) s.close();
+        post({ type: "closed" });
+        parentPort!.close();
+      });
+    }
+  } catch (e) {
+    log(`socket thread: failed to handle ${m?.type}: ${(e as Error)?.message ?? e}`);
+  }
+}
+
+// SIGINT for a cell in synchronous code: Node runs the main thread's SIGINT listener only when that
+// thread is free, and a worker cannot listen for signals. Clients signal the kernel's process group
+// (jupyter_client's killpg, a terminal's Ctrl-C), so a tiny shell in our group traps SIGINT and tells
+// this thread, which sets the interrupt flag the cell polls. It exits when the kernel is gone.
+function startSignalHelper(): void {
+  try {
+    const helper = spawn("/bin/sh", ["-c", 'trap "echo i" INT; while kill -0 $PPID 2>/dev/null; do sleep 1 & wait $!; done'], {
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+    helper.on("error", (e) => log(`SIGINT helper unavailable (${e.message}); SIGINT then stops only cells that await`));
+    helper.stdout!.on("data", () => interrupt());
+    helper.unref();
+    (helper.stdout as unknown as { unref?: () => void }).unref?.();
+  } catch (e) {
+    log(`SIGINT helper unavailable: ${(e as Error)?.message ?? e}`);
+  }
+}
+if (process.platform !== "win32" && process.env.GRADLAB_SIGINT_HELPER !== "0") startSignalHelper();
 
 // If the client that started us (jupyter_client and gradlab run set JPY_PARENT_PID) dies without
 // shutting us down, go too.
@@ -131,7 +226,7 @@ const alive = (pid: number) => {
 if (parentPid > 1) setInterval(() => {
   if (alive(parentPid)) return;
   log(`parent process ${parentPid} is gone; shutting down`);
-  Atomics.store(shared.irq, 0, 1);
+  interrupt();
   post({ type: "shutdown", restart: false });
   setTimeout(() => process.kill(process.pid, "SIGKILL"), 2000).unref();
 }, 1000).unref();
@@ -140,10 +235,14 @@ await Promise.all([
   hb.bind(endpoint(conn, conn.hb_port)),
   control.bind(endpoint(conn, conn.control_port)),
   stdin.bind(endpoint(conn, conn.stdin_port)),
+  iopub.bind(endpoint(conn, conn.iopub_port)),
 ]);
+publish("status", { execution_state: "starting" }, {});
+for (const m of early!) fromMain(m);
+early = null;
 post({ type: "ready" });
-for (const loop of [heartbeat, controlLoop, stdinLoop]) {
+for (const [name, loop] of [["heartbeat", heartbeat], ["control", controlLoop], ["stdin", stdinLoop]] as const) {
   loop().catch((e) => {
-    if (!/closed|terminated/i.test(String(e?.message))) log(`socket thread: ${e?.stack ?? e}`);
+    if (!/closed|terminated/i.test(String(e?.message))) log(`socket thread: ${name} loop ended: ${e?.stack ?? e}`);
   });
 }

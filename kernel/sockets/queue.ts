@@ -1,5 +1,6 @@
 // zeromq v6 allows one send in flight per socket: queue frames and drain them in order, never dropping.
 import type * as zmq from "zeromq";
+import { log } from "../log.ts";
 
 export class SendQueue {
   private q: Buffer[][] = [];
@@ -27,7 +28,7 @@ export class SendQueue {
         try {
           await this.sock.send(frames);
         } catch (e) {
-          if (!this.sock.closed) process.stderr.write(`[gradlab] send failed: ${(e as Error).message}\n`);
+          if (!this.sock.closed) log(`send failed: ${(e as Error).message}`);
         }
       }
     } finally {

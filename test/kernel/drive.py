@@ -292,6 +292,63 @@ def scenario_security(km, kc):
     return res
 
 
+def timed_collect(kc, msg_id, timeout=TIMEOUT):
+    """iopub messages for msg_id up to its idle status, each with the time it was received (ms)."""
+    out = []
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        m = kc.get_iopub_msg(timeout=timeout)
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        out.append({"type": m["msg_type"], "content": m["content"], "t": time.time() * 1000})
+        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+            return out
+    raise TimeoutError("no idle for " + msg_id)
+
+
+# A busy loop (no await) that calls f(i, now) every 100 ms, n times.
+BUSY = "function every100(n: number, f: (i: number, now: number) => void) { let last = 0; for (let i = 0; i < n; ) { const now = Date.now(); if (now - last >= 100) { f(i, now); last = now; i++ } } }\n"
+
+
+def scenario_streaming(km, kc):
+    res = {}
+    run(kc, BUSY)
+    # prints: each line carries the kernel's clock when printed (same machine, same clock as ours)
+    msg_id = kc.execute("every100(12, (i, now) => console.log(`tick ${i} ${now}`)); 'done'")
+    outs = timed_collect(kc, msg_id)
+    ticks = []
+    for o in outs:
+        if o["type"] == "stream":
+            for line in o["content"]["text"].splitlines():
+                _, i, printed = line.split()
+                ticks.append({"i": int(i), "latency": o["t"] - int(printed), "t": o["t"]})
+    end = next(o["t"] for o in outs if o["type"] == "execute_result")
+    res["print"] = {"ticks": ticks, "types": [o["type"] for o in outs], "result_t": end}
+    # display_id updates and clear_output while the loop runs
+    msg_id = kc.execute("const h = display({ step: -1 }, { display_id: 'live' });\n"
+                        "every100(6, (i, now) => h.update({ step: i, now }));\n"
+                        "clear_output({ wait: true }); console.log('after clear'); 'end'")
+    outs = timed_collect(kc, msg_id)
+    res["display"] = [{"type": o["type"], "t": o["t"], "data": o["content"].get("data", {}).get("text/plain"),
+                       "text": o["content"].get("text")} for o in outs if o["type"] != "status"]
+    # interrupted mid-loop: everything printed before the interrupt still arrives, in order
+    msg_id = kc.execute("let n = 0; for (;;) { every100(1, () => console.log(`line ${n++}`)) }")
+    seen = []
+    deadline = time.time() + TIMEOUT
+    while len(seen) < 4 and time.time() < deadline:
+        m = kc.get_iopub_msg(timeout=TIMEOUT)
+        if m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "stream":
+            seen += m["content"]["text"].splitlines()
+    km.interrupt_kernel()
+    reply = reply_for(kc, msg_id)
+    rest = collect(kc, msg_id)
+    lines = seen + [l for o in rest if o["type"] == "stream" for l in o["content"]["text"].splitlines()]
+    printed = result_text(run(kc, "n")[1])
+    res["interrupted"] = {"ename": reply.get("ename"), "lines": lines, "n": printed,
+                          "after": [o["type"] for o in rest if o["type"] != "stream"]}
+    return res
+
+
 def main():
     name = sys.argv[1]
     log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)

@@ -32,6 +32,8 @@ export class Kernel {
   readonly comms = new CommManager();
   readonly kernelInfo = kernelInfo();
   executionCount = 0;
+  /** display.on_cell_end callbacks for the running cell */
+  cellEndHooks: (() => void)[] = [];
   /** after an error with stop_on_error: execute_requests that arrived up to this sequence number are aborted */
   abortThrough = 0;
   private seq = 0;

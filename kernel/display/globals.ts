@@ -47,6 +47,12 @@ export function installGlobals(k: Kernel): void {
     png: (b64: string | Uint8Array, opts?: DisplayOptions) => display(rawBundle("image/png", typeof b64 === "string" ? b64 : Buffer.from(b64).toString("base64")), opts),
     /** display a raw MIME bundle: display.bundle({"text/html": "..."}) */
     bundle: (data: Record<string, unknown>, opts?: DisplayOptions) => display({ [Symbol.for("Jupyter.display")]: () => data }, opts),
+    /** Runs fn once when the running cell ends, before its result and reply (e.g. a throttled live
+     *  plot's last redraw, so the last state lands while the front end still listens to the cell). */
+    on_cell_end: (fn: () => void) => {
+      if (typeof fn !== "function") throw new TypeError("display.on_cell_end(fn) needs a function");
+      k.cellEndHooks.push(fn);
+    },
   });
 
   function clear_output(opts: { wait?: boolean } = {}): void {

@@ -85,6 +85,7 @@ export async function executeRequest(k: Kernel, msg: Message): Promise<void> {
   const label = storeHistory ? `Cell [${count}]` : "Cell";
   let interrupted = false;
   k.executor.begin();
+  k.cellEndHooks = [];
   try {
     interrupted = await runCell(k, msg, { code, silent, stopOnError, started, count, ctx, label, storeHistory });
   } finally {
@@ -100,6 +101,7 @@ async function runCell(k: Kernel, msg: Message, r: CellRun): Promise<boolean> {
   const c = msg.content ?? {};
   const diagnostics = silent ? null : typeCheck(k, code);
   const outcome = await k.executor.run(code, label, ctx);
+  runCellEndHooks(k, ctx);
   if (diagnostics) await reportTypeErrors(k, diagnostics, label, msg.header);
 
   let resultText: string | null = null;
@@ -124,6 +126,21 @@ async function runCell(k: Kernel, msg: Message, r: CellRun): Promise<boolean> {
   if (storeHistory) k.history.add(count, code, resultText);
   if (!error && !silent) languageService(k).addCell(code);
   return error?.ename === "KeyboardInterrupt";
+}
+
+/** display.on_cell_end callbacks, in the cell's output context; an error in one goes to stderr. */
+function runCellEndHooks(k: Kernel, ctx: CellContext): void {
+  const hooks = k.cellEndHooks;
+  k.cellEndHooks = [];
+  for (const fn of hooks) {
+    k.capture.als.run(ctx, () => {
+      try {
+        fn();
+      } catch (e) {
+        k.capture.write("stderr", `Error in display.on_cell_end callback: ${errorContent(e).traceback.join("\n")}\n`);
+      }
+    });
+  }
 }
 
 async function userExpressions(k: Kernel, exprs: unknown, ctx: CellContext): Promise<Record<string, unknown>> {

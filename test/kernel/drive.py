@@ -331,6 +331,10 @@ def scenario_streaming(km, kc):
     outs = timed_collect(kc, msg_id)
     res["display"] = [{"type": o["type"], "t": o["t"], "data": o["content"].get("data", {}).get("text/plain"),
                        "text": o["content"].get("text")} for o in outs if o["type"] != "status"]
+    # display.on_cell_end: a throttled plot's last redraw lands before the cell's result
+    msg_id = kc.execute("const h2 = display('first', { display_id: 'd2' }); display.on_cell_end(() => h2.update('last')); 'r'")
+    res["cell_end"] = [{"type": o["type"], "data": o["content"].get("data", {}).get("text/plain")} for o in collect(kc, msg_id)
+                       if o["type"] not in ("status", "execute_input")]
     # interrupted mid-loop: everything printed before the interrupt still arrives, in order
     msg_id = kc.execute("let n = 0; for (;;) { every100(1, () => console.log(`line ${n++}`)) }")
     seen = []

@@ -95,3 +95,32 @@ test("start, execute, interrupt, restart and shut down through jupyter-server", 
   await kernel.shutdown();
   expect(kernel.isDisposed || kernel.status === "dead").toBe(true);
 }, 90_000);
+
+test("output and display updates reach JupyterLab's client while a busy loop runs, in order", async () => {
+  const kernel = await manager.startNew({ name: "gradlab" });
+  try {
+    const got: { type: string; t: number; content: any }[] = [];
+    const future = kernel.requestExecute({
+      code: [
+        "const h = display({ step: -1 }, { display_id: 'lab-live' }); let last = 0;",
+        "for (let i = 0; i < 8; ) { const now = Date.now(); if (now - last >= 100) { console.log(`tick ${i} ${now}`); h.update({ step: i, now }); last = now; i++ } }",
+        "'done'",
+      ].join("\n"),
+    });
+    future.onIOPub = (m) => void got.push({ type: m.header.msg_type, t: Date.now(), content: m.content });
+    const reply = (await future.done) as any;
+    expect(reply.content.status).toBe("ok");
+    const ticks = got.flatMap((m) => (m.type === "stream" ? m.content.text.trim().split("\n").map((l: string) => ({ l, t: m.t })) : []));
+    expect(ticks.map((x) => x.l.split(" ")[1])).toEqual(["0", "1", "2", "3", "4", "5", "6", "7"]);
+    for (const x of ticks) expect(x.t - Number(x.l.split(" ")[2]), x.l).toBeLessThan(250);
+    const updates = got.filter((m) => m.type === "update_display_data");
+    expect(updates.map((u) => /step: (\d+)/.exec(u.content.data["text/plain"])![1])).toEqual(["0", "1", "2", "3", "4", "5", "6", "7"]);
+    for (const u of updates) expect(u.t - Number(/now: (\d+)/.exec(u.content.data["text/plain"])![1])).toBeLessThan(250);
+    const result = got.findIndex((m) => m.type === "execute_result");
+    expect(result).toBeGreaterThan(got.findLastIndex((m) => m.type === "stream" || m.type === "update_display_data"));
+    expect(got.at(-1)?.type).toBe("status");
+    expect(got[result].t - ticks[0].t).toBeGreaterThan(500); // the first line came while the loop still ran
+  } finally {
+    await kernel.shutdown();
+  }
+}, 90_000);

@@ -37,6 +37,14 @@ test("display_id updates and clear_output stream during the loop, in the order t
   expect(d.find((m: any) => m.type === "stream").text).toBe("after clear\n");
 });
 
+test("display.on_cell_end runs before the result (a live plot's last state lands while the cell is current)", () => {
+  expect(r.cell_end).toEqual([
+    { type: "display_data", data: "'first'" },
+    { type: "update_display_data", data: "'last'" },
+    { type: "execute_result", data: "'r'" },
+  ]);
+});
+
 test("an interrupted cell delivers every line it printed before the interrupt, then the error", () => {
   const { ename, lines, n, after } = r.interrupted;
   expect(ename).toBe("KeyboardInterrupt");

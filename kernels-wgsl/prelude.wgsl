@@ -22,12 +22,23 @@ override S3: u32 = 4u;
 override S4: u32 = 5u;
 override S5: u32 = 6u;
 
+// Windowed dispatches (tensors larger than one binding may be, maxStorageBufferBindingSize): the host
+// binds a window of each large block and splits the dispatch into runs of invocations whose accesses
+// fit their windows. Then P[56] = invocations in this run, P[57] = the first one, and P[57 + slot] =
+// the element where binding `slot`'s window starts inside its block. WINDOWED = 0 folds all of it away.
+override WINDOWED: u32 = 0u;
+fn wbase(slot: u32) -> u32 {
+  if (WINDOWED == 0u) { return 0u; }
+  return P[57u + slot];
+}
+
 // dtype codes, as the host sends them
 const F32: u32 = 0u;
 const I32: u32 = 1u;
 const BOOL: u32 = 2u;
 
-fn ld(slot: u32, i: u32) -> u32 {
+fn ld(slot: u32, k: u32) -> u32 {
+  let i = k - wbase(slot);
   switch slot {
     case 1u: { return B1[i]; }
     case 2u: { return B2[i]; }
@@ -38,7 +49,8 @@ fn ld(slot: u32, i: u32) -> u32 {
   }
 }
 
-fn st(slot: u32, i: u32, v: u32) {
+fn st(slot: u32, k: u32, v: u32) {
+  let i = k - wbase(slot);
   switch slot {
     case 1u: { B1[i] = v; }
     case 2u: { B2[i] = v; }
@@ -72,7 +84,11 @@ fn pf(i: u32) -> f32 { return bitcast<f32>(P[i]); }
 fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 
 /// The invocation's linear index for a 2-D grid of 1-D workgroups of size `wg`
-/// (more than 65535 workgroups spill into y).
+/// (more than 65535 workgroups spill into y). In a windowed run, invocations past the run get
+/// 0xffffffff, which every kernel's bounds check (`>= P[0]`, a count below 2^32) turns away.
 fn linear_id(gid: vec3<u32>, nwg: vec3<u32>, wg: u32) -> u32 {
-  return gid.x + gid.y * nwg.x * wg;
+  let id = gid.x + gid.y * nwg.x * wg;
+  if (WINDOWED == 0u) { return id; }
+  if (id >= P[56]) { return 0xffffffffu; }
+  return id + P[57];
 }

@@ -65,10 +65,16 @@ export const dummyFor = (device: GPUDevice) => perDevice(device).dummy;
 
 /** The pipeline for an entry point specialised by `constants` and the operand-to-binding slots. */
 export function pipelineFor(device: GPUDevice, shader: string, entry: string, constants: Record<string, number> | undefined, slots: number[]): GPUComputePipeline {
+  return pipelineEntry(device, shader, entry, constants, slots).pipeline;
+}
+
+/** The pipeline, its cache key, and whether it was created just now (its validation not yet seen). */
+export function pipelineEntry(device: GPUDevice, shader: string, entry: string, constants: Record<string, number> | undefined, slots: number[]): { pipeline: GPUComputePipeline; key: string; created: boolean } {
   const d = perDevice(device);
   let key = `${shader}:${entry}:${slots.join("")}`;
   if (constants) for (const k in constants) key += `:${k}=${constants[k]}`;
   let p = d.pipelines.get(key);
+  const created = !p;
   if (!p) {
     constants = { ...constants };
     slots.forEach((s, k) => (constants![`S${k}`] = s));
@@ -77,5 +83,12 @@ export function pipelineFor(device: GPUDevice, shader: string, entry: string, co
     p = device.createComputePipeline({ layout: d.pipelineLayout, label: key, compute: { module, entryPoint: entry, constants } });
     d.pipelines.set(key, p);
   }
-  return p;
+  return { pipeline: p, key, created };
+}
+
+/** Drops a cached pipeline (and its shader module, so both are made again and re-validated). */
+export function forgetPipeline(device: GPUDevice, key: string): void {
+  const d = perDevice(device);
+  d.pipelines.delete(key);
+  d.modules.delete(key.slice(0, key.indexOf(":")));
 }

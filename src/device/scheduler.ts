@@ -4,23 +4,36 @@
 // adapter request has finished), many dispatches share one command encoder (one dispatch costs ~20 µs
 // batched but 30–90 µs with its own submit on lavapipe), and uploads are ordered with the dispatches
 // around them (queue.writeBuffer would jump ahead of unsubmitted work that reads a reused block).
+//
+// Isolation (DESIGN.md: one invalid object in a command buffer makes Dawn drop the whole submit, so
+// every op of a batch read back zeros): before a batch is encoded, the GPU objects it needs that do not
+// exist yet (segment buffers, pipelines, bind groups) are created inside error scopes and awaited. A
+// dispatch whose objects Dawn rejected is left out of the command buffer; what it would have written is
+// marked invalid, and so is whatever is later computed from it; reading such a tensor raises a
+// RuntimeError naming the op that Dawn rejected and Dawn's message. Everything else in the batch runs.
+// Limits that the host can check (binding sizes, buffer sizes, grid sizes) are checked when the op is
+// recorded (ops/launch.ts), so they raise on the op itself.
 
 import type { Block, Segment } from "../memory/allocator.ts";
 
 /**
  * Where a block was when the command was recorded. Blocks are mutable (a freed block merges with its
  * neighbours, a reused one is split), so commands keep a snapshot; two snapshots of live blocks never
- * overlap, and the same storage used twice gives equal snapshots.
+ * overlap, and the same storage used twice gives equal snapshots. A windowed dispatch binds a window
+ * of a large block: `offset`/`size` are the window's bytes, `block` the block's offset (its identity)
+ * and `base` the element where the window starts inside the block.
  */
 export interface Range {
   readonly segment: Segment;
   readonly offset: number;
   readonly size: number;
+  readonly block: number;
+  readonly base: number;
 }
-const rangeOf = (b: Block): Range => ({ segment: b.segment, offset: b.offset, size: b.size });
+export const rangeOf = (b: Block): Range => ({ segment: b.segment, offset: b.offset, size: b.size, block: b.offset, base: 0 });
 import { beginWait, getDevice, readyDevice, type DeviceState } from "./backend.ts";
 import { RuntimeError } from "../errors.ts";
-import { bindGroupLayout, dummyFor, MAX_BINDINGS, paramsLayout, pipelineFor } from "./pipelines.ts";
+import { bindGroupLayout, dummyFor, forgetPipeline, MAX_BINDINGS, paramsLayout, pipelineEntry } from "./pipelines.ts";
 
 export interface Dispatch {
   kind: "dispatch";
@@ -33,6 +46,12 @@ export interface Dispatch {
   workgroups: [number, number, number];
   /** A drop-in replacement shader (same params and grid) for devices with subgroups. */
   subgroupShader?: string;
+  /** The op that recorded it (for error messages). */
+  label?: string;
+  /** Operands the kernel writes (default: operand 0). */
+  writes?: number[];
+  /** A windowed run: invocations [first, first + count) of the op (prelude.wgsl, WINDOWED). */
+  window?: { first: number; count: number };
 }
 interface Upload {
   kind: "upload";
@@ -54,15 +73,21 @@ const FLUSH_AT = 512;
 /** Each dispatch's params take one 256-byte slot (the storage offset alignment) of a per-device buffer. */
 const PARAM_ALIGN = 256;
 const PARAM_SLOTS = 1024;
+/** Params words a kernel may use; words 56..63 of the slot describe a windowed run (prelude.wgsl). */
+export const PARAM_WORDS = 56;
 let queue: Command[] = [];
-let flushing: Promise<void> | null = null;
 
-export function enqueue(shader: string, entry: string, blocks: Block[], params: Uint32Array, workgroups: [number, number, number], constants?: Record<string, number>, subgroupShader?: string): void {
-  const cmd: Dispatch = { kind: "dispatch", shader, entry, constants, buffers: blocks.map(rangeOf), params, workgroups, subgroupShader };
+export function enqueue(shader: string, entry: string, blocks: Block[], params: Uint32Array, workgroups: [number, number, number], constants?: Record<string, number>, subgroupShader?: string, label?: string): void {
+  record({ kind: "dispatch", shader, entry, constants, buffers: blocks.map(rangeOf), params, workgroups, subgroupShader, label });
+}
+
+/** Records a dispatch built by the caller (windowed runs: ops/launch.ts). */
+export function record(cmd: Dispatch): void {
+  if (cmd.params.length > PARAM_WORDS) throw new RuntimeError(`internal: ${cmd.params.length} params words (at most ${PARAM_WORDS})`);
   queue.push(cmd);
   if (queue.length >= FLUSH_AT) {
     const dev = readyDevice();
-    if (dev && !flushing) encodeAndSubmit(dev, takeQueue());
+    if (dev) schedule(dev, takeQueue()).catch(() => {}); // a failed batch rejects its own reads
   }
 }
 
@@ -89,42 +114,67 @@ function takeQueue(): Command[] {
   return q;
 }
 
-/** Submits everything recorded so far and waits until the GPU has finished it. */
-export async function flush(): Promise<void> {
-  while (flushing) await flushing;
-  if (queue.length === 0) return;
-  const run = (async () => {
-    let cmds: Command[] | null = null;
+/** Batches are encoded and submitted one after another, in recording order. */
+let chain: Promise<void> = Promise.resolve();
+let jobs = 0;
+
+function schedule(dev: DeviceState | null, cmds: Command[]): Promise<void> {
+  jobs++;
+  // Segment buffers are looked up now, while every segment the commands name still exists: a segment
+  // released before the batch is encoded (empty_cache) keeps its buffer until the batch has run.
+  const buffers = dev ? resolveBuffers(dev, cmds) : null;
+  const job = chain.then(async () => {
     try {
-      const dev = await getDevice();
-      cmds = takeQueue();
-      // A validation error here is a GradLab bug, never the user's: surface it on the readback that
-      // needed the result instead of returning garbage.
-      dev.device.pushErrorScope("validation");
-      const reads = encodeAndSubmit(dev, cmds);
-      beginWait();
-      const error = await dev.device.popErrorScope();
-      if (error) throw new RuntimeError(`internal WebGPU error (please report): ${error.message}`);
-      await Promise.all(reads);
-      if (reads.length === 0) await dev.device.queue.onSubmittedWorkDone();
+      const d = dev ?? (await getDevice());
+      await submitBatch(d, cmds, buffers ?? resolveBuffers(d, cmds));
     } catch (e) {
       // No device (nothing installed), or a failed submit: every waiting read learns why.
-      for (const c of cmds ?? takeQueue()) if (c.kind === "read") c.reject(e);
+      for (const c of cmds) if (c.kind === "read") c.reject(e);
       throw e;
     }
-  })();
-  flushing = run.finally(() => { flushing = null; });
-  await flushing;
+  }).finally(() => { jobs--; });
+  chain = job.catch(() => {});
+  return job;
 }
 
-function bufferOf(dev: DeviceState, seg: Segment): GPUBuffer {
-  if (seg.buffer && seg.generation === dev.epoch) return seg.buffer;
-  seg.buffer = dev.device.createBuffer({
-    size: seg.size,
-    usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
-  });
-  seg.generation = dev.epoch;
-  return seg.buffer;
+/** Submits everything recorded so far and waits until the GPU has finished it. */
+export async function flush(): Promise<void> {
+  if (queue.length === 0) {
+    await chain;
+    return;
+  }
+  await schedule(readyDevice(), takeQueue());
+}
+
+/** A segment's buffer, with the validation of its creation still to await (null: it existed already). */
+interface BufferInfo { buffer: GPUBuffer; check: Promise<string | null> | null }
+
+function resolveBuffers(dev: DeviceState, cmds: Command[]): Map<Segment, BufferInfo> {
+  const out = new Map<Segment, BufferInfo>();
+  const need = (seg: Segment) => {
+    if (out.has(seg)) return;
+    if (seg.buffer && seg.generation === dev.epoch) { out.set(seg, { buffer: seg.buffer, check: null }); return; }
+    const device = dev.device;
+    device.pushErrorScope("out-of-memory");
+    device.pushErrorScope("validation");
+    seg.buffer = device.createBuffer({
+      size: seg.size,
+      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+    });
+    seg.generation = dev.epoch;
+    const v = device.popErrorScope();
+    const o = device.popErrorScope();
+    const check = Promise.all([v, o]).then(([a, b]) => {
+      const e = a ?? b;
+      return e ? `creating a GPU buffer of ${seg.size} bytes for a memory segment failed: ${e.message}` : null;
+    });
+    out.set(seg, { buffer: seg.buffer, check });
+  };
+  for (const c of cmds) {
+    if (c.kind === "dispatch") for (const r of c.buffers) need(r.segment);
+    else need(c.block.segment);
+  }
+  return out;
 }
 
 /** Per-device encoding state: the params buffer with a bind group per slot, and cached data bind groups. */
@@ -151,8 +201,164 @@ function encodeState(dev: DeviceState): EncodeState {
   return st;
 }
 
+/** A dispatch ready to encode: its pipeline, its data bind group, its slot per distinct range. */
+interface Prepared {
+  pipeline: GPUComputePipeline;
+  pipelineKey: string;
+  bindGroup: GPUBindGroup;
+  bindKey: string;
+  slots: Range[];
+  fresh: boolean;
+}
+
+function slotsOf(c: Dispatch): { slots: Range[]; slotOf: number[] } {
+  // Bind each distinct block once; S<k> tells the kernel which binding holds operand k.
+  const slots: Range[] = [];
+  const slotOf: number[] = [];
+  for (const b of c.buffers) {
+    let s = slots.findIndex((r) => r.segment === b.segment && r.offset === b.offset);
+    if (s < 0) s = slots.push(b) - 1;
+    slotOf.push(s + 1);
+  }
+  return { slots, slotOf };
+}
+
+function prepare(dev: DeviceState, st: EncodeState, c: Dispatch, buffers: Map<Segment, BufferInfo>): Prepared {
+  const { slots, slotOf } = slotsOf(c);
+  const shader = c.subgroupShader && dev.facts.subgroups ? c.subgroupShader : c.shader;
+  const { pipeline, key: pipelineKey, created } = pipelineEntry(dev.device, shader, c.entry, c.constants, slotOf);
+  let bindKey = "";
+  for (const b of slots) bindKey += `${b.segment.id}.${b.offset}.${b.size},`;
+  let bindGroup = st.bindGroups.get(bindKey);
+  let fresh = created;
+  if (!bindGroup) {
+    const entries: GPUBindGroupEntry[] = [];
+    for (let i = 0; i < MAX_BINDINGS; i++) {
+      const b = slots[i];
+      entries.push({
+        binding: i + 1,
+        resource: b
+          ? { buffer: buffers.get(b.segment)!.buffer, offset: b.offset, size: b.size }
+          : { buffer: dummyFor(dev.device), offset: i * 256, size: 256 },
+      });
+    }
+    bindGroup = dev.device.createBindGroup({ layout: bindGroupLayout(dev.device), entries });
+    // Keys name segments by id, and ids are never reused, so stale entries are only dropped for space.
+    if (st.bindGroups.size > 8192) st.bindGroups.clear();
+    st.bindGroups.set(bindKey, bindGroup);
+    fresh = true;
+  }
+  return { pipeline, pipelineKey, bindGroup, bindKey, slots, fresh };
+}
+
+const firstLine = (m: string) => m.split("\n")[0].trim().replace(/\.+$/, "");
+/** Why a block's contents are invalid (Dawn rejected the op that writes it, or one it was computed from). */
+const invalid = new Map<string, string>();
+const idOf = (r: Range) => `${r.segment.id}:${r.block}`;
+/** Blocks whose contents are invalid now (for tests and diagnostics). */
+export const invalidBlocks = () => invalid.size;
+
+async function submitBatch(dev: DeviceState, cmds: Command[], buffers: Map<Segment, BufferInfo>): Promise<void> {
+  const device = dev.device;
+  const st = encodeState(dev);
+  // 1. Segment buffers made for this batch.
+  const badSegments = new Map<Segment, string>();
+  await Promise.all([...buffers].map(async ([seg, info]) => {
+    const e = info.check ? await info.check : null;
+    if (e) {
+      badSegments.set(seg, e);
+      if (seg.buffer === info.buffer) seg.buffer = null;
+      info.buffer.destroy();
+    }
+  }));
+  // 2. Pipelines and bind groups, created optimistically under one error scope; only if Dawn objects
+  //    is each new one made again under its own scope, to find the op it belongs to.
+  const prepared = new Map<Dispatch, Prepared>();
+  const failed = new Map<Dispatch, string>();
+  const dispatches = cmds.filter((c): c is Dispatch => c.kind === "dispatch");
+  const usable = (c: Dispatch) => {
+    for (const r of c.buffers) {
+      const bad = badSegments.get(r.segment);
+      if (bad) { failed.set(c, bad); return false; }
+    }
+    return true;
+  };
+  device.pushErrorScope("validation");
+  const fresh: Dispatch[] = [];
+  for (const c of dispatches) {
+    if (!usable(c)) continue;
+    const p = prepare(dev, st, c, buffers);
+    prepared.set(c, p);
+    if (p.fresh) fresh.push(c);
+  }
+  const batchError = fresh.length ? await device.popErrorScope() : (device.popErrorScope().catch(() => null), null);
+  if (batchError) {
+    for (const c of fresh) {
+      const p = prepared.get(c)!;
+      st.bindGroups.delete(p.bindKey);
+      forgetPipeline(device, p.pipelineKey);
+    }
+    const checks = fresh.map((c) => {
+      device.pushErrorScope("validation");
+      prepared.set(c, prepare(dev, st, c, buffers));
+      return device.popErrorScope();
+    });
+    const errors = await Promise.all(checks);
+    fresh.forEach((c, i) => {
+      const e = errors[i];
+      if (!e) return;
+      const p = prepared.get(c)!;
+      st.bindGroups.delete(p.bindKey);
+      forgetPipeline(device, p.pipelineKey);
+      prepared.delete(c);
+      failed.set(c, e.message);
+    });
+  }
+  // 3. Encode what is valid; follow invalid results through the batch.
+  const run: Command[] = [];
+  for (const c of cmds) {
+    if (c.kind === "dispatch") {
+      const w = c.writes ?? [0];
+      const writes = w.map((k) => c.buffers[k]).filter(Boolean);
+      // What the kernel reads: the other operands (an in-place op passes its output again as an input).
+      const readsOf = c.buffers.filter((_, k) => !w.includes(k));
+      const own = failed.get(c);
+      let why: string | undefined;
+      if (own !== undefined) {
+        why = `WebGPU rejected the kernel of op '${c.label ?? c.entry}' (${c.shader}.${c.entry}): ${firstLine(own)}`;
+      } else {
+        for (const r of readsOf) {
+          const bad = invalid.get(idOf(r));
+          if (bad !== undefined) { why = bad; break; }
+        }
+      }
+      if (why !== undefined) {
+        for (const r of writes) invalid.set(idOf(r), why);
+        continue;
+      }
+      for (const r of writes) invalid.delete(idOf(r));
+      run.push(c);
+    } else if (c.kind === "upload") {
+      const bad = badSegments.get(c.block.segment);
+      if (bad) invalid.set(idOf(c.block), bad);
+      else { invalid.delete(idOf(c.block)); run.push(c); }
+    } else {
+      const bad = badSegments.get(c.block.segment) ?? invalid.get(idOf(c.block));
+      if (bad !== undefined) c.reject(new RuntimeError(`${bad}. This tensor was not computed (or was computed from a result that was not); the other ops were not affected.`));
+      else run.push(c);
+    }
+  }
+  device.pushErrorScope("validation");
+  const reads = encodeAndSubmit(dev, st, run, prepared, buffers);
+  beginWait();
+  const error = await device.popErrorScope();
+  if (error) throw new RuntimeError(`internal WebGPU error (please report): ${error.message}`);
+  await Promise.all(reads);
+  if (reads.length === 0) await device.queue.onSubmittedWorkDone();
+}
+
 /** Encodes the commands (in submits of at most PARAM_SLOTS dispatches) and returns the pending readbacks. */
-function encodeAndSubmit(dev: DeviceState, cmds: Command[]): Promise<void>[] {
+function encodeAndSubmit(dev: DeviceState, st: EncodeState, cmds: Command[], prepared: Map<Dispatch, Prepared>, buffers: Map<Segment, BufferInfo>): Promise<void>[] {
   const reads: Promise<void>[] = [];
   let start = 0;
   while (start < cmds.length) {
@@ -162,44 +368,28 @@ function encodeAndSubmit(dev: DeviceState, cmds: Command[]): Promise<void>[] {
       if (cmds[end].kind === "dispatch") dispatches++;
       end++;
     }
-    reads.push(...encodeChunk(dev, cmds.slice(start, end), dispatches));
+    reads.push(...encodeChunk(dev, st, cmds.slice(start, end), dispatches, prepared, buffers));
     start = end;
   }
   return reads;
 }
 
-function bindGroupFor(dev: DeviceState, st: EncodeState, slots: Range[]): GPUBindGroup {
-  let key = "";
-  for (const b of slots) key += `${b.segment.id}.${b.offset}.${b.size},`;
-  let bg = st.bindGroups.get(key);
-  if (bg && slots.every((b) => b.segment.buffer && b.segment.generation === dev.epoch)) return bg;
+function encodeChunk(dev: DeviceState, st: EncodeState, cmds: Command[], dispatches: number, prepared: Map<Dispatch, Prepared>, buffers: Map<Segment, BufferInfo>): Promise<void>[] {
   const device = dev.device;
-  const entries: GPUBindGroupEntry[] = [];
-  for (let i = 0; i < MAX_BINDINGS; i++) {
-    const b = slots[i];
-    entries.push({
-      binding: i + 1,
-      resource: b
-        ? { buffer: bufferOf(dev, b.segment), offset: b.offset, size: b.size }
-        : { buffer: dummyFor(device), offset: i * 256, size: 256 },
-    });
-  }
-  bg = device.createBindGroup({ layout: bindGroupLayout(device), entries });
-  // Keys name segments by id, and ids are never reused, so stale entries are only dropped for space.
-  if (st.bindGroups.size > 8192) st.bindGroups.clear();
-  st.bindGroups.set(key, bg);
-  return bg;
-}
-
-function encodeChunk(dev: DeviceState, cmds: Command[], dispatches: number): Promise<void>[] {
-  const device = dev.device;
-  const st = encodeState(dev);
   if (dispatches > 0) {
     const staging = new Uint8Array(dispatches * PARAM_ALIGN);
+    const words = new Uint32Array(staging.buffer);
     let i = 0;
     for (const c of cmds) {
       if (c.kind !== "dispatch") continue;
-      staging.set(new Uint8Array(c.params.buffer, c.params.byteOffset, c.params.byteLength), PARAM_ALIGN * i++);
+      staging.set(new Uint8Array(c.params.buffer, c.params.byteOffset, c.params.byteLength), PARAM_ALIGN * i);
+      if (c.window) {
+        const w = (PARAM_ALIGN / 4) * i;
+        words[w + 56] = c.window.count;
+        words[w + 57] = c.window.first;
+        prepared.get(c)!.slots.forEach((r, s) => (words[w + 58 + s] = r.base));
+      }
+      i++;
     }
     // Safe: writeBuffer is ordered after every earlier submit (which read the previous contents).
     device.queue.writeBuffer(st.params, 0, staging);
@@ -214,20 +404,11 @@ function encodeChunk(dev: DeviceState, cmds: Command[], dispatches: number): Pro
   let di = 0;
   for (const c of cmds) {
     if (c.kind === "dispatch") {
-      // Bind each distinct block once; S<k> tells the kernel which binding holds operand k.
-      const slots: Range[] = [];
-      const slotOf: number[] = [];
-      for (const b of c.buffers) {
-        let s = slots.findIndex((r) => r.segment === b.segment && r.offset === b.offset);
-        if (s < 0) s = slots.push(b) - 1;
-        slotOf.push(s + 1);
-      }
-      const shader = c.subgroupShader && dev.facts.subgroups ? c.subgroupShader : c.shader;
-      const pipeline = pipelineFor(device, shader, c.entry, c.constants, slotOf);
+      const p = prepared.get(c)!;
       pass ??= encoder.beginComputePass();
-      if (pipeline !== lastPipeline) pass.setPipeline((lastPipeline = pipeline));
+      if (p.pipeline !== lastPipeline) pass.setPipeline((lastPipeline = p.pipeline));
       pass.setBindGroup(0, st.paramGroups[di++]);
-      pass.setBindGroup(1, bindGroupFor(dev, st, slots));
+      pass.setBindGroup(1, p.bindGroup);
       pass.dispatchWorkgroups(...c.workgroups);
     } else if (c.kind === "upload") {
       endPass();
@@ -236,14 +417,14 @@ function encodeChunk(dev: DeviceState, cmds: Command[], dispatches: number): Pro
       new Uint8Array(staging.getMappedRange()).set(c.data);
       staging.unmap();
       temporaries.push(staging);
-      encoder.copyBufferToBuffer(staging, 0, bufferOf(dev, c.block.segment), c.block.offset + c.byteOffset, size);
+      encoder.copyBufferToBuffer(staging, 0, buffers.get(c.block.segment)!.buffer, c.block.offset + c.byteOffset, size);
     } else {
       endPass();
       const start = c.block.offset + c.byteOffset;
       const alignedStart = start - (start % 4);
       const aligned = Math.ceil((start + c.byteLength - alignedStart) / 4) * 4;
       const staging = device.createBuffer({ size: Math.max(aligned, 4), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-      if (aligned > 0) encoder.copyBufferToBuffer(bufferOf(dev, c.block.segment), alignedStart, staging, 0, aligned);
+      if (aligned > 0) encoder.copyBufferToBuffer(buffers.get(c.block.segment)!.buffer, alignedStart, staging, 0, aligned);
       reads.push({ cmd: c, staging, start: start - alignedStart });
     }
   }
@@ -265,8 +446,9 @@ function encodeChunk(dev: DeviceState, cmds: Command[], dispatches: number): Pro
 
 /** Destroys a segment's GPU buffer once the work already recorded against it has been submitted. */
 export function destroyBuffer(buffer: GPUBuffer): void {
-  if (queue.length === 0) { buffer.destroy(); return; }
+  if (queue.length === 0 && jobs === 0) { buffer.destroy(); return; }
   const dev = readyDevice();
-  if (dev) { encodeAndSubmit(dev, takeQueue()); buffer.destroy(); }
+  if (queue.length > 0 && dev) schedule(dev, takeQueue()).catch(() => {});
+  chain.then(() => buffer.destroy());
   // Without a device the buffer cannot exist; nothing to do.
 }

@@ -157,7 +157,11 @@ export function draw(dist: number, out: Tensor, a: number, b: number, extra: Ten
   const seed = rng.seed;
   const params = [n, Number(seed & 0xffffffffn), Number(seed >> 32n), rng.offset >>> 0, f32bits(a), f32bits(b), out._offset, xOffset];
   rng.offset += n;
-  dispatch("random", "draw", [out, ...extra], params, n, { DIST: dist });
+  const extent = (k: number, i0: number, i1: number): [number, number] => {
+    const off = k === 0 ? out._offset : k === 1 ? xOffset : 0;
+    return [off + i0, off + i1 - 1];
+  };
+  dispatch("random", "draw", [out, ...extra], params, n, { DIST: dist }, { extent, writes: extra.length ? [0, 2] : [0] });
 }
 
 export function rand(...args: ShapeArgs): Tensor {

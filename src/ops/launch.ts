@@ -2,11 +2,14 @@
 // kernels-wgsl/elementwise.wgsl reads (dims coalesced so contiguous operands cost one div per element).
 
 import { dtypeCode } from "../dtype.ts";
-import { enqueue } from "../device/scheduler.ts";
+import { enqueue, record, rangeOf, PARAM_WORDS, type Range } from "../device/scheduler.ts";
+import { readyDevice } from "../device/backend.ts";
 import type { Block } from "../memory/allocator.ts";
 import { RuntimeError } from "../errors.ts";
 import { checkSameDevice } from "../memory/devices.ts";
+import { formatBytes } from "../memory/format-bytes.ts";
 import type { Tensor } from "../tensor.ts";
+import { opName } from "./op-context.ts";
 
 const MAX_RANK = 8;
 const WG = 64;
@@ -37,16 +40,167 @@ function computes(operands: Tensor[]): boolean {
   return !checkSameDevice(operands.map((t) => t.check().storage.device)).simulated;
 }
 
-export function dispatch(shader: string, entry: string, operands: Tensor[], params: number[] | Uint32Array, invocations: number, constants?: Record<string, number>): void {
+/**
+ * The elements operand k touches for invocations [i0, i1): an inclusive [lo, hi] range of element
+ * offsets from the start of its block. A bound is enough (a window may be larger than what is read).
+ */
+export type Extent = (k: number, i0: number, i1: number) => [number, number];
+export interface DispatchOpts {
+  /** How invocations map to elements: lets a dispatch over a block larger than one binding run in windows. */
+  extent?: Extent;
+  /** Operands the kernel writes (default [0]): what becomes invalid if WebGPU rejects the dispatch. */
+  writes?: number[];
+}
+
+/** WebGPU's default limit, used until the device is known (a smaller limit only means smaller windows). */
+const DEFAULT_BINDING = 128 << 20;
+let bindingOverride: number | null = null;
+/** For tests: pretend the binding limit is `bytes` (null: the device's), so windowing runs on small tensors. */
+export function _set_max_binding_size(bytes: number | null): void {
+  bindingOverride = bytes;
+}
+function limits(): { binding: number; buffer: number | null } {
+  const l = readyDevice()?.facts.limits;
+  const binding = bindingOverride ?? l?.maxStorageBufferBindingSize ?? DEFAULT_BINDING;
+  return { binding, buffer: l?.maxBufferSize ?? null };
+}
+
+const WINDOW_ALIGN = 256; // bytes: the largest minStorageBufferOffsetAlignment WebGPU allows
+
+interface Run { first: number; count: number; ranges: Range[] }
+
+/**
+ * Checks the operands against the adapter's limits before anything is recorded, and splits the
+ * dispatch into runs of invocations whose accesses fit one binding per block when a block is larger
+ * than maxStorageBufferBindingSize. Returns null when one plain dispatch does.
+ */
+function plan(op: string, blocks: Block[], n: number, opts: DispatchOpts | undefined): Run[] | null {
+  const lim = limits();
+  for (const b of blocks) {
+    if (lim.buffer !== null && b.segment.size > lim.buffer) {
+      throw new RuntimeError(
+        `${op}: a tensor of ${formatBytes(b.size)} lives in a GPU buffer of ${formatBytes(b.segment.size)}, larger than this ` +
+          `adapter's maxBufferSize (${formatBytes(lim.buffer)}); split the tensor into smaller ones`,
+      );
+    }
+  }
+  const big = [...new Set(blocks.filter((b) => b.size > lim.binding))];
+  if (big.length === 0) return null;
+  const extent = opts?.extent;
+  if (!extent) {
+    throw new RuntimeError(
+      `${op}: an operand of ${formatBytes(big[0].size)} is larger than this adapter's maxStorageBufferBindingSize ` +
+        `(${formatBytes(lim.binding)}, the most one kernel binding may cover), and '${op}' cannot split its work over ` +
+        `several bindings; use smaller tensors (e.g. split the batch)`,
+    );
+  }
+  const users = big.map((b) => blocks.map((x, k) => (x === b ? k : -1)).filter((k) => k >= 0));
+  const windowOf = (j: number, i0: number, i1: number): [number, number] => {
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const k of users[j]) {
+      const [a, z] = extent(k, i0, i1);
+      lo = Math.min(lo, a);
+      hi = Math.max(hi, z);
+    }
+    const start = Math.floor((lo * 4) / WINDOW_ALIGN) * WINDOW_ALIGN;
+    return [start, Math.min((hi + 1) * 4, big[j].size)];
+  };
+  const fits = (i0: number, i1: number) => big.every((_, j) => { const [a, z] = windowOf(j, i0, i1); return z - a <= lim.binding; });
+  const runs: Run[] = [];
+  for (let i0 = 0; i0 < n;) {
+    if (!fits(i0, i0 + 1)) {
+      throw new RuntimeError(
+        `${op}: one step of this kernel reads more than this adapter's maxStorageBufferBindingSize (${formatBytes(lim.binding)}) ` +
+          `of one tensor, so it cannot run in windows; use smaller tensors`,
+      );
+    }
+    let good = 1;
+    let step = 2;
+    while (i0 + step <= n && fits(i0, i0 + step)) { good = step; step *= 2; }
+    let bad = Math.min(step, n - i0 + 1);
+    if (i0 + good === n) bad = good + 1;
+    while (bad - good > 1) {
+      const mid = Math.floor((good + bad) / 2);
+      if (i0 + mid <= n && fits(i0, i0 + mid)) good = mid;
+      else bad = mid;
+    }
+    const i1 = i0 + good;
+    const ranges = blocks.map((b) => {
+      const j = big.indexOf(b);
+      if (j < 0) return rangeOf(b);
+      const [a, z] = windowOf(j, i0, i1);
+      const size = Math.ceil((z - a) / 4) * 4;
+      return { segment: b.segment, offset: b.offset + a, size, block: b.offset, base: a / 4 };
+    });
+    runs.push({ first: i0, count: i1 - i0, ranges });
+    i0 = i1;
+  }
+  return runs;
+}
+
+export function dispatch(shader: string, entry: string, operands: Tensor[], params: number[] | Uint32Array, invocations: number, constants?: Record<string, number>, opts?: DispatchOpts): void {
   if (invocations === 0 || !computes(operands)) return;
-  enqueue(shader, entry, operands.map(blockOf), params instanceof Uint32Array ? params : Uint32Array.from(params), grid(invocations), constants);
+  const blocks = operands.map(blockOf);
+  const p = params instanceof Uint32Array ? params : Uint32Array.from(params);
+  const label = opName() ?? entry;
+  const runs = plan(label, blocks, invocations, opts);
+  if (!runs) {
+    enqueue(shader, entry, blocks, p, grid(invocations), constants, undefined, label);
+    return;
+  }
+  if (p.length > PARAM_WORDS) throw new RuntimeError(`internal: ${entry} uses ${p.length} params words`);
+  for (const r of runs) {
+    record({
+      kind: "dispatch", shader, entry, constants: { ...constants, WINDOWED: 1 }, buffers: r.ranges, params: p,
+      workgroups: grid(r.count), label, writes: opts?.writes, window: { first: r.first, count: r.count },
+    });
+  }
 }
 
 /** Records a dispatch with an explicit workgroup grid (kernels that index by workgroup_id). */
 export function dispatchGrid(shader: string, entry: string, operands: Tensor[], params: number[], workgroups: [number, number, number], constants?: Record<string, number>, subgroupShader?: string): void {
   if (workgroups.some((w) => w === 0) || !computes(operands)) return;
   if (workgroups.some((w) => w > MAX_GROUPS)) throw new RuntimeError(`internal: dispatch grid [${workgroups.join(", ")}] exceeds ${MAX_GROUPS} per dimension`);
-  enqueue(shader, entry, operands.map(blockOf), Uint32Array.from(params), workgroups, constants, subgroupShader);
+  const blocks = operands.map(blockOf);
+  const label = opName() ?? entry;
+  plan(label, blocks, 1, undefined);
+  enqueue(shader, entry, blocks, Uint32Array.from(params), workgroups, constants, subgroupShader, label);
+}
+
+/** The most bytes one binding may cover now. */
+export const maxBindingBytes = () => limits().binding;
+
+/** Whether every operand fits one binding (else only kernels with an extent can run on it). */
+export function fitsOneBinding(operands: Tensor[]): boolean {
+  const lim = limits().binding;
+  return operands.every((t) => blockOf(t).size <= lim);
+}
+
+/**
+ * The extent of a strided operand over a row-major index space `shape` (coalesced): invocation i is
+ * the element at multi-index(i); the operand reads offset + sum(idx_d * strides_d). Strides are >= 0.
+ */
+export function stridedExtent(shape: readonly number[], strides: readonly number[], offset: number): (i0: number, i1: number) => [number, number] {
+  const r = shape.length;
+  return (i0, i1) => {
+    if (r === 0) return [offset, offset];
+    const a: number[] = new Array(r);
+    const z: number[] = new Array(r);
+    let x = i0;
+    let y = i1 - 1;
+    for (let d = r - 1; d >= 0; d--) {
+      a[d] = x % shape[d]; x = Math.floor(x / shape[d]);
+      z[d] = y % shape[d]; y = Math.floor(y / shape[d]);
+    }
+    let d = 0;
+    let base = offset;
+    while (d < r && a[d] === z[d]) { base += a[d] * strides[d]; d++; }
+    if (d === r) return [base, base];
+    let hi = base + z[d] * strides[d];
+    for (let e = d + 1; e < r; e++) hi += (shape[e] - 1) * strides[e];
+    return [base + a[d] * strides[d], hi];
+  };
 }
 
 /**
@@ -97,5 +251,6 @@ export function elementwise(
     c.strides[k].forEach((s, d) => (p[16 + k * 8 + d] = s));
     p[48 + k] = dtypeCode[t.dtype];
   });
-  dispatch("elementwise", entry, ops, p, n, constants);
+  const ext = ops.map((t, k) => stridedExtent(c.shape, c.strides[k], t._offset));
+  dispatch("elementwise", entry, ops, p, n, constants, { extent: (k, i0, i1) => ext[k](i0, i1) });
 }

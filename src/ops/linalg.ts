@@ -4,7 +4,7 @@
 import { RuntimeError } from "../errors.ts";
 import { Tensor, numelOf } from "../tensor.ts";
 import { binary, broadcastShapes, copyOf } from "./elementwise.ts";
-import { coalesce, dispatch, dispatchGrid } from "./launch.ts";
+import { coalesce, dispatch, dispatchGrid, fitsOneBinding } from "./launch.ts";
 import { contiguousOf, expand, unsqueeze, view } from "./views.ts";
 
 const typeName = { float32: "Float", int32: "Int", bool: "Bool" } as const;
@@ -50,7 +50,9 @@ function batchedInto(a: Tensor, b: Tensor, out: Tensor): void {
     const rowMajorB = B._strides[B.ndim - 1] === 1 && B._strides[B.ndim - 2] === N && B._offset % 4 === 0 && bStride % 4 === 0;
     // B = w.t() of a row-major w (every Linear): read transposed in place, no copy.
     const transposedB = B._strides[B.ndim - 2] === 1 && B._strides[B.ndim - 1] === K;
-    if (N % 4 === 0 && (rowMajorB || transposedB)) {
+    // Over the binding limit only the plain kernel can run (in windows: it indexes by invocation).
+    const oneBinding = fitsOneBinding([out, A, B]);
+    if (oneBinding && N % 4 === 0 && (rowMajorB || transposedB)) {
       // 8 rows per workgroup: what matmul_subgroups needs, chosen at encode time when the device has subgroups.
       dispatchGrid("matmul_vec4", "mm", [out, A, B],
         [M, N, K, batch, A._offset, batchStride(A)!, A._strides[A.ndim - 2], A._strides[A.ndim - 1], B._offset, bStride, 0],
@@ -63,7 +65,22 @@ function batchedInto(a: Tensor, b: Tensor, out: Tensor): void {
       B._offset, batchStride(B)!, B._strides[B.ndim - 2], B._strides[B.ndim - 1],
       0,
     ];
-    dispatch("matmul", "mm", [out, A, B], params, Math.ceil(M / 4) * Math.ceil(N / 4) * batch);
+    const colGroups = Math.ceil(N / 4);
+    const per = colGroups * Math.ceil(M / 4);
+    const [ars, acs, brs, bcs] = [params[6], params[7], params[10], params[11]];
+    // What invocations [i0, i1) touch (matmul.wgsl: invocation = (batch, 4-row group, 4-column group)).
+    const extent = (k: number, i0: number, i1: number): [number, number] => {
+      const b0 = Math.floor(i0 / per);
+      const b1 = Math.floor((i1 - 1) / per);
+      const g0 = Math.floor((i0 % per) / colGroups);
+      const g1 = Math.floor(((i1 - 1) % per) / colGroups);
+      const rows: [number, number] = b0 === b1 ? [g0 * 4, Math.min(M - 1, g1 * 4 + 3)] : [0, M - 1];
+      if (k === 0) return [b0 * M * N + rows[0] * N, b1 * M * N + (rows[1] + 1) * N - 1];
+      if (k === 1) return [A._offset + b0 * params[5] + rows[0] * ars, A._offset + b1 * params[5] + rows[1] * ars + (K - 1) * acs];
+      const cols: [number, number] = b0 === b1 && g0 === g1 ? [(i0 % colGroups) * 4, Math.min(N - 1, ((i1 - 1) % colGroups) * 4 + 3)] : [0, N - 1];
+      return [B._offset + b0 * params[9] + cols[0] * bcs, B._offset + b1 * params[9] + cols[1] * bcs + (K - 1) * brs];
+    };
+    dispatch("matmul", "mm", [out, A, B], params, per * batch, undefined, { extent });
   } finally {
     for (const t of temps) t.dispose();
   }

@@ -5,7 +5,7 @@
 import { dtypeCode, type DType } from "../dtype.ts";
 import { IndexError, RuntimeError } from "../errors.ts";
 import { Tensor, numelOf, type DimArg, type ReduceOpts } from "../tensor.ts";
-import { coalesce, dispatch, f32bits } from "./launch.ts";
+import { coalesce, dispatch, f32bits, fitsOneBinding, maxBindingBytes } from "./launch.ts";
 import { contiguousOf, permute, reshape, wrapDim } from "./views.ts";
 import { unary } from "./elementwise.ts";
 
@@ -50,7 +50,9 @@ function reduceInto(op: ReduceOp, x: Tensor, dims: number[], out: Tensor, scale:
   const cr = coalesce(dims.map((i) => x.shape[i]), [dims.map((i) => x._strides[i])]);
   let rowStride = ck.shape.length === 0 ? 0 : ck.strides[0][0];
   let es = cr.shape.length === 0 ? 1 : cr.strides[0][0];
-  if (ck.shape.length > 1 || cr.shape.length > 1) {
+  // Over the binding limit, rows must be contiguous to run in windows (a strided row spans the tensor).
+  const strided = (es !== 1 || (ck.shape.length > 0 && rowStride !== len)) && !fitsOneBinding([x]);
+  if (ck.shape.length > 1 || cr.shape.length > 1 || strided) {
     const p = permute(x, [...kept, ...dims]);
     src = contiguousOf(p);
     temps.push(p, src);
@@ -59,18 +61,36 @@ function reduceInto(op: ReduceOp, x: Tensor, dims: number[], out: Tensor, scale:
   }
   const params = (rowsN: number, rowLen: number, rs: number, off: number, e: number, idt: DType, odt: DType, chunks: number, total: number, s0: number) =>
     [rowsN, rowLen, f32bits(s0), rs, off, e, 0, dtypeCode[idt], dtypeCode[odt], chunks, total];
-  const chunked = (op === "sum" || op === "mean" || op === "max" || op === "min" || op === "prod") && rows < 256 && len > 4 * CHUNK;
+  /** What row reduction r reads of its input (rows of `chunks` chunks of `len`, see reduce.wgsl). */
+  const rowsExtent = (off: number, rs: number, e: number, len: number, chunks: number, total: number) =>
+    (k: number, r0: number, r1: number): [number, number] => {
+      if (k === 0) return [r0, r1 - 1];
+      const q0 = Math.floor(r0 / chunks);
+      const q1 = Math.floor((r1 - 1) / chunks);
+      const c0 = r0 % chunks;
+      const c1 = (r1 - 1) % chunks;
+      const last = Math.max(Math.min(total, (c1 + 1) * len) - 1, 0);
+      if (q0 === q1) return [off + q0 * rs + c0 * len * e, off + q0 * rs + Math.max(last, c0 * len) * e];
+      return [off + q0 * rs + Math.min(c0 * len * e, rs), off + q1 * rs + Math.max(total - 1, 0) * e];
+    };
+  const chunkable = op === "sum" || op === "mean" || op === "max" || op === "min" || op === "prod";
+  // A row longer than one binding may cover is reduced in chunks that each fit a window.
+  const maxChunk = Math.floor(maxBindingBytes() / 8);
+  const chunked = chunkable && ((rows < 256 && len > 4 * CHUNK) || (len > maxChunk && !fitsOneBinding([src])));
   try {
     if (chunked) {
-      const chunkLen = Math.max(CHUNK, Math.ceil(len / MAX_CHUNKS));
+      const chunkLen = Math.min(Math.max(CHUNK, Math.ceil(len / MAX_CHUNKS)), maxChunk);
       const chunks = Math.ceil(len / chunkLen);
       const partial = Tensor.empty([rows, chunks], src.dtype === "float32" ? "float32" : "int32");
       temps.push(partial);
-      dispatch("reduce", "reduce_rows", [partial, src], params(rows * chunks, chunkLen, rowStride, src._offset, es, src.dtype, partial.dtype, chunks, len, 1), rows * chunks, { OP: OPS[op] });
-      dispatch("reduce", "reduce_rows", [out, partial], params(rows, chunks, chunks, 0, 1, partial.dtype, out.dtype, 1, chunks, scale), rows, { OP: OPS[op] });
+      dispatch("reduce", "reduce_rows", [partial, src], params(rows * chunks, chunkLen, rowStride, src._offset, es, src.dtype, partial.dtype, chunks, len, 1), rows * chunks, { OP: OPS[op] },
+        { extent: rowsExtent(src._offset, rowStride, es, chunkLen, chunks, len) });
+      dispatch("reduce", "reduce_rows", [out, partial], params(rows, chunks, chunks, 0, 1, partial.dtype, out.dtype, 1, chunks, scale), rows, { OP: OPS[op] },
+        { extent: rowsExtent(0, chunks, 1, chunks, 1, chunks) });
     } else {
       rows = Math.max(rows, 1);
-      dispatch("reduce", "reduce_rows", [out, src], params(rows, len, rowStride, src._offset, es, src.dtype, out.dtype, 1, len, scale), rows, { OP: OPS[op] });
+      dispatch("reduce", "reduce_rows", [out, src], params(rows, len, rowStride, src._offset, es, src.dtype, out.dtype, 1, len, scale), rows, { OP: OPS[op] },
+        { extent: rowsExtent(src._offset, rowStride, es, len, 1, len) });
     }
   } finally {
     for (const t of temps) if (t !== x) t.dispose();
@@ -162,7 +182,14 @@ export function softmax(x: Tensor, dim: number, log: boolean): Tensor {
     const n = x.ndim === 0 ? 1 : x.shape[d];
     const inner = numelOf(x.shape.slice(d + 1));
     const rows = n === 0 ? 0 : x.numel() / n;
-    dispatch("rows", "softmax", [out, src], [rows, n, inner, src._offset, 0], rows, { LOG: log ? 1 : 0 });
+    const extent = (k: number, r0: number, r1: number): [number, number] => {
+      const off = k === 0 ? 0 : src._offset;
+      const o0 = Math.floor(r0 / inner);
+      const o1 = Math.floor((r1 - 1) / inner);
+      if (o0 === o1) return [off + o0 * n * inner + (r0 % inner), off + o0 * n * inner + (n - 1) * inner + ((r1 - 1) % inner)];
+      return [off + o0 * n * inner, off + (o1 + 1) * n * inner - 1];
+    };
+    dispatch("rows", "softmax", [out, src], [rows, n, inner, src._offset, 0], rows, { LOG: log ? 1 : 0 }, { extent });
     return out;
   } finally {
     src.dispose();

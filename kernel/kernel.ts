@@ -58,7 +58,7 @@ export class Kernel {
     const { sab, state } = createShared();
     this.shared = state;
     this.capture = new OutputCapture((ctx, name, text) => this.toWorker({ type: "stream", name, text, parent: this.jsonOf(ctx.parent) }));
-    this.executor = new Executor(state.irq, state.cell, this.capture, baseDir);
+    this.executor = new Executor(state.irq, state.cell, state.cellTimes, state.cellSession, this.capture, baseDir);
     this.comms.publisher = () => (type, content, metadata = {}, buffers = []) =>
       this.publish(type, content, this.currentParent(), metadata, buffers);
     this.worker = startWorker("control-worker", {
@@ -82,7 +82,11 @@ export class Kernel {
     // SIGINT (a terminal's Ctrl-C, or a client's signal to the kernel's process group) never ends the
     // kernel: this listener stays installed for good. It runs only when this thread is free (a cell
     // awaiting); a cell in synchronous code is reached through the socket thread's signal helper.
-    process.on("SIGINT", () => this.executor.interrupt());
+    process.on("SIGINT", () => {
+      // the helper, when running, also got this signal (clients signal the process group) and knows
+      // when it arrived; this listener may run late, after the cell it was meant for
+      if (Atomics.load(this.shared.helper, 0) !== 1) this.executor.interrupt();
+    });
     // code pasted from a script may end with process.exit(): that must not end the session
     process.exit = ((code?: number) => {
       throw new Error(`process.exit(${code ?? ""}) would end the kernel and lose every variable; restart the kernel from the notebook instead`);

@@ -30,6 +30,8 @@ export class Executor {
   constructor(
     private readonly irq: Int32Array,
     private readonly cellNo: Int32Array,
+    private readonly cellTimes: Float64Array,
+    private readonly cellSession: Int32Array,
     private readonly capture: OutputCapture,
     private readonly baseDir: string,
   ) {
@@ -62,11 +64,14 @@ export class Executor {
   }
 
   /** Starts an execute request: interrupts from now until end() stop it. Returns its number. */
-  begin(): number {
+  begin(requestedUs = NaN, sessionHash = 0): number {
     this.cellCounter = this.cellCounter >= 0x7fffffff ? 1 : this.cellCounter + 1;
     this.current = this.cellCounter;
     this.restore = null;
     Atomics.store(this.irq, 0, 0);
+    this.cellTimes[0] = requestedUs;
+    this.cellTimes[1] = Date.now() * 1000;
+    Atomics.store(this.cellSession, 0, sessionHash);
     Atomics.store(this.cellNo, 0, this.current);
     return this.current;
   }

@@ -4,13 +4,16 @@
 //  - imports become awaited dynamic imports resolved against the notebook's directory;
 //  - the last expression statement becomes the cell's value;
 //  - every loop body and function entry polls the interrupt flag (so interrupts stop loops and
-//    recursion by throwing, and `finally` blocks run).
+//    recursion by throwing, and `finally` blocks run);
+//  - each statement's temporaries get a frame of their own, so they die with the statement as in
+//    Python (temporaries.ts).
 // Edits never add or remove newlines, so line numbers of esbuild's output (and its source map) hold.
 import { transformSync, type Message as EsbuildMessage } from "esbuild";
 import { Parser } from "acorn";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { REPO } from "../repo.ts";
+import { wrapTemporaries } from "./temporaries.ts";
 
 export const IRQ = "__gradlab_irq";
 export const RT = "__gradlab";
@@ -103,6 +106,10 @@ export function transformCell(source: string, sourcefile: string, opts: { lastVa
 
   const body: Node[] = ast.body;
   const lastIdx = opts.lastValue === false ? -1 : body.length - 1;
+  // Statement temporaries get their own frame (temporaries.ts): its opening goes after, its closing
+  // before, any other edit at the same position (a loop's interrupt check, a declaration's parenthesis).
+  const lastStmt = lastIdx >= 0 && body[lastIdx].type === "ExpressionStatement" ? body[lastIdx] : null;
+  wrapTemporaries(ast, (pos, text, placement) => edits.push({ pos, end: pos, text, order: (placement === "late" ? 1e9 : -1e9) + order++ }), new Set(lastStmt ? [lastStmt] : []));
   body.forEach((stmt0, idx) => {
     let stmt = stmt0;
     if (stmt.type === "ExportNamedDeclaration" || stmt.type === "ExportDefaultDeclaration") {

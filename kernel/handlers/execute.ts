@@ -8,6 +8,7 @@ import { languageService } from "../language/client.ts";
 import { inspectText } from "./complete.ts";
 import { isPlainJs } from "../executor/transform.ts";
 import type { TsDiagnostic } from "../language/client.ts";
+import { dateMicros, hash32 } from "../sockets/shared.ts";
 
 const TYPECHECK = process.env.GRADLAB_TYPECHECK !== "0";
 /** How long a reply may wait for type diagnostics after its cell ended (default: not at all, so
@@ -84,7 +85,7 @@ export async function executeRequest(k: Kernel, msg: Message): Promise<void> {
   const ctx: CellContext = { parent: msg.header, identities: msg.identities, executionCount: count, allowStdin: c.allow_stdin !== false };
   const label = storeHistory ? `Cell [${count}]` : "Cell";
   let interrupted = false;
-  k.executor.begin();
+  k.executor.begin(dateMicros(msg.header.date), hash32(msg.header.session));
   k.cellEndHooks = [];
   try {
     interrupted = await runCell(k, msg, { code, silent, stopOnError, started, count, ctx, label, storeHistory });

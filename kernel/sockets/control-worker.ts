@@ -4,11 +4,12 @@
 // everything in the order it was posted, so output streams while synchronous code runs.
 import { parentPort, workerData } from "node:worker_threads";
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import * as zmq from "zeromq";
 import { makeHeader, parse, serialize, serializeJson, Signer, type Message } from "../wire/message.ts";
 import { endpoint, type ConnectionInfo } from "./connection.ts";
 import { SendQueue } from "./queue.ts";
-import { fromSab, type FromWorker, type ToWorker } from "./shared.ts";
+import { dateMicros, fromSab, hash32, type FromWorker, type ToWorker } from "./shared.ts";
 import { log } from "../log.ts";
 
 const { conn, session, sab, kernelInfo } = workerData as {
@@ -72,13 +73,38 @@ function reply(q: SendQueue, req: Message, type: string, content: object) {
   q.send(serialize(signer, makeHeader(type, session), req.header, {}, content, req.identities));
 }
 
-/** Interrupts the cell running now, if any: an interrupt that arrives between cells is dropped. */
-function interrupt() {
+/** The helper stamps a SIGINT when it gets to run, which under load can be milliseconds after the
+ *  signal was sent: a SIGINT stamped this soon after a cell started is taken as meant for the cell
+ *  before (a person does not interrupt a cell within its first quarter second; a script racing cell
+ *  ends would otherwise hit the next one). interrupt_request carries the client's own date and needs
+ *  no such allowance. */
+const SIGNAL_GRACE_US = Number(process.env.GRADLAB_SIGINT_GRACE_MS ?? 250) * 1000;
+
+/** Interrupts the cell running now, if any. An interrupt that arrives between cells is dropped, and so
+ *  is one requested (`requestedUs`: the interrupt_request's date) before the running cell was
+ *  requested, or a SIGINT received (`signalUs`) before it started: those were for an earlier cell. */
+function interrupt(when: { requestedUs?: number; session?: string; signalUs?: number } = {}) {
   const cell = Atomics.load(shared.cell, 0);
   if (cell === 0) return;
+  const [cellRequested, cellStarted] = shared.cellTimes;
+  let stale = (when.signalUs ?? NaN) < cellStarted + SIGNAL_GRACE_US;
+  if (when.requestedUs !== undefined) {
+    if (hash32(when.session) === Atomics.load(shared.cellSession, 0)) {
+      // the client that sent the cell: both dates are on its clock
+      stale = when.requestedUs < cellRequested;
+    } else if (Math.abs(when.requestedUs - Date.now() * 1000) < 2e6) {
+      // another client (jupyter-server interrupting for a browser) whose clock agrees with ours
+      stale = when.requestedUs < cellStarted;
+    }
+  }
+  if (stale) {
+    log(`dropped an interrupt meant for an earlier cell`);
+    return;
+  }
   Atomics.store(shared.irq, 0, cell);
   // wake a cell blocked in prompt()
   if (Atomics.compareExchange(shared.stdinCtl, 0, 0, 2) === 0) Atomics.notify(shared.stdinCtl, 0);
+  if (process.env.GRADLAB_DEBUG_IRQ) log(`interrupt cell ${cell} signal ${when.signalUs} req ${when.requestedUs} cellStarted ${cellStarted} cellRequested ${cellRequested} now ${Date.now() * 1000}`);
   post({ type: "interrupt", cell });
 }
 
@@ -106,7 +132,8 @@ function onControl(frames: Buffer[]) {
   const t = msg.header.msg_type;
   publish("status", { execution_state: "busy" }, msg.header);
   if (t === "interrupt_request") {
-    interrupt();
+    const requestedUs = dateMicros(msg.header.date);
+    interrupt(Number.isFinite(requestedUs) ? { requestedUs, session: msg.header.session } : {});
     reply(controlOut, msg, "interrupt_reply", { status: "ok" });
   } else if (t === "shutdown_request") {
     const restart = !!msg.content?.restart;
@@ -199,11 +226,27 @@ function fromMain(m: ToWorker): void {
 // this thread, which sets the interrupt flag the cell polls. It exits when the kernel is gone.
 function startSignalHelper(): void {
   try {
-    const helper = spawn("/bin/sh", ["-c", 'trap "echo i" INT; while kill -0 $PPID 2>/dev/null; do sleep 1 & wait $!; done'], {
+    // each SIGINT prints the time it arrived (µs), so one that lands before a cell started is dropped
+    // (bash's $EPOCHREALTIME reads the clock without a fork; plain sh runs date)
+    const bash = existsSync("/bin/bash");
+    const stamp = bash ? "echo ${EPOCHREALTIME/[.,]/}" : "date +%s%6N";
+    const helper = spawn(bash ? "/bin/bash" : "/bin/sh", ["-c", `trap '${stamp}' INT; while kill -0 $PPID 2>/dev/null; do sleep 1 & wait $!; done`], {
       stdio: ["ignore", "pipe", "ignore"],
     });
-    helper.on("error", (e) => log(`SIGINT helper unavailable (${e.message}); SIGINT then stops only cells that await`));
-    helper.stdout!.on("data", () => interrupt());
+    helper.on("error", (e) => {
+      Atomics.store(shared.helper, 0, 0);
+      log(`SIGINT helper unavailable (${e.message}); SIGINT then stops only cells that await`);
+    });
+    helper.on("exit", () => Atomics.store(shared.helper, 0, 0));
+    helper.stdout!.setEncoding("utf8");
+    helper.stdout!.on("data", (d: string) => {
+      for (const line of d.split("\n")) {
+        if (!line.trim()) continue;
+        const us = Number(line.trim());
+        interrupt({ signalUs: Number.isFinite(us) && us > 1e15 ? us : undefined });
+      }
+    });
+    Atomics.store(shared.helper, 0, 1);
     helper.unref();
     (helper.stdout as unknown as { unref?: () => void }).unref?.();
   } catch (e) {

@@ -7,13 +7,21 @@ export interface SharedState {
   cell: Int32Array;
   /** [0]: stdin state (0 waiting, 1 reply ready / idle, 2 interrupted); [1]: reply byte length. */
   stdinCtl: Int32Array;
+  /** [0]: when the running cell was requested (its execute_request's header date, µs since the epoch,
+   *  NaN when unknown); [1]: when it started here (µs). An interrupt requested, or a SIGINT received,
+   *  before these is for an earlier cell and is dropped. */
+  cellTimes: Float64Array;
+  /** [0]: 1 when the socket thread's SIGINT helper is running (then it alone handles SIGINT) */
+  helper: Int32Array;
+  /** [0]: hash of the running cell's execute_request header session (whose clock its date is on) */
+  cellSession: Int32Array;
   stdinData: Uint8Array;
 }
 
 export const STDIN_BYTES = 1 << 20;
 
 export function createShared(): { sab: SharedArrayBuffer; state: SharedState } {
-  const sab = new SharedArrayBuffer(8 + 8 + STDIN_BYTES);
+  const sab = new SharedArrayBuffer(40 + STDIN_BYTES);
   const state = fromSab(sab);
   state.stdinCtl[0] = 1; // nobody waiting
   return { sab, state };
@@ -24,7 +32,10 @@ export function fromSab(sab: SharedArrayBuffer): SharedState {
     irq: new Int32Array(sab, 0, 1),
     cell: new Int32Array(sab, 4, 1),
     stdinCtl: new Int32Array(sab, 8, 2),
-    stdinData: new Uint8Array(sab, 16, STDIN_BYTES),
+    cellTimes: new Float64Array(sab, 16, 2),
+    helper: new Int32Array(sab, 32, 1),
+    cellSession: new Int32Array(sab, 36, 1),
+    stdinData: new Uint8Array(sab, 40, STDIN_BYTES),
   };
 }
 
@@ -47,3 +58,21 @@ export type ToWorker =
   | { type: "iopub"; frames: Uint8Array[] }
   | { type: "control-send"; frames: Uint8Array[] }
   | { type: "close" };
+
+/** A protocol header date (ISO 8601, up to microseconds, Z or an offset) in µs since the epoch; NaN
+ *  when it is not one. */
+export function dateMicros(d: unknown): number {
+  if (typeof d !== "string" || d.length > 64) return NaN;
+  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:?\d\d)?$/.exec(d);
+  if (!m) return NaN;
+  const ms = Date.parse(m[1] + (m[3] ?? "Z"));
+  return Number.isFinite(ms) ? ms * 1000 + Math.trunc(Number((m[2] ?? "0").padEnd(6, "0").slice(0, 6))) : NaN;
+}
+
+/** A 32-bit hash of a string (FNV-1a), to compare sessions across threads through shared memory. */
+export function hash32(s: unknown): number {
+  const str = typeof s === "string" ? s : "";
+  let h = 0x811c9dc5;
+  for (let i = 0; i < str.length && i < 1024; i++) h = Math.imul(h ^ str.charCodeAt(i), 0x01000193);
+  return h | 0;
+}

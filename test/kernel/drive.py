@@ -353,6 +353,78 @@ def scenario_streaming(km, kc):
     return res
 
 
+def wait_idle_and_reply(kc, msg_id):
+    reply = reply_for(kc, msg_id)
+    outs = collect(kc, msg_id)
+    return reply, outs
+
+
+def scenario_interrupt_races(km, kc):
+    """Interrupts at random moments around cell boundaries; none may stop a later cell or kill us."""
+    import random
+    rounds = int(os.environ.get("DRIVE_ROUNDS", "40"))
+    rng = random.Random(int(os.environ.get("DRIVE_SEED", "1")))
+    res = {"wrong": [], "interrupted": 0, "completed": 0, "deaths": 0}
+    run(kc, "function spin(ms: number) { const end = Date.now() + ms; while (Date.now() < end) {} return ms }")
+    for i in range(rounds):
+        # a short cell, interrupted (or not) close to its end, by message or by SIGINT to the group
+        ms = rng.choice([0, 5, 20, 50])
+        mid = kc.execute("spin(%d)" % ms)
+        time.sleep(rng.random() * (ms + 20) / 1000)
+        how = "message" if rng.random() < 0.5 else "SIGINT"
+        if how == "message":
+            km.interrupt_kernel()
+        else:
+            km.signal_kernel(signal.SIGINT)
+        reply, _ = wait_idle_and_reply(kc, mid)
+        if reply["status"] == "error":
+            res["interrupted"] += 1
+        # the innocent cell after it: long enough for a stale interrupt to land
+        reply, outs = wait_idle_and_reply(kc, kc.execute("spin(150); 'innocent %d'" % i))
+        if reply["status"] != "ok" or result_text(outs) != "'innocent %d'" % i:
+            res["wrong"].append({"round": i, "how": how, "ms": ms, "status": reply["status"], "ename": reply.get("ename")})
+        else:
+            res["completed"] += 1
+        if not km.is_alive():
+            res["deaths"] += 1
+            break
+    # interrupts and SIGINTs while idle are dropped
+    for _ in range(10):
+        km.interrupt_kernel()
+        km.signal_kernel(signal.SIGINT)
+    time.sleep(0.3)
+    reply, outs = wait_idle_and_reply(kc, kc.execute("spin(300); 'after idle interrupts'"))
+    res["after_idle"] = result_text(outs)
+    res["alive"] = km.is_alive()
+    return res
+
+
+def scenario_interrupt_state(km, kc):
+    """Runtime state after interrupted cells (real runtime): grad mode, anomaly mode; try/finally runs."""
+    res = {}
+    def interrupted(code, sig=False):
+        mid = kc.execute(code)
+        time.sleep(0.4)
+        if sig:
+            km.signal_kernel(signal.SIGINT)
+        else:
+            km.interrupt_kernel()
+        reply, _ = wait_idle_and_reply(kc, mid)
+        return reply.get("ename")
+    res["loop_ename"] = interrupted("for (;;) torch.no_grad(() => {})")
+    res["loop_grad"] = result_text(run(kc, "torch.is_grad_enabled()")[1])
+    res["await_ename"] = interrupted("await torch.no_grad(async () => { await new Promise(() => {}) })")
+    res["await_grad"] = result_text(run(kc, "torch.is_grad_enabled()")[1])
+    res["anomaly_ename"] = interrupted("torch.autograd.set_detect_anomaly(true); await new Promise(() => {})")
+    res["anomaly"] = result_text(run(kc, "torch.autograd.is_anomaly_enabled()")[1])
+    res["finally_ename"] = interrupted("globalThis.cleaned = false; try { while (true) {} } finally { globalThis.cleaned = true }", sig=True)
+    res["finally"] = result_text(run(kc, "globalThis.cleaned")[1])
+    res["recursion_ename"] = interrupted("function fib(n: number): number { return n < 2 ? n : fib(n - 1) + fib(n - 2) } fib(60)")
+    res["caught_ename"] = interrupted("for (;;) { try { while (true) {} } catch {} }")
+    res["alive"] = result_text(run(kc, "'alive'")[1])
+    return res
+
+
 def main():
     name = sys.argv[1]
     log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)

@@ -5,7 +5,7 @@ import { ELEMENT_SIZE, type DType } from "./dtype.ts";
 import { RuntimeError } from "./errors.ts";
 import { formatTensor } from "./format.ts";
 import { track, untrack } from "./memory/lifetime.ts";
-import { Storage, VersionCounter } from "./memory/storage.ts";
+import { Storage, VersionCounter, type HandleInfo, type Role } from "./memory/storage.ts";
 import { AutogradMeta } from "./autograd/meta.ts";
 import type { AccumulateGrad, Node } from "./autograd/node.ts";
 import * as ag from "./autograd/tensor-autograd.ts";
@@ -38,6 +38,31 @@ export function contiguousStrides(shape: Shape): number[] {
 
 export const numelOf = (shape: Shape) => shape.reduce((a, b) => a * b, 1);
 
+/**
+ * One handle's hold on its storage and autograd identity, released once by dispose() or, for a handle
+ * that became unreachable, by its finaliser. It is the finaliser's held value, so it must never point
+ * back at the handle (a class with no closures, so nothing captures the handle by accident).
+ */
+class HandleRecord implements HandleInfo {
+  role: Role | null = null;
+  constructor(
+    readonly storage: Storage,
+    readonly meta: AutogradMeta,
+    readonly shape: readonly number[],
+    readonly dtype: DType,
+    readonly baseShape: readonly number[] | null,
+  ) {
+    storage.retain();
+    storage.handles.add(this);
+    meta.handles++;
+  }
+  release(): void {
+    this.storage.handles.delete(this);
+    this.storage.release();
+    if (--this.meta.handles === 0) this.meta.drop();
+  }
+}
+
 export class Tensor {
   readonly storage: Storage;
   readonly shape: number[];
@@ -49,9 +74,7 @@ export class Tensor {
   readonly _base: Tensor | null;
   /** Autograd identity, shared by handles that are the same tensor (see autograd/meta.ts). */
   readonly _meta: AutogradMeta;
-  /** Who owns this handle when the runtime does (a saved variable, a .grad, an AccumulateGrad): for snapshots. */
-  _role: { kind: string; describe(): string; of?: unknown } | null = null;
-  private readonly _ref = new WeakRef(this);
+  private readonly _rec: HandleRecord;
   private _disposed = false;
 
   constructor(storage: Storage, shape: Shape, strides: Shape, offset: number, dtype: DType, version?: VersionCounter, base?: Tensor | null, meta?: AutogradMeta) {
@@ -63,16 +86,8 @@ export class Tensor {
     this._versionCounter = version ?? new VersionCounter();
     this._base = base ?? null;
     this._meta = meta ?? ag.newMeta();
-    storage.retain();
-    storage.handles.add(this._ref);
-    const ref = this._ref;
-    const m = this._meta;
-    m.handles++;
-    track(this, () => {
-      storage.handles.delete(ref);
-      storage.release();
-      if (--m.handles === 0) m.drop();
-    });
+    this._rec = new HandleRecord(storage, this._meta, this.shape, dtype, this._base?.shape ?? null);
+    track(this, this._rec);
   }
 
   /** A fresh, uninitialised, contiguous tensor (torch.empty). */
@@ -90,9 +105,14 @@ export class Tensor {
     if (this._disposed) return;
     this._disposed = true;
     untrack(this);
-    this.storage.handles.delete(this._ref);
-    this.storage.release();
-    if (--this._meta.handles === 0) this._meta.drop();
+    this._rec.release();
+  }
+  /** Who owns this handle when the runtime does (a saved variable, a .grad, an AccumulateGrad): for snapshots. */
+  get _role(): Role | null {
+    return this._rec.role;
+  }
+  set _role(r: Role | null) {
+    this._rec.role = r;
   }
   [Symbol.dispose](): void {
     this.dispose();

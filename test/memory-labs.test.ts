@@ -3,6 +3,7 @@
 // full size and on the WebGPU device at a smaller size with the same accounting.
 import { describe, expect, it } from "vitest";
 import * as torch from "../src/index.ts";
+import { LEAK_FIRST as FIRST, LEAK_STEP as STEP, PYTORCH_TRACE } from "./fixtures/labs.ts";
 
 const MiB = 2 ** 20;
 const F = torch.nn.functional;
@@ -39,24 +40,6 @@ function traceMemory(n: number, m: number) {
   return rows;
 }
 
-// PyTorch on CUDA, n = 4096, m = 2048 (float32): w1, w2 = 64 MiB each; x, h1, h2, out = 32 MiB each;
-// loss = 512 B. After backward: + w1.grad 64 + w2.grad 64 + x.grad 32 = 416 MiB (+ loss). Deleting
-// h1, h2, out, loss and x (with x.grad) leaves the weights and their grads: 256; grads None: 128.
-// Peak in backward: 256 before; MmBackward0(h2, w2) makes grad_h2 (32) and w2.grad (64) -> 352;
-// GeluBackward0 makes grad_h1 (32) and frees grad_h2; MmBackward0(x, w1) makes x.grad (32) and
-// w1.grad (64) while grad_h1 is alive: 352 + 96 = 448 MiB.
-const PYTORCH_TRACE: Array<[string, string, string]> = [
-  ["0. 初始空闲状态", "0.00 MB", "0.00 MB"],
-  ["1. 权重初始化就绪", "128.00 MB", "128.00 MB"],
-  ["2. 输入 X 送入显存", "160.00 MB", "160.00 MB"],
-  ["3. 前向: Matmul-1 产出", "192.00 MB", "192.00 MB"],
-  ["4. 前向: GELU 产出", "224.00 MB", "224.00 MB"],
-  ["5. 前向: Matmul-2 产出", "256.00 MB", "256.00 MB"],
-  ["6. 计算 Loss (峰值预警)", "256.00 MB", "256.00 MB"],
-  ["7. Backward 完成!", "416.00 MB", "448.00 MB"],
-  ["8. 销毁中间 Python 变量", "256.00 MB", "448.00 MB"],
-  ["9. grad 置为 None", "128.00 MB", "448.00 MB"],
-];
 
 describe("lab trace_memory", () => {
   it("prints PyTorch's figures, stage by stage, on a simulated 80 GiB device", () => {
@@ -130,11 +113,6 @@ function lossLeak(steps: number) {
   return { bad, good, leaks };
 }
 
-// PyTorch: W 16 MiB + b 8 KiB, their grads the same; each step's x (512x2048: 4 MiB) and x.grad (4 MiB)
-// and the 512-byte loss. Step 1 = 32 MiB + 16 KiB + 8 MiB + 512 B = 40.02 MB; the bad loop keeps every
-// step's graph, so it grows by 8 MiB + 512 B a step; the good loop stays at 40.02 MB.
-const STEP = 8 * MiB + 512;
-const FIRST = 40 * MiB + 16384 + 512;
 
 describe("lab simulate_loss_leak", () => {
   it("on a simulated device: the bad loop grows 8 MiB a step, the good loop stays flat", () => {

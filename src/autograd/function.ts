@@ -109,6 +109,10 @@ export class Function {
       o._meta.grad_fn = node;
       o._meta.output_nr = i;
     });
+    // The node keeps ctx for backward: it must not keep these handles (PyTorch's ctx holds them only
+    // during forward), or the graph would keep the tensors' memory and the handles would never be collected.
+    ctx.dirty.clear();
+    ctx.nonDifferentiable.clear();
     return result;
   }
 }

@@ -58,7 +58,7 @@ export class SavedVariable {
       if (hooks) this.packed = { value: hooks.pack(t), hooks };
       else {
         const d = outputOf ? t.detach() : t._alias();
-        d._role = { kind: "saved", describe: () => `saved for backward by ${node?.name() ?? "a custom Function"}` };
+        d._role = { kind: "saved", description: `saved for backward by ${node?.name() ?? "a custom Function"}` };
         if (outputOf || !t.is_leaf) setCategory(d.storage, "activation"); // saved weights and inputs keep theirs
         this.data = d;
       }
@@ -238,7 +238,7 @@ export class AccumulateGrad extends Node {
   constructor(leaf: Tensor) {
     super([], UINT64_MAX);
     this.variable = owned(() => leaf._alias());
-    this.variable._role = { kind: "accumulate_grad", describe: () => "leaf kept alive by its AccumulateGrad node (a graph that uses it is alive)" };
+    this.variable._role = { kind: "accumulate_grad", description: "leaf kept alive by its AccumulateGrad node (a graph that uses it is alive)" };
     this.tensorPreHooks.set(0, leaf._meta.leafPreHooks);
   }
   override freed(): void {
@@ -260,6 +260,8 @@ export class AccumulateGrad extends Node {
 
 /** A node whose backward is a formula over saved tensors and values (most ops). */
 export class FormulaNode extends Node {
+  /** Plain values the formula needs that PyTorch does not show as `_saved_*` (shapes, flags). */
+  consts: Readonly<Record<string, unknown>> = {};
   constructor(
     private readonly opName: string,
     next: Edge[],
@@ -280,5 +282,9 @@ export class FormulaNode extends Node {
   /** A saved non-tensor value. */
   value<T>(name: string): T {
     return (this as unknown as Record<string, T>)[`_saved_${name}`];
+  }
+  /** The saved tensor `name` (checked and unpacked), or null when `name` was saved as a plain value. */
+  savedTensor(name: string): Tensor | null {
+    return this.saved.has(name) ? this.unpack(name) : null;
   }
 }

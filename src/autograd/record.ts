@@ -20,15 +20,40 @@ export function edgeOf(t: Tensor | null | undefined): Edge {
 
 export type Formula = (node: FormulaNode, grads: Grads) => Grads;
 
+/** An extra output of the op saved for backward (layer_norm's mean and rstd): `_saved_result<nr>`. */
+export class SavedOutput {
+  constructor(readonly tensor: Tensor, readonly nr: number) {}
+}
+
+/**
+ * What a node saves, as `_saved_<name>`: a Tensor becomes a SavedVariable (saved as the op's output
+ * when it is one of `outputs`), a SavedOutput an output saved by number, anything else a plain value.
+ * Declared as data, not as a callback, on purpose: see attach.
+ */
+export type Saves = Record<string, unknown>;
+
 /**
  * Attaches a backward node named `name` to `outputs`. `inputs` are the forward inputs that get an
- * edge (null for non-tensor arguments that PyTorch still gives an edge slot). `save` records the
- * tensors and values the formula will read.
+ * edge (null for non-tensor arguments that PyTorch still gives an edge slot).
+ *
+ * The node keeps `formula` for as long as the graph lives, and a closure keeps the whole scope it was
+ * created in. So a formula reads tensors only through the node (`n.unpack(name)`), and the function
+ * that creates it must not hold any tensor handle in a closure (V8 puts every captured variable of a
+ * function in one context that all its closures share): a handle reached from a graph would keep its
+ * memory alive after PyTorch frees it, and could never be collected (test/lifecycle.test.ts checks
+ * every op).
  */
-export function attach(name: string, inputs: Array<Tensor | null | undefined>, outputs: Tensor[], formula: Formula, save?: (node: FormulaNode) => void): FormulaNode {
+export function attach(name: string, inputs: Array<Tensor | null | undefined>, outputs: Tensor[], formula: Formula, saves: Saves = {}): FormulaNode {
   const node = new FormulaNode(name, inputs.map(edgeOf), formula);
   node.numOutputs = outputs.length;
-  save?.(node);
+  for (const [key, v] of Object.entries(saves)) {
+    if (v === undefined) continue;
+    if (v instanceof Tensor) {
+      const nr = outputs.indexOf(v);
+      node.save(key, v, nr >= 0 ? nr : undefined);
+    } else if (v instanceof SavedOutput) node.save(key, v.tensor, v.nr);
+    else node.saveValue(key, v);
+  }
   outputs.forEach((o, i) => {
     o._meta.grad_fn = node;
     o._meta.output_nr = i;

@@ -41,8 +41,7 @@ export function getGrad(t: Tensor): Tensor | null {
 
 /** Assigning .grad: the tensor takes its own handle, so the caller may dispose theirs. */
 function markGrad(g: Tensor, of: Tensor): void {
-  const shape = [...of.shape];
-  g._role = { kind: "grad", of: of._meta, describe: () => `.grad of a leaf of shape [${shape.join(", ")}]` };
+  g._role = { kind: "grad", of: of._meta, description: `.grad of a leaf of shape [${of.shape.join(", ")}]` };
   setCategory(g.storage, "gradient");
 }
 

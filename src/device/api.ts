@@ -6,6 +6,7 @@ import { currentDevice, newSimulatedDevice, setCurrentDevice, type MemoryDevice 
 import { within, type Guard } from "../autograd/guard.ts";
 import * as history from "../memory/history.ts";
 import * as snap from "../memory/snapshot.ts";
+import { reclaim } from "../memory/lifetime.ts";
 import type { Block } from "../memory/allocator.ts";
 import { formatBytes } from "../memory/format-bytes.ts";
 import { getDevice, readyDevice, simulateDeviceLoss } from "./backend.ts";
@@ -71,7 +72,12 @@ export async function synchronize(): Promise<void> {
 }
 
 // The statistics are those of the current device (the WebGPU device, or a simulated one: simulate()).
-const alloc = () => currentDevice().allocator;
+/** The current device's allocator, after reclaiming what user code can no longer reach (every figure
+ *  read through torch.cuda is what PyTorch's reference counting would give at this point). */
+const alloc = () => {
+  reclaim();
+  return currentDevice().allocator;
+};
 export const memory_allocated = () => alloc().allocated.all.current;
 export const max_memory_allocated = () => alloc().allocated.all.peak;
 export const memory_reserved = () => alloc().reserved.all.current;
@@ -150,6 +156,7 @@ export const memory = {
   record_history: history.record_history,
   /** PyTorch's snapshot layout (segments with their blocks, and the event trace) plus GradLab's event fields. */
   _snapshot() {
+    reclaim();
     const dev = currentDevice();
     const segments = [...dev.allocator.liveSegments].map((seg) => {
       const blocks = [];

@@ -7,6 +7,7 @@
 
 import { OutOfMemoryError } from "../errors.ts";
 import { formatBytes } from "./format-bytes.ts";
+import { reclaimBeforeGrowth } from "./lifetime.ts";
 
 export const kMinBlockSize = 512;
 export const kSmallSize = 1 << 20;
@@ -99,6 +100,12 @@ export class CachingAllocator {
     const size = roundSize(requested);
     const pool: PoolName = size <= kSmallSize ? "small_pool" : "large_pool";
     let block = this.bestFit(pool, size);
+    // Before this allocation sets a new peak, grows the reserved memory or runs out of memory, free what
+    // user code can no longer reach (memory/lifetime.ts): PyTorch would have freed it already, so its
+    // peak, its segments and its OOMs are computed without that garbage.
+    if (!block || this.allocated.all.current + size > this.allocated.all.peak) {
+      if (reclaimBeforeGrowth() > 0) block = this.bestFit(pool, size);
+    }
     if (!block) {
       const segSize = segmentSize(size);
       if (this.reserved.all.current + segSize > this.capacity) {

@@ -45,6 +45,7 @@ const node = context<string | null>(null);
 export const withNode = <T>(name: string, fn: () => T): T => node.with(name, fn);
 let opNameOf: () => string | null = () => null;
 /** The op context registers how to read the current op's name (kept separate to avoid an import cycle). */
+import { reclaim } from "./lifetime.ts";
 export function setOpNameSource(f: () => string | null): void {
   opNameOf = f;
 }
@@ -115,6 +116,7 @@ export const record_history = (on = true, opts?: { max_entries?: number; stacks?
 
 /** The events so far (a copy), for plots and tests. */
 export function _snapshot_events(): MemoryEvent[] {
+  reclaim(); // the timeline ends with what PyTorch would show now, not with garbage still waiting
   return rec ? rec.events.map((e) => ({ ...e, frames: [...e.frames] })) : [];
 }
 

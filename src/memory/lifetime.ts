@@ -1,24 +1,145 @@
 // When a tensor handle lets go of its storage: dispose() / torch.del / `using`, the end of a
-// torch.scope, or, as a fallback for handles dropped by rebinding a variable, the GC's finalizer.
+// torch.scope, or, for handles dropped the way Python code drops them (rebinding a variable, leaving a
+// function), when they become unreachable. CPython frees at the last reference; V8 collects later.
+// So that memory figures tell PyTorch's story anyway, every observation of memory (statistics,
+// snapshots, plots) and every allocation that would set a new peak, grow the reserved memory or run
+// out of memory first reclaims unreachable handles synchronously: a full collection, then
+// FinalizationRegistry.prototype.cleanupSome(), which runs the finalisers of what that collection found
+// dead inside the same job (measured on Node 20 / V8 11.3: see DESIGN.md). Two rules make it work:
+// - a finaliser's held value must not reach the handle it watches (it would never be collected): it is
+//   the handle's HandleRecord, which holds the storage and the autograd meta, never the handle;
+// - nothing in the runtime holds a WeakRef to a user's handle: a WeakRef created or dereferenced in the
+//   current job keeps its target alive until the job ends.
+
+import v8 from "node:v8";
+import vm from "node:vm";
 
 interface Disposable_ {
   dispose(): void;
   readonly disposed: boolean;
 }
+/** A finaliser's held value: what to release when a handle is collected (must not reach the handle). */
+export interface Releasable {
+  release(): void;
+}
 
-const finalizer = new FinalizationRegistry<() => void>((release) => release());
+type Registry = FinalizationRegistry<Releasable> & { cleanupSome?: (cb?: (r: Releasable) => void) => void };
+
+/**
+ * The engine's collector and a FinalizationRegistry constructor that has cleanupSome. Node gives neither
+ * by default; both are switched on here with V8 flags and taken from a fresh context (flags for
+ * built-ins apply to contexts created after they are set), so plain Node scripts need no command-line
+ * flag. `--expose-gc --harmony-weak-refs-with-cleanup-some` on the command line works too.
+ */
+function engineHooks(): { gc: (() => void) | null; Registry: typeof FinalizationRegistry; synchronous: boolean } {
+  let gc = (globalThis as { gc?: () => void }).gc ?? null;
+  let Registry: typeof FinalizationRegistry = FinalizationRegistry;
+  const hasCleanupSome = (R: typeof FinalizationRegistry) => typeof (R.prototype as Registry).cleanupSome === "function";
+  if (!gc || !hasCleanupSome(Registry)) {
+    try {
+      v8.setFlagsFromString("--expose-gc");
+      v8.setFlagsFromString("--harmony-weak-refs-with-cleanup-some");
+      const ctx = vm.createContext({});
+      gc ??= vm.runInContext("gc", ctx) as () => void;
+      if (!hasCleanupSome(Registry)) Registry = vm.runInContext("FinalizationRegistry", ctx) as typeof FinalizationRegistry;
+    } catch {
+      // fall through: reported once, on first use
+    }
+  }
+  return { gc: typeof gc === "function" ? gc : null, Registry, synchronous: typeof gc === "function" && hasCleanupSome(Registry) };
+}
+
+const hooks = engineHooks();
+let live = 0;
+let reclaimed = 0;
+const finalizer: Registry = new hooks.Registry<Releasable>((rec) => {
+  live--;
+  reclaimed++;
+  rec.release();
+});
 /** Open scopes; a null frame hides the enclosing scopes (for handles the runtime itself owns). */
 const scopes: Array<Disposable_[] | null> = [];
 
-/** `release` must not capture the handle (it runs after the handle is collected). */
-export function track(handle: Disposable_ & object, release: () => void): void {
-  finalizer.register(handle, release, handle);
+/**
+ * Counts the moments user code may have dropped references: it starts an op or a scope, or makes a
+ * handle, with no frame open (inside frames, only the runtime runs, and it frees its own temporaries).
+ * Allocations inside one outermost op therefore share one reclamation (see reclaimBeforeGrowth).
+ */
+let activity = 0;
+let reclaimedAt = -1;
+
+/** `rec` is the finaliser's held value: it must not reach the handle (or the handle is never collected). */
+export function track(handle: Disposable_ & object, rec: Releasable): void {
+  finalizer.register(handle, rec, handle);
+  live++;
+  if (scopes.length === 0) activity++;
   scopes[scopes.length - 1]?.push(handle);
 }
 
 export function untrack(handle: object): void {
-  finalizer.unregister(handle);
+  if (finalizer.unregister(handle)) live--;
 }
+
+let warned = false;
+let reclaiming = false;
+/** How many reclamations ran and how many handles they freed (for lifecycle reports and benchmarks). */
+export const reclaimStats = { runs: 0, handles: 0, ms: 0 };
+
+/**
+ * Releases every tensor handle user code can no longer reach, now, in this job: what CPython's reference
+ * counting would already have freed. Returns how many handles were released. Without the engine's
+ * support (a Node without these V8 flags) it does nothing and says so once; `dispose`, `using` and
+ * `torch.scope` still free deterministically, and `await torch.gc()` collects later.
+ */
+export function reclaim(): number {
+  if (reclaiming || live === 0) return 0;
+  if (!hooks.synchronous) {
+    if (!warned) {
+      warned = true;
+      process.emitWarning(
+        "GradLab cannot reclaim unreachable tensors synchronously in this Node (no gc / FinalizationRegistry.cleanupSome): memory figures include tensors you no longer reference until they are collected. Dispose tensors (using, dispose(), torch.scope) or `await torch.gc()` before reading figures.",
+        "GradLabWarning",
+      );
+    }
+    return 0;
+  }
+  reclaiming = true;
+  reclaimedAt = activity;
+  const before = reclaimed;
+  const t0 = performance.now();
+  try {
+    // A released handle can free others: a view's last handle lets go of its base, a dropped graph of
+    // the handles its saved variables kept. Those become unreachable only after this round's finalisers,
+    // so collect again until a round frees nothing (bounded: chains are short).
+    for (let round = 0; round < 8; round++) {
+      const n = reclaimed;
+      hooks.gc!();
+      finalizer.cleanupSome!();
+      if (reclaimed === n || live === 0) break;
+    }
+  } finally {
+    reclaiming = false;
+  }
+  reclaimStats.runs++;
+  reclaimStats.handles += reclaimed - before;
+  reclaimStats.ms += performance.now() - t0;
+  return reclaimed - before;
+}
+/**
+ * Called by the allocator before an allocation that would set a new peak or grow the reserved memory.
+ * A full collection per such allocation would be slow (the first forward pass sets a new peak at
+ * almost every op), and is not needed: garbage appears only where user code runs. So it reclaims when
+ * called from user code directly, or on the first such allocation of an op or scope that user code
+ * started since the last reclamation; later allocations inside the same op (a backward pass, an
+ * optimizer step, a module's forward) find nothing new to free.
+ */
+export function reclaimBeforeGrowth(): number {
+  if (scopes.length > 0 && activity === reclaimedAt) return 0;
+  return reclaim();
+}
+
+/** Whether unreachable handles are reclaimed synchronously in this process. */
+export const reclaimsSynchronously = () => hooks.synchronous;
 
 function collectKept(value: unknown, kept: Set<unknown>, depth = 0): void {
   if (value === null || typeof value !== "object" || depth > 3 || kept.has(value)) return;
@@ -50,6 +171,7 @@ const all = () => true;
 
 /** Runs fn in a new frame; `done` decides what survives once fn has returned (or thrown: nothing). */
 function inFrame<T>(fn: () => T, done: (result: T) => (h: Disposable_) => boolean): T {
+  if (scopes.length === 0) activity++;
   const frame: Disposable_[] = [];
   scopes.push(frame);
   let result: T;
@@ -103,14 +225,17 @@ export function scope<T>(fn: () => T): T {
   return inFrame(fn, keptBy);
 }
 
-/** A full GC, then a wait for finalizers (needs node --expose-gc, which the kernel passes). */
+/** A full collection and every pending finaliser (also where reclamation cannot run synchronously). */
 export async function gc(): Promise<void> {
-  const g = (globalThis as { gc?: () => void }).gc;
-  if (!g) {
-    throw new Error("torch.gc() needs Node started with --expose-gc (the GradLab kernel does this); use dispose() or torch.scope instead");
+  if (hooks.synchronous) {
+    reclaim();
+    return;
+  }
+  if (!hooks.gc) {
+    throw new Error("torch.gc() needs a Node that exposes its collector (node --expose-gc); use dispose() or torch.scope instead");
   }
   for (let i = 0; i < 3; i++) {
-    g();
+    hooks.gc();
     await new Promise((r) => setTimeout(r, 0));
   }
 }

@@ -2,11 +2,12 @@
 // memory held only through autograd graphs that a long-lived object keeps alive (a loss pushed into a
 // list, a module attribute holding an activation): the holder, the node chain and the bytes.
 
-import type { Tensor } from "../tensor.ts";
 import type { Node } from "../autograd/node.ts";
+import type { AutogradMeta } from "../autograd/meta.ts";
 import { AccumulateGrad } from "../autograd/node.ts";
 import { formatBytes } from "./format-bytes.ts";
-import { liveStorages, type Storage } from "./storage.ts";
+import { liveStorages, type HandleInfo, type Storage } from "./storage.ts";
+import { reclaim } from "./lifetime.ts";
 
 export interface Holder {
   kind: "tensor" | "view" | "saved" | "grad" | "accumulate_grad" | string;
@@ -20,26 +21,21 @@ export interface LiveStorage {
   holders: Holder[];
 }
 
-function liveHandles(s: Storage): Tensor[] {
-  const out: Tensor[] = [];
-  for (const r of s.handles) {
-    const t = r.deref() as Tensor | undefined;
-    if (t && !t.disposed) out.push(t);
-  }
-  return out;
-}
+type Handle = HandleInfo & { readonly meta: AutogradMeta };
+const liveHandles = (s: Storage) => [...s.handles] as Handle[];
 
-const shapeOf = (t: Tensor) => `[${t.shape.join(", ")}]`;
+const shapeOf = (shape: readonly number[]) => `[${shape.join(", ")}]`;
 
-function describe(t: Tensor): Holder {
-  if (t._role) return { kind: t._role.kind, description: t._role.describe() };
-  const fn = t.grad_fn ? `, grad_fn=<${t.grad_fn.name()}>` : t.requires_grad ? ", requires_grad=True" : "";
-  if (t._base) return { kind: "view", description: `view ${shapeOf(t)} of a ${shapeOf(t._base)} tensor${fn}` };
-  return { kind: "tensor", description: `tensor ${shapeOf(t)} ${t.dtype}${fn}` };
+function describe(h: Handle): Holder {
+  if (h.role) return { kind: h.role.kind, description: h.role.description };
+  const fn = h.meta.grad_fn ? `, grad_fn=<${h.meta.grad_fn.name()}>` : h.meta.requiresGradLeaf ? ", requires_grad=True" : "";
+  if (h.baseShape) return { kind: "view", description: `view ${shapeOf(h.shape)} of a ${shapeOf(h.baseShape)} tensor${fn}` };
+  return { kind: "tensor", description: `tensor ${shapeOf(h.shape)} ${h.dtype}${fn}` };
 }
 
 /** Every live storage on every device, largest first, with the handles that keep it. */
 export function memory_snapshot(): LiveStorage[] {
+  reclaim();
   return [...liveStorages]
     .map((s) => ({
       storage_id: s.id,
@@ -73,8 +69,9 @@ function findPaths(containers: Record<string, unknown>): Map<object, string> {
   const walk = (v: unknown, path: string, depth: number) => {
     if (v === null || (typeof v !== "object" && typeof v !== "function") || seen.has(v) || depth > 5) return;
     seen.add(v);
-    if ((v as Tensor)._meta && (v as Tensor).storage) {
-      const meta = (v as Tensor)._meta;
+    const t = v as { _meta?: unknown; storage?: unknown };
+    if (t._meta && t.storage) {
+      const meta = t._meta;
       if (!paths.has(meta)) paths.set(meta, path);
       return;
     }
@@ -89,26 +86,27 @@ function findPaths(containers: Record<string, unknown>): Map<object, string> {
 /**
  * Memory held only through autograd graphs, grouped by the live tensor whose grad_fn keeps each graph.
  * Pass the long-lived objects to search (`{ bad_history, model }`) to have holders named by path.
- * Run it again after `await torch.gc()` to see what only unreachable handles kept.
+ * Handles nothing can reach any more are reclaimed first, so only what is really kept is reported.
  */
 export function find_leaks(containers: Record<string, unknown> = {}): LeakReport {
+  reclaim();
   // Storages no user handle holds: only saved variables, AccumulateGrad's leaves, and the .grads of
   // leaves that only an AccumulateGrad still holds.
   const all = [...liveStorages].map((s) => [s, liveHandles(s)] as const);
   const userMetas = new Set<unknown>();
-  const roots: Tensor[] = [];
+  const roots: Handle[] = [];
   for (const [, hs] of all) {
     for (const h of hs) {
-      if (h._role) continue;
-      userMetas.add(h._meta);
-      if (h.grad_fn) roots.push(h);
+      if (h.role) continue;
+      userMetas.add(h.meta);
+      if (h.meta.grad_fn) roots.push(h);
     }
   }
-  const graphHeld = (h: Tensor) => {
-    const kind = h._role?.kind;
+  const graphHeld = (h: Handle) => {
+    const kind = h.role?.kind;
     if (kind === "saved") return true;
-    if (kind === "accumulate_grad") return !userMetas.has(h._meta);
-    if (kind === "grad") return !userMetas.has(h._role!.of);
+    if (kind === "accumulate_grad") return !userMetas.has(h.meta);
+    if (kind === "grad") return !userMetas.has(h.role!.of);
     return false;
   };
   const graphOnly = new Set<Storage>();
@@ -118,7 +116,7 @@ export function find_leaks(containers: Record<string, unknown> = {}): LeakReport
   const leaks: Leak[] = [];
   const seenRoots = new Set<Node>();
   for (const root of roots) {
-    const fn = root.grad_fn!;
+    const fn = root.meta.grad_fn!;
     if (seenRoots.has(fn)) continue;
     seenRoots.add(fn);
     const chains: string[][] = [];
@@ -143,8 +141,8 @@ export function find_leaks(containers: Record<string, unknown> = {}): LeakReport
     };
     dfs(fn, []);
     if (bytes > 0) {
-      const desc = `tensor ${shapeOf(root)} with grad_fn=<${fn.name()}>`;
-      leaks.push({ holder: paths.get(root._meta) ?? desc, root: desc, chains, bytes });
+      const desc = `tensor ${shapeOf(root.shape)} with grad_fn=<${fn.name()}>`;
+      leaks.push({ holder: paths.get(root.meta) ?? desc, root: desc, chains, bytes });
     }
   }
   leaks.sort((a, b) => b.bytes - a.bytes);

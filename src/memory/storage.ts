@@ -19,6 +19,25 @@ onDeviceLost((reason) => {
   dropPending(new RuntimeError(`WebGPU device lost: ${reason}`));
 });
 
+/** Who owns a handle when the runtime does (a saved variable, a .grad, an AccumulateGrad), in words. */
+export interface Role {
+  kind: string;
+  description: string;
+  /** For a .grad: the autograd identity of the leaf it belongs to. */
+  of?: unknown;
+}
+
+/** A live tensor handle as its storage sees it (for snapshots and the leak finder). */
+export interface HandleInfo {
+  readonly shape: readonly number[];
+  readonly dtype: string;
+  /** The shape of the tensor this handle is a view of, or null. */
+  readonly baseShape: readonly number[] | null;
+  /** The handle's autograd identity (autograd/meta.ts), opaque here. */
+  readonly meta: unknown;
+  role: Role | null;
+}
+
 /** Shared by a tensor and all its views, as PyTorch's VariableVersion is. */
 export class VersionCounter {
   value = 0;
@@ -39,8 +58,9 @@ export class Storage {
   category: Category = currentCategory();
   readonly device: MemoryDevice = deviceForNewStorage();
 
-  /** The tensor handles that hold this storage (weakly: a dropped handle must still be collectable). */
-  readonly handles = new Set<WeakRef<object>>();
+  /** What is known of each tensor handle that holds this storage (records, never the handles: a
+   *  dropped handle must stay collectable). */
+  readonly handles = new Set<HandleInfo>();
 
   constructor(readonly nbytes: number) {
     const b = this.device.allocator.malloc(Math.max(nbytes, 1));

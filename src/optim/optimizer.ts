@@ -64,7 +64,9 @@ export abstract class Optimizer {
   /** One update of every parameter with a gradient; closure (re-evaluating the loss) is optional. */
   step(closure?: () => Tensor): Tensor | undefined {
     const loss = closure ? enable_grad(closure) : undefined;
-    withPhase("optimizer", () => no_grad(() => {
+    // One frame for the whole step: it is runtime code that frees its own temporaries, so the
+    // memory tools need not look for garbage at each parameter (memory/lifetime.ts).
+    withPhase("optimizer", () => no_grad(() => scope(() => {
       for (const group of this.param_groups) {
         for (const p of group.params) {
           const grad = p.grad;
@@ -74,7 +76,7 @@ export abstract class Optimizer {
           scope(() => this.update(p, grad, this.state.get(p)!, group));
         }
       }
-    }));
+    })));
     return loss;
   }
 

@@ -6,8 +6,8 @@
 import { RuntimeError } from "../../errors.ts";
 import { Tensor, type TensorOrScalar } from "../../tensor.ts";
 import { is_grad_enabled, is_inference_mode_enabled } from "../grad-mode.ts";
-import { AutogradMeta, retainNode } from "../meta.ts";
-import { Node, type Grads } from "../node.ts";
+import { AutogradMeta, releaseNode, retainNode } from "../meta.ts";
+import { Node, type FormulaNode, type Grads } from "../node.ts";
 import { attach, edgeOf } from "../record.ts";
 import { makeView } from "../../ops/views.ts";
 
@@ -67,17 +67,20 @@ export function rebase(self: Tensor, record: (prev: Tensor, out: Tensor) => void
     baseMeta.grad_fn = copySlices;
     baseMeta.output_nr = 0;
     // The view now sees its history through the base (PyTorch regenerates it as AsStridedBackward0).
-    const geometry = viewGeometry(base, self);
-    attach("AsStridedBackward0", [base], [self], (_n, [g]) => {
-      const full = Tensor.empty(geometry.baseShape).zero_();
-      makeView(full, g!.shape, geometry.strides, geometry.offset).copy_(g!);
-      return [full];
-    });
+    attach("AsStridedBackward0", [base], [self], asStridedFormula).consts = viewGeometry(base, self);
   } finally {
     holder.dispose();
     prev.dispose();
     extra?.dispose();
   }
+}
+
+/** The gradient of a view, put back in place in a zero gradient of its base. */
+function asStridedFormula(n: FormulaNode, [g]: Grads): Grads {
+  const geometry = n.consts as ReturnType<typeof viewGeometry>;
+  const full = Tensor.empty(geometry.baseShape).zero_();
+  makeView(full, g!.shape, geometry.strides, geometry.offset).copy_(g!);
+  return [full];
 }
 
 function viewGeometry(base: Tensor, view: Tensor) {
@@ -93,7 +96,7 @@ class CopySlices extends Node {
     super([edgeOf(base), ...fn.next_functions.slice(1)]);
     this.geometry = viewGeometry(base, view);
     this.viewShape = [...view.shape];
-    retainNode(fn); // released with this node's saved variables: CopySlices owns the op's node
+    retainNode(fn); // CopySlices owns the op's node: released when CopySlices itself is freed
   }
   name(): string {
     return "torch::autograd::CopySlices";
@@ -110,5 +113,8 @@ class CopySlices extends Node {
   override release_saved_variables(): void {
     super.release_saved_variables();
     this.fn.release_saved_variables();
+  }
+  override freed(): void {
+    releaseNode(this.fn);
   }
 }

@@ -7,6 +7,7 @@ import { broadcastShapes } from "../../ops/elementwise.ts";
 import { RuntimeError } from "../../errors.ts";
 import { Tensor, numelOf } from "../../tensor.ts";
 import { attach, needsGrad, sumTo } from "../record.ts";
+import type { FormulaNode, Grads } from "../node.ts";
 import * as sh from "./shape.ts";
 import { asOp } from "../../ops/op-context.ts";
 
@@ -16,12 +17,7 @@ export function mm(a: Tensor, b: Tensor): Tensor {
     attach("MmBackward0", [a, b], [out], (n, [g]) => [
       n.needs(0) ? g!.mm(n.unpack("mat2").t()) : null,
       n.needs(1) ? n.unpack("self").t().mm(g!) : null,
-    ], (n) => {
-      n.save("self", a);
-      n.save("mat2", b);
-      n.saveValue("self_sym_sizes", [...a.shape]);
-      n.saveValue("mat2_sym_sizes", [...b.shape]);
-    });
+    ], { self: a, mat2: b, self_sym_sizes: [...a.shape], mat2_sym_sizes: [...b.shape] });
   }
   return out;
 }
@@ -32,10 +28,7 @@ export function bmm(a: Tensor, b: Tensor): Tensor {
     attach("BmmBackward0", [a, b], [out], (n, [g]) => [
       n.needs(0) ? g!.bmm(n.unpack("mat2").transpose(1, 2)) : null,
       n.needs(1) ? n.unpack("self").transpose(1, 2).bmm(g!) : null,
-    ], (n) => {
-      n.save("self", a);
-      n.save("mat2", b);
-    });
+    ], { self: a, mat2: b });
   }
   return out;
 }
@@ -45,30 +38,28 @@ export const addmm = asOp("addmm", function addmm(input: Tensor, m1: Tensor, m2:
   const alpha = opts?.alpha ?? 1;
   const out = la.addmm(input, m1, m2, opts);
   if (needsGrad(input, m1, m2)) {
-    const inShape = [...input.shape];
-    attach("AddmmBackward0", [input, m1, m2], [out], (n, [g]) => [
-      n.needs(0) ? sumTo(beta === 1 ? g! : g!.mul(beta), inShape) : null,
-      n.needs(1) ? g!.mm(n.unpack("mat2").t()).mul(alpha) : null,
-      n.needs(2) ? n.unpack("mat1").t().mm(g!).mul(alpha) : null,
-    ], (n) => {
-      n.saveValue("alpha", alpha);
-      n.saveValue("beta", beta);
-      n.save("mat1", m1);
-      n.saveValue("mat1_sym_sizes", [...m1.shape]);
-      n.save("mat2", m2);
-      n.saveValue("mat2_sym_sizes", [...m2.shape]);
-    });
+    attach("AddmmBackward0", [input, m1, m2], [out], addmmFormula, {
+      alpha, beta, mat1: m1, mat1_sym_sizes: [...m1.shape], mat2: m2, mat2_sym_sizes: [...m2.shape],
+    }).consts = { inShape: [...input.shape] };
   }
   return out;
 });
+function addmmFormula(n: FormulaNode, [g]: Grads): Grads {
+  const alpha = n.value<number>("alpha");
+  const beta = n.value<number>("beta");
+  // Scaled only when alpha/beta differ from 1: a multiplication by 1 would be a full extra copy.
+  const scale = (t: Tensor, k: number) => (k === 1 ? t : t.mul(k));
+  return [
+    n.needs(0) ? sumTo(scale(g!, beta), (n.consts as { inShape: number[] }).inShape) : null,
+    n.needs(1) ? scale(g!.mm(n.unpack("mat2").t()), alpha) : null,
+    n.needs(2) ? scale(n.unpack("mat1").t().mm(g!), alpha) : null,
+  ];
+}
 
 function dot(a: Tensor, b: Tensor): Tensor {
   const out = la.matmul(a, b);
   if (needsGrad(a, b)) {
-    attach("DotBackward0", [a, b], [out], (n, [g]) => [n.needs(0) ? n.unpack("tensor").mul(g!) : null, n.needs(1) ? n.unpack("self").mul(g!) : null], (n) => {
-      n.save("self", a);
-      n.save("tensor", b);
-    });
+    attach("DotBackward0", [a, b], [out], (n, [g]) => [n.needs(0) ? n.unpack("tensor").mul(g!) : null, n.needs(1) ? n.unpack("self").mul(g!) : null], { self: a, tensor: b });
   }
   return out;
 }
@@ -79,10 +70,7 @@ function mv(a: Tensor, v: Tensor): Tensor {
     attach("MvBackward0", [a, v], [out], (n, [g]) => [
       n.needs(0) ? g!.unsqueeze(1).mul(n.unpack("vec").unsqueeze(0)) : null,
       n.needs(1) ? n.unpack("self").t().matmul(g!) : null,
-    ], (n) => {
-      n.save("self", a);
-      n.save("vec", v);
-    });
+    ], { self: a, vec: v });
   }
   return out;
 }

@@ -7,6 +7,7 @@ import { RuntimeError, ValueError } from "../../errors.ts";
 import { scope } from "../../memory/lifetime.ts";
 import { no_grad } from "../grad-mode.ts";
 import { attach, needsGrad, sumTo } from "../record.ts";
+import type { FormulaNode, Grads } from "../node.ts";
 import { indexAddRows, indexSelectRows, nllPick, nllScatter } from "../../ops/gather.ts";
 import { broadcastShapes } from "../../ops/elementwise.ts";
 
@@ -24,12 +25,8 @@ export function embedding(indices: Tensor, weight: Tensor, paddingIdx = -1): Ten
   const out = indexSelectRows(weight, indices);
   if (!needsGrad(weight)) return out;
   const [V, D] = weight.shape;
-  attach("EmbeddingBackward0", [weight], [out], (n, [g]) => [indexAddRows(V, g!.reshape([-1, D]), n.unpack("indices"), paddingIdx)], (n) => {
-    n.save("indices", indices);
-    n.save("weight", weight);
-    n.saveValue("padding_idx", paddingIdx);
-    n.saveValue("scale_grad_by_freq", false);
-    n.saveValue("sparse", false);
+  attach("EmbeddingBackward0", [weight], [out], (n, [g]) => [indexAddRows(V, g!.reshape([-1, D]), n.unpack("indices"), paddingIdx)], {
+    indices, weight, padding_idx: paddingIdx, scale_grad_by_freq: false, sparse: false,
   });
   return out;
 }
@@ -62,21 +59,9 @@ export function nllLoss(input: Tensor, target: Tensor, reductionArg: Reduction =
     t.dispose();
   }
   if (needsGrad(input)) {
-    const inShape = [...input.shape];
-    const N = inShape.length === 1 ? 1 : inShape[0];
-    attach("NllLossBackward0", [input], [out], (n, [g]) => {
-      const tw = n.unpack("total_weight");
-      const coef = reduction === "none" ? g!.reshape([N]) : (reduction === "mean" ? g!.div(tw) : g!).reshape([1]).expand([N]);
-      const tgt = n.unpack("target");
-      return [nllScatter(coef, tgt.reshape([N]), C, ignoreIndex).reshape(inShape)];
-    }, (n) => {
-      n.saveValue("ignore_index", ignoreIndex);
-      n.saveValue("reduction", REDUCTION_CODE[reduction]);
-      n.save("self", input);
-      n.save("target", target);
-      n.save("total_weight", total);
-      n.save("weight", null);
-    });
+    attach("NllLossBackward0", [input], [out], nllFormula, {
+      ignore_index: ignoreIndex, reduction: REDUCTION_CODE[reduction], self: input, target, total_weight: total, weight: null,
+    }).consts = { inShape: [...input.shape], C, reduction };
   }
   total.dispose();
   return out;
@@ -93,16 +78,25 @@ export function mseLoss(input: Tensor, target: Tensor, reductionArg: Reduction =
     return reduction === "none" ? sq : reduction === "sum" ? sq.sum() : sq.mean();
   }));
   if (!needsGrad(input, target)) return out;
-  const inShape = [...input.shape];
-  const tShape = [...target.shape];
-  attach("MseLossBackward0", [input, target], [out], (n, [g]) => {
-    const norm = reduction === "mean" ? 2 / count : 2;
-    const gi = n.unpack("self").sub(n.unpack("target")).mul(norm).mul(g!);
-    return [n.needs(0) ? sumTo(gi, inShape) : null, n.needs(1) ? sumTo(gi.neg(), tShape) : null];
-  }, (n) => {
-    n.saveValue("reduction", REDUCTION_CODE[reduction]);
-    n.save("self", input);
-    n.save("target", target);
-  });
+  attach("MseLossBackward0", [input, target], [out], mseFormula, { reduction: REDUCTION_CODE[reduction], self: input, target })
+    .consts = { inShape: [...input.shape], tShape: [...target.shape], count };
   return out;
+}
+
+// Formulas at module level: nllLoss and mseLoss hold their inputs in closures (scope), which a formula
+// made inside them would share (see autograd/record.ts's attach).
+function nllFormula(n: FormulaNode, [g]: Grads): Grads {
+  const { inShape, C, reduction } = n.consts as { inShape: number[]; C: number; reduction: Reduction };
+  const N = inShape.length === 1 ? 1 : inShape[0];
+  const tw = n.unpack("total_weight");
+  const coef = reduction === "none" ? g!.reshape([N]) : (reduction === "mean" ? g!.div(tw) : g!).reshape([1]).expand([N]);
+  const tgt = n.unpack("target");
+  return [nllScatter(coef, tgt.reshape([N]), C, n.value<number>("ignore_index")).reshape(inShape)];
+}
+
+function mseFormula(n: FormulaNode, [g]: Grads): Grads {
+  const { inShape, tShape, count } = n.consts as { inShape: number[]; tShape: number[]; count: number };
+  const norm = n.value<number>("reduction") === REDUCTION_CODE.mean ? 2 / count : 2;
+  const gi = n.unpack("self").sub(n.unpack("target")).mul(norm).mul(g!);
+  return [n.needs(0) ? sumTo(gi, inShape) : null, n.needs(1) ? sumTo(gi.neg(), tShape) : null];
 }

@@ -4,7 +4,8 @@
 
 import * as ew from "../../ops/elementwise.ts";
 import { Tensor, type Scalar, type TensorOrScalar } from "../../tensor.ts";
-import { attach, needsGrad, sumTo } from "../record.ts";
+import { attach, needsGrad, sumTo, type Formula, type Saves } from "../record.ts";
+import type { FormulaNode, Grads } from "../node.ts";
 import { is_grad_enabled } from "../grad-mode.ts";
 import { asOp } from "../../ops/op-context.ts";
 import { checkInplace, rebase } from "./inplace.ts";
@@ -32,12 +33,16 @@ const UNARY: Record<Unary, [string, "self" | "result" | null, (g: Tensor, t: Ten
   tanh: ["TanhBackward0", "result", fused("tanh_backward", (g, r) => g.mul(r.mul(r).neg().add(1)))],
 };
 
+/** The node's formula, made where no tensor handle is in scope (see attach). */
+function unaryFormula(op: Unary): Formula {
+  const [, saved, formula] = UNARY[op];
+  return (n, [g]) => [formula(g!, saved ? n.unpack(saved) : g!)];
+}
+const UNARY_FORMULA = Object.fromEntries(Object.keys(UNARY).map((op) => [op, unaryFormula(op as Unary)])) as Record<Unary, Formula>;
+
 function attachUnary(op: Unary, x: Tensor, out: Tensor): void {
-  const [name, saved, formula] = UNARY[op];
-  attach(name, [x], [out], (n, [g]) => [formula(g!, saved ? n.unpack(saved) : g!)], (n) => {
-    if (saved === "self") n.save("self", x);
-    if (saved === "result") n.save("result", out, 0);
-  });
+  const [name, saved] = UNARY[op];
+  attach(name, [x], [out], UNARY_FORMULA[op], saved ? { [saved]: saved === "self" ? x : out } : {});
 }
 
 export function unary(op: Unary, x: Tensor): Tensor {
@@ -58,10 +63,7 @@ export function gelu(x: Tensor, approximate: "none" | "tanh" = "none"): Tensor {
   if (needsGrad(x)) {
     const formula = fused(approximate === "tanh" ? "gelu_tanh_backward" : "gelu_backward",
       (g, x) => g.mul(ew.unary(approximate === "tanh" ? "gelu_tanh_grad" : "gelu_grad", x)));
-    attach("GeluBackward0", [x], [out], (n, [g]) => [formula(g!, n.unpack("self"))], (n) => {
-      n.save("self", x);
-      n.saveValue("approximate", approximate);
-    });
+    attach("GeluBackward0", [x], [out], (n, [g]) => [formula(g!, n.unpack("self"))], { self: x, approximate });
   }
   return out;
 }
@@ -71,17 +73,16 @@ function bounds(min: ClampArg, max: number | null | undefined): [number | null, 
   if (typeof min === "object" && min !== null) return [min.min ?? null, min.max ?? null];
   return [min ?? null, max ?? null];
 }
+const clampFormula: Formula = (n, [g]) => {
+  const self = n.unpack("self");
+  const lo = n.value<number | null>("min");
+  const hi = n.value<number | null>("max");
+  let mask = lo === null ? null : self.ge(lo);
+  if (hi !== null) mask = mask ? mask.mul(self.le(hi)) : self.le(hi);
+  return [g!.mul(mask!)];
+};
 function attachClamp(x: Tensor, out: Tensor, lo: number | null, hi: number | null, savedSelf: Tensor = x): void {
-  attach("ClampBackward1", [x], [out], (n, [g]) => {
-    const self = n.unpack("self");
-    let mask = lo === null ? null : self.ge(lo);
-    if (hi !== null) mask = mask ? mask.mul(self.le(hi)) : self.le(hi);
-    return [g!.mul(mask!)];
-  }, (n) => {
-    n.save("self", savedSelf);
-    n.saveValue("min", lo);
-    n.saveValue("max", hi);
-  });
+  attach("ClampBackward1", [x], [out], clampFormula, { self: savedSelf, min: lo, max: hi });
 }
 export function clamp(x: Tensor, min: ClampArg, max?: number | null): Tensor {
   const out = ew.clamp(x, min, max);
@@ -107,15 +108,24 @@ const BINARY_NAME: Record<Binary, string> = {
  * write, when the formula needs it). Scalars get an empty edge, as PyTorch 1.13 wraps them.
  */
 function attachBinary(op: Binary, a: Tensor, b: TensorOrScalar, out: Tensor, alpha: number, selfForFormula: Tensor): void {
-  const aShape = [...a.shape];
-  const bShape = b instanceof Tensor ? [...b.shape] : [];
   const bt = b instanceof Tensor ? b : null;
   const scalarPow = op === "pow" && !bt;
   const name = op === "pow" && bt ? "PowBackward1" : BINARY_NAME[op];
   const edges: Array<Tensor | null> = scalarPow ? [a] : [a, bt];
-  attach(name, edges, [out], (n, [g]) => {
+  const saves: Saves = {};
+  if (op === "add" || op === "sub") saves.alpha = alpha;
+  if (op === "mul" || op === "div" || op === "maximum" || op === "minimum") Object.assign(saves, { self: selfForFormula, other: b });
+  if (op === "pow") Object.assign(saves, bt ? { self: selfForFormula, exponent: bt, result: out } : { self: selfForFormula, exponent: b });
+  const node = attach(name, edges, [out], BINARY_FORMULA[op], saves);
+  node.consts = { aShape: [...a.shape], bShape: bt ? [...bt.shape] : [], alpha };
+}
+
+/** Backward of `a op b` (b a tensor or a number); reads everything from the node (see attach). */
+function binaryFormula(op: Binary): Formula {
+  return (n, [g]) => {
     const G = g!;
-    const other = (): TensorOrScalar => (bt ? n.unpack("other") : (b as number));
+    const { aShape, bShape, alpha } = n.consts as { aShape: number[]; bShape: number[]; alpha: number };
+    const other = (): TensorOrScalar => n.savedTensor("other") ?? n.value<number>("other");
     switch (op) {
       case "add":
       case "sub":
@@ -131,11 +141,11 @@ function attachBinary(op: Binary, a: Tensor, b: TensorOrScalar, out: Tensor, alp
       }
       case "pow": {
         const self = n.unpack("self");
-        if (!bt) {
-          const e = b as number;
-          return [e === 0 ? G.mul(0) : G.mul(self.pow(e - 1)).mul(e)];
+        const e = n.savedTensor("exponent");
+        if (!e) {
+          const k = n.value<number>("exponent");
+          return [k === 0 ? G.mul(0) : G.mul(self.pow(k - 1)).mul(k)];
         }
-        const e = n.unpack("exponent");
         const r = n.unpack("result");
         return [
           n.needs(0) ? sumTo(G.mul(e).mul(self.pow(e.sub(1))), aShape) : null,
@@ -156,22 +166,9 @@ function attachBinary(op: Binary, a: Tensor, b: TensorOrScalar, out: Tensor, alp
         ];
       }
     }
-  }, (n) => {
-    if (op === "add" || op === "sub") n.saveValue("alpha", alpha);
-    if (op === "mul" || op === "div" || op === "maximum" || op === "minimum") {
-      n.save("self", selfForFormula);
-      if (bt) n.save("other", bt);
-      else n.saveValue("other", b);
-    }
-    if (op === "pow") {
-      n.save("self", selfForFormula);
-      if (bt) {
-        n.save("exponent", bt);
-        n.save("result", out, 0);
-      } else n.saveValue("exponent", b);
-    }
-  });
+  };
 }
+const BINARY_FORMULA = Object.fromEntries(Object.keys(BINARY_NAME).map((op) => [op, binaryFormula(op as Binary)])) as Record<Binary, Formula>;
 
 export function binary(op: Binary, a: Tensor, b: TensorOrScalar, alpha = 1): Tensor {
   const out = ew.binary(op, a, b, alpha);
@@ -179,10 +176,11 @@ export function binary(op: Binary, a: Tensor, b: TensorOrScalar, alpha = 1): Ten
   return out;
 }
 
+const rsubFormula: Formula = (n, [g]) => [g!.mul(-n.value<number>("alpha"))];
 /** scalar - x (Python's `2 - x`). */
 export function rsub(x: Tensor, s: number, alpha = 1): Tensor {
   const out = ew.binary("sub", x, s, 1).neg();
-  if (needsGrad(x)) attach("RsubBackward1", [x], [out], (_n, [g]) => [g!.mul(-alpha)], (n) => n.saveValue("alpha", alpha));
+  if (needsGrad(x)) attach("RsubBackward1", [x], [out], rsubFormula, { alpha });
   return out;
 }
 
@@ -200,35 +198,44 @@ export const where = asOp("where", function where(cond: Tensor, a: TensorOrScala
   if (!needsGrad(a, b)) return out;
   const at = a instanceof Tensor ? a : null;
   const bt = b instanceof Tensor ? b : null;
-  const aShape = at ? [...at.shape] : [];
-  const bShape = bt ? [...bt.shape] : [];
-  attach("WhereBackward0", [at, bt], [out], (n, [g]) => {
-    const c = n.unpack("condition");
-    return [n.needs(0) ? sumTo(ew.where(c, g!, 0), aShape) : null, n.needs(1) ? sumTo(ew.where(c, 0, g!), bShape) : null];
-  }, (n) => n.save("condition", cond));
+  const node = attach("WhereBackward0", [at, bt], [out], whereFormula, { condition: cond });
+  node.consts = { aShape: at ? [...at.shape] : [], bShape: bt ? [...bt.shape] : [] };
   return out;
 });
+function whereFormula(n: FormulaNode, [g]: Grads): Grads {
+  const { aShape, bShape } = n.consts as { aShape: number[]; bShape: number[] };
+  const c = n.unpack("condition");
+  return [n.needs(0) ? sumTo(ew.where(c, g!, 0), aShape) : null, n.needs(1) ? sumTo(ew.where(c, 0, g!), bShape) : null];
+}
 
 /** copy_, fill_, zero_: the written values no longer depend on the old ones. */
 export function copyInplace<T extends Tensor>(self: T, src: Tensor): T {
   const track = checkInplace(self, src);
   ew.copyInplace(self, src);
   if (track) {
-    const srcShape = [...src.shape];
-    rebase(self, (prev, out) => attach("torch::autograd::CopyBackwards", [prev, src], [out], (n, [g]) => [n.needs(0) ? g!.mul(0) : null, n.needs(1) ? sumTo(g!, srcShape) : null]));
+    rebase(self, (prev, out) => {
+      attach("torch::autograd::CopyBackwards", [prev, src], [out], copyFormula).consts = { srcShape: [...src.shape] };
+    });
   }
   return self;
 }
+function copyFormula(n: FormulaNode, [g]: Grads): Grads {
+  return [n.needs(0) ? g!.mul(0) : null, n.needs(1) ? sumTo(g!, (n.consts as { srcShape: number[] }).srcShape) : null];
+}
+const zeroFormula: Formula = (_n, [g]) => [g!.mul(0)];
 
 export function fillInplace<T extends Tensor>(self: T, value: Scalar, name: "FillBackward2" | "ZeroBackward0"): T {
   const track = checkInplace(self);
   ew.fillInplace(self, value);
-  if (track) rebase(self, (prev, out) => attach(name, [prev], [out], (_n, [g]) => [g!.mul(0)]));
+  if (track) rebase(self, (prev, out) => attach(name, [prev], [out], zeroFormula));
   return self;
 }
 
 export function cast(x: Tensor, dtype: Tensor["dtype"]): Tensor {
   const out = ew.cast(x, dtype);
-  if (needsGrad(x) && dtype === "float32") attach("ToCopyBackward0", [x], [out], (_n, [g]) => [g!.to(x.dtype)]);
+  if (needsGrad(x) && dtype === "float32") attach("ToCopyBackward0", [x], [out], castFormula).consts = { dtype: x.dtype };
   return out;
+}
+function castFormula(n: FormulaNode, [g]: Grads): Grads {
+  return [g!.to((n.consts as { dtype: Tensor["dtype"] }).dtype)];
 }

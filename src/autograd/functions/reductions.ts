@@ -8,7 +8,7 @@ import { wrapDim } from "../../ops/views.ts";
 import { tensor } from "../../ops/creation.ts";
 import { RuntimeError } from "../../errors.ts";
 import { asOp } from "../../ops/op-context.ts";
-import { attach, needsGrad } from "../record.ts";
+import { SavedOutput, attach, needsGrad } from "../record.ts";
 
 /** The reduced dims of x (all when dim is undefined), normalised. */
 function reducedDims(x: Tensor, dim: DimArg): number[] {
@@ -41,17 +41,12 @@ export function sumOrMean(op: "sum" | "mean", x: Tensor, dimArg?: DimArg | Reduc
     const e = expandBack(g!, shape, dims, keepdim || whole);
     // As PyTorch: sum's gradient is an expanded view (no memory), mean's a real division.
     return [op === "mean" ? e.div(count) : e];
-  }, (n) => {
-    if (!whole) {
-      n.saveValue("dim", dims);
-      n.saveValue("keepdim", keepdim);
-    }
-    if (op === "mean" && whole) {
-      n.saveValue("self_numel", x.numel());
-      n.saveValue("self_sizes", shape);
-    } else n.saveValue("self_sym_sizes", shape);
+  }, {
+    dim: whole ? undefined : dims,
+    keepdim: whole ? undefined : keepdim,
+    ...(op === "mean" && whole ? { self_numel: numelOf(shape), self_sizes: shape } : { self_sym_sizes: shape }),
     // PyTorch 1.13's MeanBackward1 keeps the whole input alive (for its numel); so does GradLab's.
-    if (op === "mean" && !whole) n.save("self", x);
+    self: op === "mean" && !whole ? x : undefined,
   });
   return out;
 }
@@ -66,10 +61,7 @@ export function minmax(op: "max" | "min", x: Tensor, dim?: number, opts?: Reduce
       const self = n.unpack("self");
       const mask = self.eq(n.unpack("result")).float();
       return [mask.mul(g!.div(mask.sum()))];
-    }, (n) => {
-      n.save("self", x);
-      n.save("result", out, 0);
-    });
+    }, { self: x, result: out });
     return out;
   }
   const d = wrapDim(dim!, x.ndim);
@@ -80,12 +72,7 @@ export function minmax(op: "max" | "min", x: Tensor, dim?: number, opts?: Reduce
     const idx = keepdim ? n.unpack("indices") : n.unpack("indices").unsqueeze(d);
     const onehot = positionsAlong(shape, d).eq(idx);
     return [expandBack(g!, shape, [d], keepdim).mul(onehot)];
-  }, (n) => {
-    n.saveValue("dim", d);
-    n.saveValue("keepdim", keepdim);
-    n.save("indices", out.indices);
-    n.saveValue("self_sizes", shape);
-  });
+  }, { dim: d, keepdim, indices: out.indices, self_sizes: shape });
   return out;
 }
 
@@ -111,13 +98,7 @@ export function variance(x: Tensor, dimArg?: DimArg | VarOpts, optsArg?: VarOpts
     let gg = expandBack(g!, shape, dims, keepdim);
     if (std) gg = gg.div(expandBack(node.unpack("result"), shape, dims, keepdim));
     return [gg.mul(centered).mul((std ? 1 : 2) / Math.max(n - correction, 0))];
-  }, (node) => {
-    node.saveValue("correction", correction);
-    node.saveValue("dim", o.dim === undefined ? null : dims);
-    node.saveValue("keepdim", keepdim);
-    node.save("self", x);
-    if (std) node.save("result", out, 0);
-  });
+  }, { correction, dim: o.dim === undefined ? null : dims, keepdim, self: x, result: std ? out : undefined });
   return out;
 }
 
@@ -129,10 +110,7 @@ export function softmax(x: Tensor, dim: number, log: boolean): Tensor {
     const r = n.unpack("result");
     if (log) return [g!.sub(r.exp().mul(g!.sum(d, { keepdim: true })))];
     return [r.mul(g!.sub(g!.mul(r).sum(d, { keepdim: true })))];
-  }, (n) => {
-    n.saveValue("dim", d);
-    n.save("result", out, 0);
-  });
+  }, { dim: d, result: out });
   return out;
 }
 
@@ -144,13 +122,15 @@ export const layerNorm = asOp("layer_norm", function layerNorm(x: Tensor, normal
     return y;
   }
   const k = normalized_shape.length;
-  const normDims = normalized_shape.map((_, i) => x.ndim - k + i);
+  const lead = x.ndim - k; // not x itself in the closure: the formula below would share it (see attach)
+  const normDims = normalized_shape.map((_, i) => lead + i);
   const batchDims = x.shape.slice(0, x.ndim - k).map((_, i) => i);
-  const wShape = weight ? [...weight.shape] : [];
+  const wShape = weight ? [...weight.shape] : bias ? [...bias.shape] : [];
+  const hasWeight = weight !== null;
   attach("NativeLayerNormBackward0", [x, weight, bias], [y], (n, [g]) => {
     const input = n.unpack("input");
     const xhat = input.sub(n.unpack("result1")).mul(n.unpack("result2"));
-    const gw = weight ? g!.mul(n.unpack("weight").reshape(normalized_shape)) : g!;
+    const gw = hasWeight ? g!.mul(n.unpack("weight").reshape(normalized_shape)) : g!;
     const N = numelOf(normalized_shape);
     const gradInput = n.needs(0)
       ? n.unpack("result2").div(N).mul(
@@ -160,14 +140,7 @@ export const layerNorm = asOp("layer_norm", function layerNorm(x: Tensor, normal
     const gradW = n.needs(1) ? (batchDims.length ? g!.mul(xhat).sum(batchDims) : g!.mul(xhat)).reshape(wShape) : null;
     const gradB = n.needs(2) ? (batchDims.length ? g!.sum(batchDims) : g!.clone()).reshape(wShape) : null;
     return [gradInput, gradW, gradB];
-  }, (n) => {
-    n.save("input", x);
-    n.save("weight", weight);
-    n.save("bias", bias);
-    n.save("result1", mean, 1);
-    n.save("result2", rstd, 2);
-    n.saveValue("normalized_shape", normalized_shape);
-  });
+  }, { input: x, weight, bias, result1: new SavedOutput(mean, 1), result2: new SavedOutput(rstd, 2), normalized_shape });
   mean.dispose();
   rstd.dispose();
   return y;
@@ -179,10 +152,7 @@ export const dropout = asOp("dropout", function dropout(x: Tensor, p: number, tr
   const [out, mask] = F.native_dropout(x, p, training);
   if (needsGrad(x)) {
     const scale = p === 1 ? 0 : 1 / (1 - p);
-    attach("NativeDropoutBackward0", [x], [out], (n, [g]) => [g!.mul(n.unpack("result1")).mul(scale)], (n) => {
-      n.save("result1", mask, 1);
-      n.saveValue("scale", scale);
-    });
+    attach("NativeDropoutBackward0", [x], [out], (n, [g]) => [g!.mul(n.unpack("result1")).mul(scale)], { result1: new SavedOutput(mask, 1), scale });
   }
   mask.dispose();
   return out;

@@ -4,13 +4,11 @@
 import * as vw from "../../ops/views.ts";
 import * as ew from "../../ops/elementwise.ts";
 import { Tensor, type Shape } from "../../tensor.ts";
-import { attach, needsGrad, sumTo } from "../record.ts";
-import type { FormulaNode } from "../node.ts";
+import { attach, needsGrad, sumTo, type Saves } from "../record.ts";
 
-type Save = (n: FormulaNode) => void;
-
-function viewOp(x: Tensor, out: Tensor, name: string, back: (g: Tensor) => Tensor, save?: Save): Tensor {
-  if (needsGrad(x)) attach(name, [x], [out], (_n, [g]) => [back(g!)], save);
+/** `back` is made by each view function below, none of which holds a tensor in a closure (see attach). */
+function viewOp(x: Tensor, out: Tensor, name: string, back: (g: Tensor) => Tensor, saves?: Saves): Tensor {
+  if (needsGrad(x)) attach(name, [x], [out], (_n, [g]) => [back(g!)], saves);
   return out;
 }
 
@@ -18,7 +16,7 @@ const sizes = (x: Tensor) => [...x.shape];
 
 export function view(x: Tensor, shape: Shape, name = "ViewBackward0"): Tensor {
   const s = sizes(x);
-  return viewOp(x, vw.view(x, shape), name, (g) => g.reshape(s), (n) => n.saveValue("self_sym_sizes", s));
+  return viewOp(x, vw.view(x, shape), name, (g) => g.reshape(s), { self_sym_sizes: s });
 }
 
 /** reshape: a view when strides allow (ReshapeAliasBackward0), else a copy then a view (CloneBackward0 + UnsafeViewBackward0). */
@@ -27,7 +25,7 @@ export function reshape(x: Tensor, shape: Shape): Tensor {
   if (!needsGrad(x)) return out;
   const s = sizes(x);
   if (out.storage === x.storage) {
-    return viewOp(x, out, "ReshapeAliasBackward0", (g) => g.reshape(s), (n) => n.saveValue("self_sym_sizes", s));
+    return viewOp(x, out, "ReshapeAliasBackward0", (g) => g.reshape(s), { self_sym_sizes: s });
   }
   // Record the copy as clone + view, as ATen's reshape does for non-viewable strides.
   out.dispose();
@@ -56,10 +54,7 @@ export function flatten(x: Tensor, start: number, end: number): Tensor {
 export function transpose(x: Tensor, d0: number, d1: number): Tensor {
   const a = vw.wrapDim(d0, Math.max(x.ndim, 1));
   const b = vw.wrapDim(d1, Math.max(x.ndim, 1));
-  return viewOp(x, vw.transpose(x, d0, d1), "TransposeBackward0", (g) => g.transpose(a, b), (n) => {
-    n.saveValue("dim0", a);
-    n.saveValue("dim1", b);
-  });
+  return viewOp(x, vw.transpose(x, d0, d1), "TransposeBackward0", (g) => g.transpose(a, b), { dim0: a, dim1: b });
 }
 
 export function t(x: Tensor): Tensor {
@@ -68,26 +63,27 @@ export function t(x: Tensor): Tensor {
 
 export function permute(x: Tensor, dims: number[]): Tensor {
   const out = vw.permute(x, dims);
-  const w = dims.map((d) => vw.wrapDim(d, x.ndim));
+  const nd = x.ndim; // not x itself in the closure: the formula below would share it (see attach)
+  const w = dims.map((d) => vw.wrapDim(d, nd));
   const inverse = w.map((_, i) => w.indexOf(i));
-  return viewOp(x, out, "PermuteBackward0", (g) => g.permute(inverse), (n) => n.saveValue("dims", w));
+  return viewOp(x, out, "PermuteBackward0", (g) => g.permute(inverse), { dims: w });
 }
 
 export function expand(x: Tensor, shape: Shape): Tensor {
   const s = sizes(x);
-  return viewOp(x, vw.expand(x, shape), "ExpandBackward0", (g) => sumTo(g, s), (n) => n.saveValue("self_sym_sizes", s));
+  return viewOp(x, vw.expand(x, shape), "ExpandBackward0", (g) => sumTo(g, s), { self_sym_sizes: s });
 }
 
 export function unsqueeze(x: Tensor, dim: number): Tensor {
   const d = vw.wrapDim(dim, x.ndim + 1);
-  return viewOp(x, vw.unsqueeze(x, dim), "UnsqueezeBackward0", (g) => g.squeeze(d), (n) => n.saveValue("dim", d));
+  return viewOp(x, vw.unsqueeze(x, dim), "UnsqueezeBackward0", (g) => g.squeeze(d), { dim: d });
 }
 
 export function squeeze(x: Tensor, dim?: number, name?: string): Tensor {
   const s = sizes(x);
-  return viewOp(x, vw.squeeze(x, dim), name ?? (dim === undefined ? "SqueezeBackward0" : "SqueezeBackward1"), (g) => g.reshape(s), (n) => {
-    if (dim !== undefined) n.saveValue("dim", vw.wrapDim(dim, Math.max(x.ndim, 1)));
-    n.saveValue("self_sizes", s);
+  return viewOp(x, vw.squeeze(x, dim), name ?? (dim === undefined ? "SqueezeBackward0" : "SqueezeBackward1"), (g) => g.reshape(s), {
+    dim: dim === undefined ? undefined : vw.wrapDim(dim, Math.max(x.ndim, 1)),
+    self_sizes: s,
   });
 }
 
@@ -106,13 +102,7 @@ export function slice(x: Tensor, dim: number, start?: number, end?: number, step
   // The actual bounds, from the view's offset and length.
   const st = x._strides[d] === 0 ? 0 : (out._offset - x._offset) / x._strides[d];
   const en = Math.min(st + out.shape[d] * step, s[d]);
-  return viewOp(x, out, "SliceBackward0", (g) => intoZeros(s, (z) => vw.slice(z, d, st, en, step), g), (n) => {
-    n.saveValue("dim", d);
-    n.saveValue("start", st);
-    n.saveValue("end", en);
-    n.saveValue("step", step);
-    n.saveValue("self_sym_sizes", s);
-  });
+  return viewOp(x, out, "SliceBackward0", (g) => intoZeros(s, (z) => vw.slice(z, d, st, en, step), g), { dim: d, start: st, end: en, step, self_sym_sizes: s });
 }
 
 export function narrow(x: Tensor, dim: number, start: number, length: number): Tensor {
@@ -128,9 +118,5 @@ export function select(x: Tensor, dim: number, index: number): Tensor {
   const s = sizes(x);
   const d = vw.wrapDim(dim, x.ndim);
   const i = index < 0 ? index + s[d] : index;
-  return viewOp(x, out, "SelectBackward0", (g) => intoZeros(s, (z) => vw.select(z, d, i), g), (n) => {
-    n.saveValue("dim", d);
-    n.saveValue("index", i);
-    n.saveValue("self_sizes", s);
-  });
+  return viewOp(x, out, "SelectBackward0", (g) => intoZeros(s, (z) => vw.select(z, d, i), g), { dim: d, index: i, self_sizes: s });
 }

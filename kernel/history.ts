@@ -68,8 +68,8 @@ export class History {
   }
 
   search(pattern: string, n: number | null, unique: boolean, output: boolean): Row[] {
-    const re = new RegExp("^" + pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, "[\\s\\S]*").replace(/\?/g, "[\\s\\S]") + "$");
-    let hits = this.load().filter((e) => re.test(e.i));
+    const p = pattern.slice(0, 10_000);
+    let hits = this.load().filter((e) => globMatch(p, e.i));
     if (unique) {
       const seen = new Set<string>();
       hits = hits.reverse().filter((e) => (seen.has(e.i) ? false : (seen.add(e.i), true))).reverse();
@@ -77,4 +77,24 @@ export class History {
     if (n != null && n > 0) hits = hits.slice(Math.max(0, hits.length - n));
     return hits.map((e) => this.row(e, output));
   }
+}
+
+/** IPython's history glob (`*` any run, `?` one character) in O(len(text) * len(pattern)) at worst:
+ *  a regular expression built from a client's pattern could backtrack for ages. */
+export function globMatch(pattern: string, text: string): boolean {
+  let p = 0, t = 0, star = -1, mark = 0;
+  while (t < text.length) {
+    if (p < pattern.length && (pattern[p] === "?" || pattern[p] === text[t])) {
+      p++;
+      t++;
+    } else if (p < pattern.length && pattern[p] === "*") {
+      star = p++;
+      mark = t;
+    } else if (star >= 0) {
+      p = star + 1;
+      t = ++mark;
+    } else return false;
+  }
+  while (p < pattern.length && pattern[p] === "*") p++;
+  return p === pattern.length;
 }

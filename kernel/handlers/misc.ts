@@ -14,14 +14,22 @@ export function isCompleteRequest(k: Kernel, msg: Message): void {
   k.reply(msg, "is_complete_reply", isComplete(code));
 }
 
-export function isComplete(code: string): { status: "complete" | "incomplete" | "invalid"; indent?: string } {
+/** is_complete answers "unknown" past these (a frontend then runs the code as typed): the check is a
+ *  full parse, and a client must get its answer in bounded time. */
+export const IS_COMPLETE_MAX_LINES = 10_000;
+export const IS_COMPLETE_MAX_BYTES = 1 << 20;
+
+export function isComplete(code: string): { status: "complete" | "incomplete" | "invalid" | "unknown"; indent?: string } {
+  if (code.length > IS_COMPLETE_MAX_BYTES) return { status: "unknown" };
+  let lines = 1;
+  for (let i = code.indexOf("\n"); i >= 0; i = code.indexOf("\n", i + 1)) if (++lines > IS_COMPLETE_MAX_LINES) return { status: "unknown" };
   try {
     stripTypes(code, "is_complete.ts");
     return { status: "complete" };
   } catch (e) {
     if (!(e instanceof CellSyntaxError)) return { status: "invalid" };
     const atEnd = e.errors.some(
-      (x) => /end of file|Unterminated template/i.test(x.text) ||
+      (x) => /end of file|Unterminated template|to terminate multi-line comment/i.test(x.text) ||
         (/Unterminated string/i.test(x.text) && (code.match(/(?<!\\)`/g) ?? []).length % 2 === 1),
     );
     if (!atEnd) return { status: "invalid" };
@@ -35,7 +43,8 @@ export function historyRequest(k: Kernel, msg: Message): void {
   const c = msg.content ?? {};
   const output = !!c.output;
   let history: unknown[] = [];
-  if (c.hist_access_type === "tail") history = k.history.tail(Number(c.n ?? 10), output);
+  const num = (v: unknown, d: number) => (Number.isFinite(Number(v)) ? Math.trunc(Number(v)) : d);
+  if (c.hist_access_type === "tail") history = k.history.tail(Math.max(0, num(c.n ?? 10, 10)), output);
   else if (c.hist_access_type === "range") history = k.history.range(Number(c.session ?? 0), Number(c.start ?? 0), c.stop == null ? null : Number(c.stop), output);
   else if (c.hist_access_type === "search") history = k.history.search(String(c.pattern ?? "*"), c.n == null ? null : Number(c.n), !!c.unique, output);
   k.reply(msg, "history_reply", { status: "ok", history });

@@ -425,6 +425,108 @@ def scenario_interrupt_state(km, kc):
     return res
 
 
+def raw_send(km, port, parts, identity=None):
+    """Signs and sends the four JSON parts (bytes) as a message on a fresh DEALER socket."""
+    ctx = zmq.Context.instance()
+    s = ctx.socket(zmq.DEALER)
+    s.linger = 1000
+    if identity:
+        s.identity = identity
+    s.connect("tcp://%s:%d" % (km.ip, port))
+    sig = hmac.new(km.session.key, digestmod=hashlib.sha256)
+    for p in parts:
+        sig.update(p)
+    s.send_multipart([b"<IDS|MSG>", sig.hexdigest().encode()] + parts)
+    return s
+
+
+def header_json(msg_type, msg_id, extra=""):
+    return ('{"msg_id": "%s", "session": "hostile", "username": "u", "date": "2020-01-01T00:00:00Z", "msg_type": "%s", "version": "5.3"%s}'
+            % (msg_id, msg_type, extra)).encode()
+
+
+def timed_reply(kc, getter, msg_id, timeout=10):
+    t0 = time.time()
+    deadline = t0 + timeout
+    while time.time() < deadline:
+        try:
+            r = getter(timeout=max(0.01, deadline - time.time()))
+        except Exception:
+            break
+        if r["parent_header"].get("msg_id") == msg_id:
+            return {"type": r["msg_type"], "content": r["content"], "s": time.time() - t0}
+    return None
+
+
+def scenario_hostile(km, kc):
+    res = {}
+    # a header nested 10,000 deep on shell and 100,000 deep on control
+    deep = lambda n: ', "deep": ' + "[" * n + "]" * n
+    socks = [raw_send(km, km.shell_port, [header_json("kernel_info_request", "deep-shell", deep(10000)), b"{}", b"{}", b"{}"]),
+             raw_send(km, km.control_port, [header_json("kernel_info_request", "deep-control", deep(100000)), b"{}", b"{}", b"{}"])]
+    # deep content and parent_header too
+    socks.append(raw_send(km, km.shell_port, [header_json("execute_request", "deep-content"), b"{}", b"{}", ('{"code": "1", "x": ' + "{\"a\":" * 50000 + "1" + "}" * 50000 + "}").encode()]))
+    socks.append(raw_send(km, km.shell_port, [header_json("kernel_info_request", "deep-parent"), ("[" * 20000 + "]" * 20000).encode(), b"{}", b"{}"]))
+    time.sleep(0.5)
+    for s in socks:
+        s.close()
+    mid = kc.kernel_info()
+    res["shell_after_deep"] = timed_reply(kc, kc.get_shell_msg, mid)
+    info = kc.session.msg("kernel_info_request", {})
+    kc.control_channel.send(info)
+    res["control_after_deep"] = timed_reply(kc, kc.get_control_msg, info["header"]["msg_id"])
+    # huge cursor positions
+    for name, pos in (("complete_big", 1e308), ("complete_neg", -5), ("complete_str", "x"), ("complete_inf", "Infinity")):
+        mid = send_shell(kc, "complete_request", {"code": "Math.ma", "cursor_pos": pos})
+        res[name] = timed_reply(kc, kc.get_shell_msg, mid, timeout=30)
+    mid = send_shell(kc, "inspect_request", {"code": "Math.max", "cursor_pos": 1e308, "detail_level": 0})
+    res["inspect_big"] = timed_reply(kc, kc.get_shell_msg, mid, timeout=30)
+    # msg_type names that are properties of Object.prototype
+    res["proto_names"] = {}
+    for t in ("constructor", "toString", "__proto__", "hasOwnProperty", "valueOf"):
+        mid = send_shell(kc, t, {})
+        r = timed_reply(kc, kc.get_shell_msg, mid)
+        res["proto_names"][t] = r and {"type": r["type"], "status": r["content"].get("status")}
+    # is_complete: bounded in time whatever the size; an open comment is incomplete
+    mid = kc.is_complete("{\n" * 100000)
+    res["is_complete_huge"] = timed_reply(kc, kc.get_shell_msg, mid)
+    mid = kc.is_complete("/* comment")
+    res["is_complete_comment"] = timed_reply(kc, kc.get_shell_msg, mid)
+    # a history search pattern that would backtrack exponentially as a regular expression
+    run(kc, "const longA = '" + "a" * 3000 + "'")
+    mid = kc.history(hist_access_type="search", pattern="*a" * 30 + "*b", n=5, raw=True)
+    res["history_redos"] = timed_reply(kc, kc.get_shell_msg, mid)
+    # wrong types in content
+    mid = send_shell(kc, "execute_request", {"code": {"not": "a string"}, "silent": "yes", "user_expressions": [1, 2]})
+    res["execute_wrong_types"] = timed_reply(kc, kc.get_shell_msg, mid)
+    # diagnostics about dropped messages go to the kernel log, never to a cell's output
+    mid = kc.execute("'a cell'")
+    reply_for(kc, mid)
+    collect(kc, mid)
+    s = raw_send(km, km.control_port, [header_json("kernel_info_request", "badsig"), b"{}", b"{}", b"{}"])
+    s.send_multipart([b"<IDS|MSG>", b"0" * 64, b"{}", b"{}", b"{}", b"{}"])
+    s2 = raw_send(km, km.shell_port, [b"not json", b"{}", b"{}", b"{}"])
+    time.sleep(0.8)
+    s.close()
+    s2.close()
+    leaked = []
+    while True:
+        try:
+            m = kc.get_iopub_msg(timeout=0.3)
+        except Exception:
+            break
+        if m["msg_type"] == "stream":
+            leaked.append(m["content"]["text"])
+    res["leaked_to_cells"] = leaked
+    # still fully working: execute and interrupt
+    res["alive"] = result_text(run(kc, "'alive'")[1])
+    mid = kc.execute("while (true) {}")
+    time.sleep(0.4)
+    km.interrupt_kernel()
+    res["interrupt_after"] = reply_for(kc, mid).get("ename")
+    return res
+
+
 def main():
     name = sys.argv[1]
     log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)

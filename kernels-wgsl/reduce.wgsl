@@ -20,7 +20,7 @@ fn reduce_rows(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgro
   let base = P[4] + (r / P[9]) * P[3] + start * es;
   let idt = P[7];
   let odt = P[8];
-  if (OP == 0u && idt != F32) {
+  if (OP == 0u && idt != F32 && odt != F32) {
     var si: i32 = 0;
     for (var j = 0u; j < len; j++) {
       let b = ld(S1, base + j * es);
@@ -30,6 +30,7 @@ fn reduce_rows(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgro
     return;
   }
   if (OP == 5u) {
+    if (len == 0u) { st(S0, P[6] + r, 0x7fc00000u); return; }  // var of nothing is NaN, as in PyTorch
     var mean = 0.0;
     for (var j = 0u; j < len; j++) { mean += as_f32(ld(S1, base + j * es), idt); }
     mean /= f32(len);

@@ -119,20 +119,29 @@ let chain: Promise<void> = Promise.resolve();
 let jobs = 0;
 
 function schedule(dev: DeviceState | null, cmds: Command[]): Promise<void> {
+  const fail = (e: unknown) => {
+    // No device (nothing installed), or a failed submit: every waiting read learns why.
+    for (const c of cmds) if (c.kind === "read") c.reject(e);
+    throw e;
+  };
+  // Objects are made now, while every segment the commands name still exists (a segment released
+  // before the batch is encoded, by empty_cache, keeps its buffer until the batch has run).
+  let prep: Prep | null = null;
+  try {
+    prep = dev ? prepareBatch(dev, cmds) : null;
+    // Nothing new to validate and nothing ahead in line: encode and submit at once (a long synchronous
+    // loop keeps the GPU busy, as before isolation existed).
+    if (dev && prep && !prep.pending && jobs === 0) return encodeBatch(dev, cmds, prep).catch(fail);
+  } catch (e) {
+    return Promise.reject(e).catch(fail);
+  }
   jobs++;
-  // Segment buffers are looked up now, while every segment the commands name still exists: a segment
-  // released before the batch is encoded (empty_cache) keeps its buffer until the batch has run.
-  const buffers = dev ? resolveBuffers(dev, cmds) : null;
   const job = chain.then(async () => {
-    try {
-      const d = dev ?? (await getDevice());
-      await submitBatch(d, cmds, buffers ?? resolveBuffers(d, cmds));
-    } catch (e) {
-      // No device (nothing installed), or a failed submit: every waiting read learns why.
-      for (const c of cmds) if (c.kind === "read") c.reject(e);
-      throw e;
-    }
-  }).finally(() => { jobs--; });
+    const d = dev ?? (await getDevice());
+    const p = prep ?? prepareBatch(d, cmds);
+    if (p.pending) await p.pending;
+    await encodeBatch(d, cmds, p);
+  }).catch(fail).finally(() => { jobs--; });
   chain = job.catch(() => {});
   return job;
 }
@@ -258,63 +267,84 @@ const idOf = (r: Range) => `${r.segment.id}:${r.block}`;
 /** Blocks whose contents are invalid now (for tests and diagnostics). */
 export const invalidBlocks = () => invalid.size;
 
-async function submitBatch(dev: DeviceState, cmds: Command[], buffers: Map<Segment, BufferInfo>): Promise<void> {
+/** A batch's GPU objects, made; `pending` settles once Dawn's verdict on the new ones is known. */
+interface Prep {
+  buffers: Map<Segment, BufferInfo>;
+  prepared: Map<Dispatch, Prepared>;
+  failed: Map<Dispatch, string>;
+  badSegments: Map<Segment, string>;
+  pending: Promise<void> | null;
+}
+
+function prepareBatch(dev: DeviceState, cmds: Command[]): Prep {
   const device = dev.device;
   const st = encodeState(dev);
-  // 1. Segment buffers made for this batch.
-  const badSegments = new Map<Segment, string>();
-  await Promise.all([...buffers].map(async ([seg, info]) => {
-    const e = info.check ? await info.check : null;
-    if (e) {
-      badSegments.set(seg, e);
-      if (seg.buffer === info.buffer) seg.buffer = null;
-      info.buffer.destroy();
-    }
-  }));
-  // 2. Pipelines and bind groups, created optimistically under one error scope; only if Dawn objects
-  //    is each new one made again under its own scope, to find the op it belongs to.
+  const buffers = resolveBuffers(dev, cmds);
   const prepared = new Map<Dispatch, Prepared>();
   const failed = new Map<Dispatch, string>();
+  const badSegments = new Map<Segment, string>();
   const dispatches = cmds.filter((c): c is Dispatch => c.kind === "dispatch");
-  const usable = (c: Dispatch) => {
-    for (const r of c.buffers) {
-      const bad = badSegments.get(r.segment);
-      if (bad) { failed.set(c, bad); return false; }
-    }
-    return true;
-  };
+  // Pipelines and bind groups are created optimistically under one error scope; only if Dawn objects
+  // is each new one made again under its own scope, to find the op it belongs to.
   device.pushErrorScope("validation");
   const fresh: Dispatch[] = [];
   for (const c of dispatches) {
-    if (!usable(c)) continue;
     const p = prepare(dev, st, c, buffers);
     prepared.set(c, p);
     if (p.fresh) fresh.push(c);
   }
-  const batchError = fresh.length ? await device.popErrorScope() : (device.popErrorScope().catch(() => null), null);
-  if (batchError) {
+  const scope = device.popErrorScope();
+  const newBuffers = [...buffers].filter(([, info]) => info.check);
+  if (fresh.length === 0 && newBuffers.length === 0) {
+    scope.catch(() => null);
+    return { buffers, prepared, failed, badSegments, pending: null };
+  }
+  const pending = (async () => {
+    // 1. Segment buffers made for this batch.
+    await Promise.all(newBuffers.map(async ([seg, info]) => {
+      const e = await info.check;
+      if (e) {
+        badSegments.set(seg, e);
+        if (seg.buffer === info.buffer) seg.buffer = null;
+        info.buffer.destroy();
+      }
+    }));
+    for (const c of dispatches) {
+      const bad = c.buffers.map((r) => badSegments.get(r.segment)).find((e) => e !== undefined);
+      if (bad !== undefined) failed.set(c, bad);
+    }
+    // 2. Pipelines and bind groups.
+    const batchError = await scope;
+    if (!batchError) return;
+    const suspects = fresh.filter((c) => !failed.has(c));
     for (const c of fresh) {
       const p = prepared.get(c)!;
       st.bindGroups.delete(p.bindKey);
       forgetPipeline(device, p.pipelineKey);
     }
-    const checks = fresh.map((c) => {
+    const checks = suspects.map((c) => {
       device.pushErrorScope("validation");
       prepared.set(c, prepare(dev, st, c, buffers));
       return device.popErrorScope();
     });
     const errors = await Promise.all(checks);
-    fresh.forEach((c, i) => {
+    suspects.forEach((c, i) => {
       const e = errors[i];
       if (!e) return;
       const p = prepared.get(c)!;
       st.bindGroups.delete(p.bindKey);
       forgetPipeline(device, p.pipelineKey);
-      prepared.delete(c);
       failed.set(c, e.message);
     });
-  }
-  // 3. Encode what is valid; follow invalid results through the batch.
+  })();
+  return { buffers, prepared, failed, badSegments, pending };
+}
+
+/** Encodes what is valid, follows invalid results through the batch, submits; settles when done. */
+function encodeBatch(dev: DeviceState, cmds: Command[], prep: Prep): Promise<void> {
+  const device = dev.device;
+  const st = encodeState(dev);
+  const { failed, badSegments } = prep;
   const run: Command[] = [];
   for (const c of cmds) {
     if (c.kind === "dispatch") {
@@ -349,12 +379,15 @@ async function submitBatch(dev: DeviceState, cmds: Command[], buffers: Map<Segme
     }
   }
   device.pushErrorScope("validation");
-  const reads = encodeAndSubmit(dev, st, run, prepared, buffers);
+  const reads = encodeAndSubmit(dev, st, run, prep.prepared, prep.buffers);
   beginWait();
-  const error = await device.popErrorScope();
-  if (error) throw new RuntimeError(`internal WebGPU error (please report): ${error.message}`);
-  await Promise.all(reads);
-  if (reads.length === 0) await device.queue.onSubmittedWorkDone();
+  const scope = device.popErrorScope();
+  return (async () => {
+    const error = await scope;
+    if (error) throw new RuntimeError(`internal WebGPU error (please report): ${error.message}`);
+    await Promise.all(reads);
+    if (reads.length === 0) await device.queue.onSubmittedWorkDone();
+  })();
 }
 
 /** Encodes the commands (in submits of at most PARAM_SLOTS dispatches) and returns the pending readbacks. */

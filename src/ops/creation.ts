@@ -7,7 +7,7 @@ import { checkDType, type DType } from "../dtype.ts";
 import { RuntimeError, TypeError_ } from "../errors.ts";
 import { upload } from "../device/scheduler.ts";
 import { Tensor, type Scalar } from "../tensor.ts";
-import { full } from "./elementwise.ts";
+import { checkInt32, full } from "./elementwise.ts";
 import { dispatch, f32bits } from "./launch.ts";
 import { flatShape } from "./views.ts";
 
@@ -69,6 +69,7 @@ export function tensor(data: Nested | Float32Array | Int32Array, opts?: CreateOp
     values = flat;
   }
   const dtype = opts?.dtype ? checkDType(opts.dtype) : data instanceof Int32Array ? "int32" : values.length > 0 && typeof values[0] === "boolean" ? "bool" : "float32";
+  if (dtype === "int32") for (let i = 0; i < values.length; i++) checkInt32(Number(values[i]), dtype);
   const t = Tensor.empty(shape, dtype);
   const n = values.length;
   const buf = dtype === "float32" ? new Float32Array(n) : dtype === "int32" ? new Int32Array(n) : new Uint32Array(n);
@@ -85,20 +86,46 @@ export function scalar_tensor(v: Scalar, opts?: CreateOpts): Tensor {
 }
 
 type ShapeArgs = Array<number | number[] | CreateOpts>;
-function shapeAndOpts(args: ShapeArgs): { shape: number[]; opts: CreateOpts } {
+/** Python's type name for a JS value, as PyTorch's argument errors print it. */
+export function pyType(v: unknown): string {
+  if (v === null || v === undefined) return "NoneType";
+  if (typeof v === "string") return "str";
+  if (typeof v === "boolean") return "bool";
+  if (typeof v === "number") return Number.isInteger(v) ? "int" : "float";
+  if (Array.isArray(v)) return "list";
+  return typeof v === "object" ? (v as object).constructor?.name ?? "object" : typeof v;
+}
+
+/** The size argument of a creation function, checked as PyTorch's argument parser checks it (torch 1.13's words). */
+function shapeAndOpts(args: ShapeArgs, op = "empty"): { shape: number[]; opts: CreateOpts } {
+  args = [...args];
   const last = args[args.length - 1];
-  const opts = last !== undefined && typeof last === "object" && !Array.isArray(last) ? (args.pop() as CreateOpts) : {};
+  const opts = last !== undefined && last !== null && typeof last === "object" && !Array.isArray(last) ? (args.pop() as CreateOpts) : {};
+  // torch 1.13 says "tuple of ints" for rand/randn and "tuple of SymInts" for the others.
+  const what = op === "rand" || op === "randn" ? "ints" : "SymInts";
+  const bad = (v: unknown) => new TypeError_(`${op}(): argument 'size' (position 1) must be tuple of ${what}, not ${pyType(v)}`);
+  if (args.length === 0) return { shape: [], opts };
+  if (args.length === 1 && !Array.isArray(args[0]) && typeof args[0] !== "number") throw bad(args[0]);
   const shape = flatShape(args as Array<number | number[]>);
   for (const s of shape) {
-    if (!Number.isInteger(s) || s < 0) throw new RuntimeError(`Trying to create tensor with negative dimension ${s}: [${shape.join(", ")}]`);
+    if (typeof s !== "number" || !Number.isInteger(s)) throw bad(args.length === 1 && Array.isArray(args[0]) ? args[0] : s);
+  }
+  for (const s of shape) {
+    if (s < 0) throw new RuntimeError(`Trying to create tensor with negative dimension ${s}: [${shape.join(", ")}]`);
   }
   return { shape, opts };
 }
 
-export const empty = (...args: ShapeArgs) => { const { shape, opts } = shapeAndOpts(args); return finish(Tensor.empty(shape, opts.dtype ?? "float32"), opts); };
-export const zeros = (...args: ShapeArgs) => { const { shape, opts } = shapeAndOpts(args); return finish(full(shape, 0, opts.dtype ?? "float32"), opts); };
-export const ones = (...args: ShapeArgs) => { const { shape, opts } = shapeAndOpts(args); return finish(full(shape, 1, opts.dtype ?? "float32"), opts); };
+
+
+export const empty = (...args: ShapeArgs) => { const { shape, opts } = shapeAndOpts(args, "empty"); return finish(Tensor.empty(shape, opts.dtype ?? "float32"), opts); };
+export const zeros = (...args: ShapeArgs) => { const { shape, opts } = shapeAndOpts(args, "zeros"); return finish(full(shape, 0, opts.dtype ?? "float32"), opts); };
+export const ones = (...args: ShapeArgs) => { const { shape, opts } = shapeAndOpts(args, "ones"); return finish(full(shape, 1, opts.dtype ?? "float32"), opts); };
 export function fullOf(shape: number[], value: Scalar, opts?: CreateOpts): Tensor {
+  shapeAndOpts([shape], "full");
+  if (typeof value !== "number" && typeof value !== "boolean") {
+    throw new TypeError_(`full(): argument 'fill_value' (position 2) must be Number, not ${pyType(value)}`);
+  }
   const dtype = opts?.dtype ?? (typeof value === "boolean" ? "bool" : "float32");
   return finish(full(flatShape([shape]), value, dtype), opts);
 }
@@ -165,14 +192,14 @@ export function draw(dist: number, out: Tensor, a: number, b: number, extra: Ten
 }
 
 export function rand(...args: ShapeArgs): Tensor {
-  const { shape, opts } = shapeAndOpts(args);
+  const { shape, opts } = shapeAndOpts(args, "rand");
   const t = Tensor.empty(shape, "float32");
   draw(0, t, 0, 1);
   return finish(t, opts);
 }
 
 export function randn(...args: ShapeArgs): Tensor {
-  const { shape, opts } = shapeAndOpts(args);
+  const { shape, opts } = shapeAndOpts(args, "randn");
   const t = Tensor.empty(shape, "float32");
   draw(1, t, 0, 1);
   return finish(t, opts);

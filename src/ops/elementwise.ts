@@ -108,6 +108,14 @@ export function gelu(x: Tensor, approximate: "none" | "tanh" = "none"): Tensor {
 type ClampArg = number | null | undefined | { min?: number; max?: number };
 function clampBounds(min: ClampArg, max: number | null | undefined): [number, number] {
   const o = typeof min === "object" && min !== null ? min : { min: min ?? undefined, max: max ?? undefined };
+  // PyTorch's argument parser refuses anything but numbers (and None) for the bounds (torch 1.13's words).
+  const kind = (v: unknown) => (v === null || v === undefined ? "NoneType" : typeof v === "string" ? "str" : typeof v === "boolean" ? "bool" : Array.isArray(v) ? "list" : typeof v === "number" ? (Number.isInteger(v) ? "int" : "float") : typeof v);
+  for (const v of [o.min, o.max]) {
+    if (v !== undefined && v !== null && typeof v !== "number") {
+      const got = typeof min === "object" && min !== null ? `min=${kind(o.min)}, max=${kind(o.max)}` : max === undefined ? kind(min) : `${kind(min)}, ${kind(max)}`;
+      throw new TypeError_(`clamp() received an invalid combination of arguments - got (${got}), but expected one of: (Tensor input, Number min, Number max), (Tensor input, Tensor min, Tensor max)`);
+    }
+  }
   if (o.min === undefined && o.max === undefined) throw new RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None");
   return [o.min ?? NaN, o.max ?? NaN];
 }
@@ -186,6 +194,10 @@ export function inplaceBinary<T extends Tensor>(op: BinaryOp, self: T, other: Te
 
 export function fillInplace<T extends Tensor>(self: T, value: Scalar): T {
   self.check();
+  if (typeof value !== "number" && typeof value !== "boolean") {
+    throw new TypeError_(`fill_() received an invalid combination of arguments - got (${value === null || value === undefined ? "NoneType" : typeof value === "string" ? "str" : typeof value}), but expected one of: (Number value), (Tensor value)`);
+  }
+  checkInt32(Number(value), self.dtype, "int");
   checkWritable(self);
   unaryInto("fill", self, null, Number(value));
   self._bump_version();
@@ -219,7 +231,15 @@ export function cast(x: Tensor, dtype: DType): Tensor {
   return out;
 }
 
+/** PyTorch refuses an int32 value outside [-2^31, 2^31 - 1] instead of wrapping it. */
+export function checkInt32(v: number, dtype: DType, name = "int32"): void {
+  if (dtype === "int32" && Number.isFinite(v) && (Math.trunc(v) > 2147483647 || Math.trunc(v) < -2147483648)) {
+    throw new RuntimeError(`value cannot be converted to type ${name} without overflow`);
+  }
+}
+
 export function full(shape: readonly number[], value: Scalar, dtype: DType): Tensor {
+  checkInt32(Number(value), dtype, "int");
   const out = Tensor.empty(shape, dtype);
   unaryInto("fill", out, null, Number(value));
   return out;

@@ -1,9 +1,9 @@
 // Python's basic indexing, x[...] and x[...] = v, from a NumPy-style string ("0, 1:3, ..., None, ::2"),
 // since TypeScript has no slice syntax. Basic indexing only returns views, so reads cost no memory.
 
-import { IndexError, RuntimeError } from "../errors.ts";
-import type { Tensor, TensorOrScalar } from "../tensor.ts";
-import { alias, select, slice, unsqueeze } from "./views.ts";
+import { IndexError, RuntimeError, TypeError_ } from "../errors.ts";
+import { Tensor, type TensorOrScalar } from "../tensor.ts";
+import { alias, select, slice, unsqueeze, view } from "./views.ts";
 import { full } from "./elementwise.ts";
 
 type Part = { kind: "int"; i: number } | { kind: "slice"; start?: number; end?: number; step: number } | { kind: "ellipsis" } | { kind: "none" };
@@ -14,7 +14,14 @@ function parseInt_(s: string, whole: string): number {
 }
 
 function parse(index: string | number): Part[] {
-  if (typeof index === "number") return [{ kind: "int", i: index }];
+  if (typeof index === "number") {
+    if (!Number.isInteger(index)) throw new IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got float)");
+    return [{ kind: "int", i: index }];
+  }
+  if (typeof index !== "string") {
+    const what = index === null || index === undefined ? String(index) : Array.isArray(index) ? "an array" : typeof index;
+    throw new TypeError_(`index must be a string such as "0, 1:3, ..., None" or an integer, not ${what}`);
+  }
   const whole = index;
   return index.split(",").map((raw) => raw.trim()).filter((s, i, all) => s !== "" || all.length === 1).map((s): Part => {
     if (s === "...") return { kind: "ellipsis" };
@@ -43,6 +50,14 @@ export function getitem(t: Tensor, index: string | number, ops: ViewOps = { sele
   const parts = parse(index);
   const consumed = parts.filter((p) => p.kind === "int" || p.kind === "slice").length;
   if (parts.filter((p) => p.kind === "ellipsis").length > 1) throw new IndexError("an index can only have a single ellipsis ('...')");
+  if (t.ndim === 0) {
+    // PyTorch's words for x[0] / x[0:1] on a 0-dim tensor.
+    const first = parts.find((p) => p.kind === "int" || p.kind === "slice");
+    if (first?.kind === "int") {
+      throw new IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number");
+    }
+    if (first?.kind === "slice") throw new IndexError("slice() cannot be applied to a 0-dim tensor.");
+  }
   if (consumed > t.ndim) throw new IndexError(`too many indices for tensor of dimension ${t.ndim}`);
   let cur = alias(t);
   let dim = 0;
@@ -66,8 +81,22 @@ export function getitem(t: Tensor, index: string | number, ops: ViewOps = { sele
 }
 
 export function setitem(t: Tensor, index: string | number, value: TensorOrScalar, ops?: ViewOps): void {
+  if (!(value instanceof Tensor) && typeof value !== "number" && typeof value !== "boolean") {
+    throw new TypeError_(`can't assign a ${value === null || value === undefined ? "NoneType" : typeof value === "string" ? "str" : typeof value} to a torch.FloatTensor`);
+  }
   const target = getitem(t, index, ops);
+  let squeezed: Tensor | null = null;
   try {
+    // As Python's __setitem__ (copy_to): the value's leading size-1 dims are dropped before the copy.
+    if (value instanceof Tensor && value.ndim > target.ndim) {
+      let lead = 0;
+      while (lead < value.ndim - target.ndim && value.shape[lead] === 1) lead++;
+      if (lead > 0) {
+        const v = (ops as { view?: (t: Tensor, s: number[]) => Tensor } | undefined)?.view ?? view;
+        squeezed = v(value, value.shape.slice(lead));
+        value = squeezed;
+      }
+    }
     // A number is copied from a 0-dim tensor, as Python's __setitem__ does (CopyBackwards under CopySlices).
     if (typeof value === "number" || typeof value === "boolean") {
       const v = full([], value, target.dtype);
@@ -79,5 +108,6 @@ export function setitem(t: Tensor, index: string | number, value: TensorOrScalar
     } else target.copy_(value);
   } finally {
     target.dispose();
+    squeezed?.dispose();
   }
 }

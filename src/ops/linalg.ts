@@ -1,7 +1,7 @@
 // matmul / mm / bmm / addmm with PyTorch's shape rules and error texts (LinearAlgebra.cpp).
 // Operands are read through their strides, so transposed weights (x @ w.t()) need no copy.
 
-import { RuntimeError } from "../errors.ts";
+import { RuntimeError, TypeError_ } from "../errors.ts";
 import { Tensor, numelOf } from "../tensor.ts";
 import { binary, broadcastShapes, copyOf } from "./elementwise.ts";
 import { coalesce, dispatch, dispatchGrid, fitsOneBinding } from "./launch.ts";
@@ -9,7 +9,15 @@ import { contiguousOf, expand, unsqueeze, view } from "./views.ts";
 
 const typeName = { float32: "Float", int32: "Int", bool: "Bool" } as const;
 
+/** PyTorch's argument check for a Tensor operand (torch 1.13's words). */
+export function checkTensorArg(op: string, name: string, position: number, v: unknown): asserts v is Tensor {
+  if (v instanceof Tensor) return;
+  const py = v === null || v === undefined ? "NoneType" : typeof v === "number" ? (Number.isInteger(v) ? "int" : "float") : typeof v === "string" ? "str" : typeof v === "boolean" ? "bool" : Array.isArray(v) ? "list" : typeof v;
+  throw new TypeError_(`${op}(): argument '${name}' (position ${position}) must be Tensor, not ${py}`);
+}
+
 function checkFloat(op: string, ...ts: Tensor[]): void {
+  ts.forEach((t, i) => checkTensorArg(op, i === 0 ? "input" : op === "mm" || op === "bmm" ? "mat2" : "other", i + 1, t));
   for (const t of ts) {
     t.check();
     if (t.dtype !== "float32") throw new RuntimeError(`"${op}_webgpu" not implemented for '${typeName[t.dtype]}'`);
@@ -124,6 +132,8 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
       );
     }
   }
+  const err = matmulShapeError(a, b);
+  if (err) throw new RuntimeError(err);
   // Promote 1-D operands to matrices, multiply, then drop the added dims (PyTorch's rules).
   const A = a.ndim === 1 ? unsqueeze(a, 0) : a;
   const B = b.ndim === 1 ? unsqueeze(b, -1) : b;
@@ -151,6 +161,43 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
   } finally {
     for (const t of temps) t.dispose();
   }
+}
+
+/**
+ * The error torch 1.13's at::matmul raises for these shapes, or null: it folds batch dims into rows
+ * (mv or mm) or runs bmm over broadcast batches, and the failing inner op words the message.
+ */
+export function matmulShapeError(a: Tensor, b: Tensor): string | null {
+  const da = a.ndim;
+  const db = b.ndim;
+  const mvError = (rows: number, k: number, n: number) => (k === n ? null : `size mismatch, got ${rows}, ${rows}x${k},${n}`);
+  const mmError = (m: number, k: number, k2: number, n: number) => (k === k2 ? null : `mat1 and mat2 shapes cannot be multiplied (${m}x${k} and ${k2}x${n})`);
+  if (da === 1 && db === 1) return null; // dot: checked by the caller
+  if (da === 2 && db === 1) return mvError(a.shape[0], a.shape[1], b.shape[0]);
+  if (da === 1 && db === 2) return mmError(1, a.shape[0], b.shape[0], b.shape[1]);
+  if (da === 2 && db === 2) return mmError(a.shape[0], a.shape[1], b.shape[0], b.shape[1]);
+  // at::matmul's should_fold: a 3-D tensor whose last two dims are transposed is not folded.
+  const fold = (t: Tensor, dOther: number) => t.ndim >= 3 && (dOther === 1 || dOther === 2) &&
+    !(t.ndim === 3 && dOther === 2 && t._strides[2] !== 1 && t._strides[0] === t.shape[1] * t.shape[2]);
+  if (fold(a, db)) {
+    const k = a.shape[da - 1];
+    const rows = numelOf(a.shape.slice(0, -1));
+    return db === 1 ? mvError(rows, k, b.shape[0]) : mmError(rows, k, b.shape[0], b.shape[1]);
+  }
+  if (da <= 2 && fold(b, da)) {
+    // (b^T @ a^T)^T: b^T folded into rows.
+    const k2 = b.shape[db - 2];
+    const rows = numelOf(b.shape.slice(0, -2)) * b.shape[db - 1];
+    return da === 1 ? mvError(rows, k2, a.shape[0]) : mmError(rows, k2, a.shape[1], a.shape[0]);
+  }
+  const M = da === 1 ? 1 : a.shape[da - 2];
+  const K = a.shape[da - 1];
+  const K2 = db === 1 ? b.shape[0] : b.shape[db - 2];
+  const batch = broadcastShapes(a.shape.slice(0, Math.max(da - 2, 0)), b.shape.slice(0, Math.max(db - 2, 0)));
+  void M;
+  if (K === K2) return null;
+  const nb = numelOf(batch);
+  return `Expected size for first two dimensions of batch2 tensor to be: [${nb}, ${K}] but got: [${nb}, ${K2}].`;
 }
 
 /** beta * input + alpha * (mat1 @ mat2) */

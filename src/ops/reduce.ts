@@ -81,7 +81,7 @@ function reduceInto(op: ReduceOp, x: Tensor, dims: number[], out: Tensor, scale:
     if (chunked) {
       const chunkLen = Math.min(Math.max(CHUNK, Math.ceil(len / MAX_CHUNKS)), maxChunk);
       const chunks = Math.ceil(len / chunkLen);
-      const partial = Tensor.empty([rows, chunks], src.dtype === "float32" ? "float32" : "int32");
+      const partial = Tensor.empty([rows, chunks], src.dtype === "float32" || out.dtype === "float32" ? "float32" : "int32");
       temps.push(partial);
       dispatch("reduce", "reduce_rows", [partial, src], params(rows * chunks, chunkLen, rowStride, src._offset, es, src.dtype, partial.dtype, chunks, len, 1), rows * chunks, { OP: OPS[op] },
         { extent: rowsExtent(src._offset, rowStride, es, chunkLen, chunks, len) });
@@ -104,7 +104,14 @@ export function reduce(op: "sum" | "mean" | "prod", x: Tensor, dimArg?: DimArg |
   if (op === "mean" && x.dtype !== "float32") {
     throw new RuntimeError(`mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: ${x.dtype === "int32" ? "Int" : "Bool"}`);
   }
-  const dtype: DType = x.dtype === "float32" ? "float32" : "int32";
+  // PyTorch sums and multiplies integers and bools in int64. GradLab has no int64: bool sums stay int32
+  // (exact: a count never exceeds numel), and int32 sums and products are promoted to float32, which
+  // never wraps around (exact up to 2^24, rounded beyond). {dtype: "int32"} asks for int32 arithmetic,
+  // which wraps on overflow as torch.sum(x, dtype=torch.int32) does.
+  const asked = (opts as { dtype?: DType }).dtype;
+  const dtype: DType = asked ?? (x.dtype === "float32" || (x.dtype === "int32" && op !== "mean") ? "float32" : "int32");
+  if (asked !== undefined && asked !== "float32" && asked !== "int32") throw new RuntimeError(`${op}(): dtype must be float32 or int32, got ${String(asked)}`);
+  if (op === "mean" && asked === "int32") throw new RuntimeError(`mean(): could not infer output dtype. Optional dtype must be either a floating point or complex dtype. Got: Int`);
   const out = Tensor.empty(outShape(x, dims, opts.keepdim ?? false), dtype);
   const count = numelOf(dims.map((i) => x.shape[i]));
   reduceInto(op === "mean" ? "mean" : op, x, dims, out, op === "mean" ? 1 / count : 1);
@@ -112,6 +119,9 @@ export function reduce(op: "sum" | "mean" | "prod", x: Tensor, dimArg?: DimArg |
 }
 
 function checkNonEmpty(name: string, x: Tensor, dim: number | undefined): void {
+  if (dim === undefined && x.numel() === 0 && (name === "argmax" || name === "argmin")) {
+    throw new IndexError(`${name}(): Expected reduction dim to be specified for input.numel() == 0.`);
+  }
   if (dim === undefined && x.numel() === 0) {
     throw new RuntimeError(`${name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.`);
   }

@@ -204,6 +204,7 @@ export function slice(t: Tensor, dim: number, start = 0, end = Number.MAX_SAFE_I
 }
 
 export function narrow(t: Tensor, dim: number, start: number, length: number): Tensor {
+  if (t.check().ndim === 0) throw new RuntimeError("narrow() cannot be applied to a 0-dim tensor.");
   const d = wrapDim(dim, t.ndim);
   const size = t.shape[d];
   const s = start < 0 ? start + size : start;

@@ -4,7 +4,7 @@
 import { ELEMENT_SIZE, type DType } from "./dtype.ts";
 import { RuntimeError } from "./errors.ts";
 import { formatTensor } from "./format.ts";
-import { track, untrack } from "./memory/lifetime.ts";
+import { noteHandleRelease, track, untrack } from "./memory/lifetime.ts";
 import { Storage, VersionCounter, type HandleInfo, type Role } from "./memory/storage.ts";
 import { AutogradMeta } from "./autograd/meta.ts";
 import type { AccumulateGrad, Node } from "./autograd/node.ts";
@@ -57,6 +57,7 @@ class HandleRecord implements HandleInfo {
     meta.handles++;
   }
   release(): void {
+    noteHandleRelease();
     this.storage.handles.delete(this);
     this.storage.release();
     if (--this.meta.handles === 0) this.meta.drop();

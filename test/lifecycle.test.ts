@@ -172,4 +172,19 @@ describe("tensors dropped by PyTorch-style code are freed before any figure is r
     // the peak settles after the first step (garbage never sets a new one)
     expect(new Set(peaks.slice(1)).size).toBe(1);
   });
+
+  it("lifecycle_report says what was freed by dispose, by a scope and by collection, and what is held", () => {
+    cuda.memory.lifecycle_report(); // start a new count
+    const kept = torch.zeros(1024); // 4 KiB, still held at the report
+    torch.zeros(256).dispose(); // 1 KiB by dispose
+    torch.scope(() => void torch.zeros(512)); // 2 KiB by the scope
+    (() => void torch.zeros(128))(); // 512 B dropped, collected
+    const r = cuda.memory.lifecycle_report();
+    expect(r.freed.dispose.bytes).toBe(1024);
+    expect(r.freed.scope.bytes).toBe(2048);
+    expect(r.freed.collected.bytes).toBe(512);
+    expect(r.held.some((s) => s.bytes === 4096 && s.holders.some((h) => h.description === "tensor [1024] float32"))).toBe(true);
+    expect(String(r)).toMatch(/collected \(no longer referenced\): 1 tensor handle\(s\), 512 bytes freed/);
+    void kept;
+  });
 });

@@ -6,7 +6,7 @@ import { currentDevice, newSimulatedDevice, setCurrentDevice, type MemoryDevice 
 import { within, type Guard } from "../autograd/guard.ts";
 import * as history from "../memory/history.ts";
 import * as snap from "../memory/snapshot.ts";
-import { reclaim } from "../memory/lifetime.ts";
+import { reclaim, reclaimsSynchronously } from "../memory/lifetime.ts";
 import type { Block } from "../memory/allocator.ts";
 import { formatBytes } from "../memory/format-bytes.ts";
 import { getDevice, readyDevice, simulateDeviceLoss } from "./backend.ts";
@@ -175,6 +175,9 @@ export const memory = {
   },
   memory_snapshot: snap.memory_snapshot,
   find_leaks: snap.find_leaks,
+  lifecycle_report: snap.lifecycle_report,
+  /** Whether tensors dropped without dispose are reclaimed before figures (GradLab, not in PyTorch). */
+  reclaims_synchronously: reclaimsSynchronously,
 };
 export const memory_snapshot = snap.memory_snapshot;
 

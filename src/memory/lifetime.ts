@@ -52,10 +52,35 @@ function engineHooks(): { gc: (() => void) | null; Registry: typeof Finalization
 const hooks = engineHooks();
 let live = 0;
 let reclaimed = 0;
+/** Why handles let go of their storage: for lifecycle_report (what the runtime did, and why). */
+export type ReleaseReason = "dispose" | "scope" | "collected";
+let reason: ReleaseReason = "dispose";
+const tally = () => ({ dispose: { handles: 0, bytes: 0 }, scope: { handles: 0, bytes: 0 }, collected: { handles: 0, bytes: 0 } });
+let releases = tally();
+function as<T>(r: ReleaseReason, fn: () => T): T {
+  const prev = reason;
+  reason = r;
+  try {
+    return fn();
+  } finally {
+    reason = prev;
+  }
+}
+/** Called by a handle as it lets go (counted under the reason in force). */
+export const noteHandleRelease = () => void releases[reason].handles++;
+/** Called by a storage whose memory went back to the allocator. */
+export const noteBytesFreed = (bytes: number) => void (releases[reason].bytes += bytes);
+/** What was released since the last call, by reason; starts a new count. */
+export function takeReleases(): ReturnType<typeof tally> {
+  const r = releases;
+  releases = tally();
+  return r;
+}
+
 const finalizer: Registry = new hooks.Registry<Releasable>((rec) => {
   live--;
   reclaimed++;
-  rec.release();
+  as("collected", () => rec.release());
 });
 /** Open scopes; a null frame hides the enclosing scopes (for handles the runtime itself owns). */
 const scopes: Array<Disposable_[] | null> = [];
@@ -156,7 +181,7 @@ function close(frame: Disposable_[], keep: (h: Disposable_) => boolean): void {
   const parent = scopes[scopes.length - 1];
   for (const h of frame) {
     if (h.disposed) continue;
-    if (!keep(h)) h.dispose();
+    if (!keep(h)) as("scope", () => h.dispose());
     else parent?.push(h);
   }
 }

@@ -7,7 +7,7 @@ import type { AutogradMeta } from "../autograd/meta.ts";
 import { AccumulateGrad } from "../autograd/node.ts";
 import { formatBytes } from "./format-bytes.ts";
 import { liveStorages, type HandleInfo, type Storage } from "./storage.ts";
-import { reclaim } from "./lifetime.ts";
+import { reclaim, takeReleases } from "./lifetime.ts";
 
 export interface Holder {
   kind: "tensor" | "view" | "saved" | "grad" | "accumulate_grad" | string;
@@ -159,6 +159,44 @@ export function find_leaks(containers: Record<string, unknown> = {}): LeakReport
         if (l.chains.length > 4) lines.push(`    ... and ${l.chains.length - 4} more`);
       }
       return lines.join("\n");
+    },
+  };
+}
+
+export interface LifecycleReport {
+  /** Memory let go since the last report, by why: dispose()/torch.del/`using`, the end of a
+   *  torch.scope (or a module's forward), or collection of handles nothing referenced any more. */
+  freed: Record<"dispose" | "scope" | "collected", { handles: number; bytes: number }>;
+  /** What is still allocated, and who holds it. */
+  held: LiveStorage[];
+  toString(): string;
+}
+
+/**
+ * GradLab only (not in PyTorch): what the runtime freed since the last call, and why, and what is
+ * still held and by whom. Python frees a tensor at its last reference; JavaScript collects later, so
+ * GradLab reclaims unreachable tensors before every figure: "collected" is memory your code dropped
+ * the Python way, which PyTorch would have freed at the same point.
+ */
+export function lifecycle_report(): LifecycleReport {
+  reclaim();
+  const freed = takeReleases();
+  const held = memory_snapshot();
+  return {
+    freed,
+    held,
+    toString() {
+      const line = (what: string, r: { handles: number; bytes: number }) => `  ${what}: ${r.handles} tensor handle(s), ${formatBytes(r.bytes)} freed`;
+      const heldBytes = held.reduce((n, s) => n + s.bytes, 0);
+      return [
+        "Since the last report:",
+        line("dispose / torch.del / using", freed.dispose),
+        line("end of torch.scope or forward", freed.scope),
+        line("collected (no longer referenced)", freed.collected),
+        `Still held: ${formatBytes(heldBytes)} in ${held.length} storage(s)`,
+        ...held.slice(0, 8).map((s) => `  ${formatBytes(s.bytes)} (${s.category}): ${s.holders.map((h) => h.description).join("; ") || "no handle"}`),
+        ...(held.length > 8 ? [`  ... and ${held.length - 8} more`] : []),
+      ].join("\n");
     },
   };
 }

@@ -10,6 +10,7 @@ import { deviceForNewStorage, webgpu, type MemoryDevice } from "./devices.ts";
 import { RuntimeError } from "../errors.ts";
 import { currentCategory, type Category } from "./category.ts";
 import { recordAlloc, recordFree } from "./history.ts";
+import { noteBytesFreed } from "./lifetime.ts";
 
 /** The WebGPU device's allocator (simulated devices have their own: memory/devices.ts). */
 export const allocator = webgpu.allocator;
@@ -81,6 +82,7 @@ export class Storage {
   release(): void {
     if (--this.refs === 0 && this.block) {
       recordFree(this, this.block.size, addressOf(this.block));
+      noteBytesFreed(this.block.size);
       liveStorages.delete(this);
       this.device.allocator.freeBlock(this.block);
       this.block = null;

@@ -3,6 +3,7 @@
 import { Module } from "../module.ts";
 import { Parameter } from "../parameter.ts";
 import { Tensor } from "../../tensor.ts";
+import { owned } from "../../memory/lifetime.ts";
 import * as F from "../functional.ts";
 import * as init from "../init.ts";
 
@@ -20,13 +21,13 @@ export class Linear extends Module {
     super();
     this.in_features = in_features;
     this.out_features = out_features;
-    this.weight = new Parameter(Tensor.empty([out_features, in_features]));
-    if (opts.bias ?? true) this.bias = new Parameter(Tensor.empty([out_features]));
-    else {
-      this.bias = null;
-      this.register_parameter("bias", null);
-    }
-    this.reset_parameters();
+    // Runtime code making its own tensors: no user code runs in between, so the allocator need not look
+    // for garbage at each of them (memory/lifetime.ts, reclaimBeforeGrowth).
+    this.weight = owned(() => new Parameter(Tensor.empty([out_features, in_features])));
+    this.bias = null;
+    if (opts.bias ?? true) this.bias = owned(() => new Parameter(Tensor.empty([out_features])));
+    else this.register_parameter("bias", null);
+    owned(() => this.reset_parameters());
   }
 
   /**

@@ -3,6 +3,7 @@
 import { Module } from "../module.ts";
 import { Parameter } from "../parameter.ts";
 import { Tensor } from "../../tensor.ts";
+import { owned } from "../../memory/lifetime.ts";
 import * as F from "../functional.ts";
 import * as init from "../init.ts";
 
@@ -19,10 +20,14 @@ export class LayerNorm extends Module {
     this.eps = opts.eps ?? 1e-5;
     this.elementwise_affine = opts.elementwise_affine ?? true;
     if (this.elementwise_affine) {
-      this.weight = new Parameter(Tensor.empty(this.normalized_shape));
-      this.bias = new Parameter(Tensor.empty(this.normalized_shape));
-      init.ones_(this.weight);
-      init.zeros_(this.bias);
+      // Runtime code making its own tensors: no user code runs in between, so the allocator need not look
+      // for garbage at each of them (memory/lifetime.ts, reclaimBeforeGrowth).
+      this.weight = owned(() => new Parameter(Tensor.empty(this.normalized_shape)));
+      this.bias = owned(() => new Parameter(Tensor.empty(this.normalized_shape)));
+      owned(() => {
+        init.ones_(this.weight!);
+        init.zeros_(this.bias!);
+      });
     } else {
       this.weight = null;
       this.bias = null;

@@ -3,6 +3,7 @@
 import { Module } from "../module.ts";
 import { Parameter } from "../parameter.ts";
 import { Tensor } from "../../tensor.ts";
+import { owned } from "../../memory/lifetime.ts";
 import { no_grad } from "../../autograd/grad-mode.ts";
 import * as F from "../functional.ts";
 import * as init from "../init.ts";
@@ -23,8 +24,10 @@ export class Embedding extends Module {
       if (pad < 0) pad += num_embeddings;
     }
     this.padding_idx = pad;
-    this.weight = new Parameter(Tensor.empty([num_embeddings, embedding_dim]));
-    this.reset_parameters();
+    // Runtime code making its own tensors: no user code runs in between, so the allocator need not look
+    // for garbage at each of them (memory/lifetime.ts, reclaimBeforeGrowth).
+    this.weight = owned(() => new Parameter(Tensor.empty([num_embeddings, embedding_dim])));
+    owned(() => this.reset_parameters());
   }
 
   reset_parameters(): void {

@@ -152,3 +152,31 @@ export function formatTensor(values: ArrayLike<number>, shape: readonly number[]
   }
   return prefix + text + ")";
 }
+
+// ---- torch.Size ----
+/** Marks an array of sizes as a torch.Size (see asSize). */
+export const SIZE = Symbol.for("gradlab.size");
+const INSPECT = Symbol.for("nodejs.util.inspect.custom");
+
+/** PyTorch's str() and repr() of a size: `torch.Size([2, 3])`, `torch.Size([])` for a scalar. */
+export function sizeRepr(shape: readonly number[]): string {
+  return `torch.Size([${shape.join(", ")}])`;
+}
+
+/**
+ * Marks a shape array as a torch.Size, in place: it stays a plain number[] for indexing, spreading and
+ * JSON, and Node's inspect (the kernel's text/plain, console.log) prints `torch.Size([2, 3])`.
+ * Python's str() (torch.f, torch.str) prints it the same through isSize.
+ */
+export function asSize<T extends number[]>(shape: T): T {
+  if (!isSize(shape)) {
+    Object.defineProperty(shape, SIZE, { value: true });
+    Object.defineProperty(shape, INSPECT, { value: () => sizeRepr(shape) });
+  }
+  return shape;
+}
+
+/** Whether a value is an array marked by asSize. */
+export function isSize(v: unknown): v is number[] {
+  return Array.isArray(v) && (v as unknown as Record<symbol, unknown>)[SIZE] === true;
+}

@@ -69,7 +69,7 @@ describe("torch.viz.graph", () => {
     const g = viz.graph(loss.grad_fn);
     expect(g.text).toBe(LAB_TEXT);
     const b = await g.bundle();
-    expect(keys(b)).toEqual(["image/svg+xml", "text/plain", "text/vnd.graphviz"]);
+    expect(keys(b)).toEqual(["image/svg+xml", "text/html", "text/plain", "text/vnd.graphviz"]);
     expect(b["text/plain"]).toBe(LAB_TEXT);
     expectSvg(b["image/svg+xml"]);
     // 12 nodes, each drawn once, however many edges reach it (ReluBackward0 has two consumers).
@@ -112,8 +112,107 @@ describe("torch.viz.graph", () => {
   it("renders as a grad_fn's display", async () => {
     const { loss } = labGraph();
     const b = await show(loss.grad_fn);
-    expect(keys(b)).toEqual(["image/svg+xml", "text/plain", "text/vnd.graphviz"]);
+    expect(keys(b)).toEqual(["image/svg+xml", "text/html", "text/plain", "text/vnd.graphviz"]);
     expect(b["text/plain"]).toContain("· _saved_result (2, 8) 64 bytes, version 0");
+  });
+});
+
+describe("torch.viz.graph as people see it", () => {
+  // Graphviz sizes boxes from its own metrics for the font it is told; browsers (which draw the SVG
+  // as an <img>) and resvg draw with the machine's fonts. Courier is the one both agree on: Graphviz
+  // knows its metrics exactly (0.6 em per character) and every monospace face Debian ships has them.
+  it("uses Courier and sizes every box for Courier's 0.6 em advance", async () => {
+    const { x, w1, b1, w2, loss } = labGraph();
+    const g = viz.graph(loss, { show_saved: true, show_attrs: true, params: { x, w1, b1, w2 } });
+    expect(g.dot).toContain("fontname=Courier");
+    const svg = (await g.svg())!;
+    const doc = new DOMParser().parseFromString(svg, "image/svg+xml");
+    const nodes = Array.from(doc.getElementsByTagName("g")).filter((e) => e.getAttribute("class") === "node");
+    expect(nodes.length).toBeGreaterThan(12);
+    for (const n of nodes) {
+      const pts = n.getElementsByTagName("polygon")[0].getAttribute("points")!.trim().split(/\s+/).map((p) => Number(p.split(",")[0]));
+      const boxWidth = Math.max(...pts) - Math.min(...pts);
+      for (const t of Array.from(n.getElementsByTagName("text"))) {
+        expect(t.getAttribute("font-family")).toMatch(/^Courier\b/);
+        const size = Number(t.getAttribute("font-size"));
+        const needed = [...(t.textContent ?? "")].length * 0.6 * size;
+        expect(needed, `"${t.textContent}" in a ${boxWidth}pt box`).toBeLessThanOrEqual(boxWidth);
+      }
+    }
+  });
+
+  it("is a snapshot of the moment it was displayed, in every MIME type", async () => {
+    const { loss } = labGraph();
+    const pending = viz.graph(loss, { show_saved: true }).bundle();
+    loss.backward(); // same cell, right after display(): must not show up in what was displayed
+    const b = await pending;
+    for (const mime of ["text/plain", "text/vnd.graphviz", "image/svg+xml"]) {
+      expect(b[mime] as string, mime).not.toContain("released");
+      expect(b[mime] as string, mime).toContain("64 bytes, version 0");
+    }
+    const later = await viz.graph(loss, { show_saved: true }).bundle();
+    expect(later["image/svg+xml"] as string).toContain("released");
+  });
+
+  it("gives exporters an SVG without an XML declaration and a PNG fallback", async () => {
+    const { loss } = labGraph();
+    const b = await viz.graph(loss, { show_saved: true }).bundle();
+    const svg = b["image/svg+xml"] as string;
+    expect(svg.startsWith("<svg")).toBe(true); // lxml (nbconvert 6.5.3) refuses <?xml encoding=...?> in a str
+    const html = b["text/html"] as string;
+    expect(html).toMatch(/^<picture class="gradlab-figure"><source type="image\/svg\+xml" srcset="data:image\/svg\+xml;base64,/);
+    const src = Buffer.from(html.match(/srcset="data:image\/svg\+xml;base64,([^"]+)"/)![1], "base64").toString("utf8");
+    expect(src).toBe(svg);
+    const png = Buffer.from(html.match(/<img src="data:image\/png;base64,([^"]+)"/)![1], "base64");
+    expect(png.subarray(1, 4).toString("latin1")).toBe("PNG");
+    // drawn at twice the SVG's CSS size; the <img> keeps the CSS size
+    const [w, h] = [png.readUInt32BE(16), png.readUInt32BE(20)];
+    const [cw, ch] = html.match(/width="(\d+)" height="(\d+)"/)!.slice(1).map(Number);
+    expect(Math.abs(w - 2 * cw)).toBeLessThanOrEqual(2);
+    expect(Math.abs(h - 2 * ch)).toBeLessThanOrEqual(2);
+  });
+});
+
+describe("PNG fallback", () => {
+  it("draws Chinese text with a CJK font (the article's lab strings)", async () => {
+    const { renderSvg, hasCjkFont } = await import("../src/viz/png.ts");
+    expect(hasCjkFont(), "no CJK font: .ci/setup installs fonts-wqy-zenhei").toBe(true);
+    const svgOf = (s: string) => `<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40"><text x="4" y="30" font-family="sans-serif" font-size="24">${s}</text></svg>`;
+    const ink = async (s: string) => {
+      const { pixels } = await renderSvg(svgOf(s), 1);
+      let dark = 0;
+      for (let i = 0; i < pixels.length; i += 4) if (pixels[i] < 128) dark++;
+      return dark;
+    };
+    expect(await ink("")).toBe(0);
+    expect(await ink("动态计算图")).toBeGreaterThan(200);
+  });
+});
+
+describe("human byte counts", () => {
+  it("show units with the exact count as a tooltip in tables, and exact bytes in plot tooltips", async () => {
+    const big = torch.randn(1024, 1025, { requires_grad: true });
+    const y = big.mul(2);
+    const t = await show(viz.saved_tensors(y.sum()));
+    expect(t["text/html"]).toContain('<span title="4,198,400 bytes">4.00 MiB</span>');
+    expect(t["text/html"]).not.toMatch(/>4198400</);
+    const stages = viz.memory_stages([["a", 12669440]]);
+    expect(JSON.stringify(stages.spec)).toContain('"allocated_bytes":12669440');
+    expect(stages.text).toContain("12.08 MiB");
+  });
+});
+
+describe("torch.Size", () => {
+  it("prints a shape as torch.Size([2, 3]) once marked", async () => {
+    const { asSize, isSize, sizeRepr } = await import("../src/format.ts");
+    const { inspect } = await import("node:util");
+    const s = asSize([2, 3]);
+    expect(isSize(s)).toBe(true);
+    expect(isSize([2, 3])).toBe(false);
+    expect(inspect(s)).toBe("torch.Size([2, 3])");
+    expect(sizeRepr([])).toBe("torch.Size([])");
+    expect([...s]).toEqual([2, 3]);
+    expect(JSON.stringify(s)).toBe("[2,3]");
   });
 });
 
@@ -146,7 +245,7 @@ describe("tensor and module displays", () => {
     expect(b["text/plain"]).toBe(await t.repr());
     const html = b["text/html"] as string;
     expect(html).toContain(">6.</td>");
-    expect(html).toContain("shape=[2, 3] · dtype=torch.float32 · device=webgpu:0 · requires_grad=True · grad_fn=None · _version=0 · bytes=24 bytes");
+    expect(html).toContain('shape=torch.Size([2, 3]) · dtype=torch.float32 · device=webgpu:0 · requires_grad=True · grad_fn=None · _version=0 · bytes=<span title="24 bytes">24 bytes</span>');
     const y = t.mul(2);
     expect((await show(y))["text/html"]).toContain("grad_fn=&lt;MulBackward0&gt;");
   });
@@ -160,7 +259,7 @@ describe("tensor and module displays", () => {
     const s = torch.randn(4, 4);
     const sb = await show(s);
     expect(sb["text/html"]).not.toContain("<table");
-    expect(sb["text/html"]).toContain("shape=[4, 4]");
+    expect(sb["text/html"]).toContain("shape=torch.Size([4, 4])");
   });
 
   it("summarizes a module: layers, parameter counts and bytes", async () => {
@@ -226,7 +325,7 @@ describe("memory plots", () => {
     torch.cuda.memory._record_memory_history(null);
     const tl = viz.memory_timeline(snap);
     const b = await show(tl);
-    expect(keys(b)).toEqual(["application/vnd.vegalite.v5+json", "image/svg+xml", "text/plain"]);
+    expect(keys(b)).toEqual(["application/vnd.vegalite.v5+json", "image/svg+xml", "text/markdown", "text/plain"]);
     expectValidSpec(b["application/vnd.vegalite.v5+json"]);
     expectSvg(b["image/svg+xml"]);
     expect(b["text/plain"]).toMatch(/^Memory timeline: \d+ events; peak [\d.]+ KiB at event \d+ \(backward\)/);
@@ -258,7 +357,7 @@ describe("memory plots", () => {
     const cmp = viz.compare_runs({ plain: syntheticEvents(300), checkpointed: syntheticEvents(200) });
     for (const v of [st, cmp]) {
       const b = await show(v);
-      expect(keys(b)).toEqual(["application/vnd.vegalite.v5+json", "image/svg+xml", "text/plain"]);
+      expect(keys(b)).toEqual(["application/vnd.vegalite.v5+json", "image/svg+xml", "text/markdown", "text/plain"]);
       expectValidSpec(b["application/vnd.vegalite.v5+json"]);
       expectSvg(b["image/svg+xml"]);
     }

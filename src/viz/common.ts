@@ -1,6 +1,7 @@
 // Shared pieces of the inline displays: the Jupyter.display symbol, HTML escaping, tables, sizes.
 
 import { formatBytes } from "../memory/format-bytes.ts";
+import { sizeRepr } from "../format.ts";
 
 export const DISPLAY = Symbol.for("Jupyter.display");
 export type MimeBundle = Record<string, unknown>;
@@ -9,7 +10,30 @@ export const esc = (s: unknown) =>
   String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 
 export const bytes = formatBytes;
-export const shapeStr = (s: readonly number[]) => `[${s.join(", ")}]`;
+/** Exact byte count with thousands separators: 12,669,440 bytes. */
+export const exactBytes = (n: number) => `${n.toLocaleString("en-US")} bytes`;
+/** Human units in HTML with the exact count kept as a tooltip: <span title="12,669,440 bytes">12.08 MiB</span>. */
+export const bytesHtml = (n: number) => ({ html: `<span title="${exactBytes(n)}">${esc(formatBytes(n))}</span>` });
+/** Human units in text with the exact count beside it when they differ: 12.08 MiB (12,669,440 bytes). */
+export const bytesText = (n: number) => (n <= 1024 ? formatBytes(n) : `${formatBytes(n)} (${exactBytes(n)})`);
+export const shapeStr = sizeRepr;
+
+/**
+ * An SVG as a standalone fragment: no XML declaration or DOCTYPE. Debian's nbconvert 6.5.3 feeds
+ * image/svg+xml to lxml as a str, which refuses one with an encoding declaration (the export crashes).
+ */
+export const svgFragment = (svg: string) => svg.replace(/^\s*<\?xml[^>]*\?>\s*/, "").replace(/^\s*<!DOCTYPE[^>]*>\s*/, "").replace(/^(\s*<!--[\s\S]*?-->)+\s*/, "");
+
+/**
+ * A figure for exporters: a <picture> whose source is the SVG and whose <img> is the PNG. Browsers
+ * draw the SVG; nbconvert 6.5.3's clean_html drops <picture>/<source> (and SVG data URLs) but keeps a
+ * PNG data URL, so the export shows the PNG where it would otherwise show nothing.
+ */
+export function pictureHtml(svg: string, png: { base64: string; width: number; height: number }, alt: string): string {
+  const svg64 = Buffer.from(svg, "utf8").toString("base64");
+  return `<picture class="gradlab-figure"><source type="image/svg+xml" srcset="data:image/svg+xml;base64,${svg64}">` +
+    `<img src="data:image/png;base64,${png.base64}" width="${png.width}" height="${png.height}" alt="${esc(alt)}"></picture>`;
+}
 /** A Python class name from a node's name() (AccumulateGrad's is C++-qualified). */
 export const pyName = (name: string) => name.replace(/^torch::autograd::/, "");
 

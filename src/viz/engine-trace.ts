@@ -4,7 +4,7 @@
 // bytes freed, (6) gradients passed on, with each target's remaining dependency count.
 
 import type { TraceEvent } from "../autograd/engine.ts";
-import { Display, bytes, esc, htmlTable, pyName, textTable, type MimeBundle } from "./common.ts";
+import { Display, bytes, bytesHtml, esc, htmlTable, pyName, textTable, type MimeBundle } from "./common.ts";
 
 /** AccumulateGrad's sequence_nr is UINT64_MAX (it runs as soon as it is ready). */
 const seqStr = (n: number) => (n >= 2 ** 63 ? "UINT64_MAX" : String(n));
@@ -88,7 +88,7 @@ export class EngineTraceView extends Display {
     const html = [
       p(this.entryLine()),
       htmlTable(["node", "seq", "dependencies"], this.dependencies.map((d) => [d.node, d.sequence_nr, d.dependencies]), "2. dependency counts"),
-      htmlTable(EngineTraceView.HEAD, this.steps.map((s) => this.cells(s)), "3–6. ready queue, apply, release, pass"),
+      htmlTable(EngineTraceView.HEAD, this.steps.map((s) => this.cells(s).map((c, i) => (i === 5 && s.bytes_freed ? bytesHtml(s.bytes_freed) : c))), "3–6. ready queue, apply, release, pass"),
       p(`${this.steps.length} nodes run, ${bytes(this.total_freed)} freed by releasing saved tensors`),
     ].join("");
     return { "text/plain": this.text, "text/html": html };

@@ -5,7 +5,8 @@
 
 import type { Node } from "../autograd/node.ts";
 import type { Tensor } from "../tensor.ts";
-import { Display, bytes, pyName, type MimeBundle } from "./common.ts";
+import { Display, bytes, pictureHtml, pyName, svgFragment, type MimeBundle } from "./common.ts";
+import { svgToPng } from "./png.ts";
 import { isNode, leafOf, namesOf, reachable, savedAttrs, savedInfo, type Root, type SavedInfo } from "./graph-walk.ts";
 
 export interface GraphOptions {
@@ -60,7 +61,7 @@ export class GraphView extends Display {
     const lines = [
       "digraph {",
       '\tgraph [rankdir=TB size="12,12"]',
-      "\tnode [align=left fontname=monospace fontsize=10 height=0.2 ranksep=0.1 shape=box style=filled]",
+      "\tnode [align=left fontname=Courier fontsize=10 height=0.2 ranksep=0.1 shape=box style=filled]",
     ];
     this.roots.forEach((r, i) => {
       if (isNode(r)) return;
@@ -132,18 +133,33 @@ export class GraphView extends Display {
     return out.join("\n");
   }
 
+  /** The Graphviz SVG of the graph as it is now (null past max_svg_nodes). */
   async svg(): Promise<string | null> {
+    return this.renderSvg(this.dot);
+  }
+  private async renderSvg(dot: string): Promise<string | null> {
     if (this.nodes.length > (this.opts.max_svg_nodes ?? 2000)) return null;
     const viz = await graphviz();
-    return viz.renderString(this.dot, { format: "svg" });
+    return svgFragment(viz.renderString(dot, { format: "svg" }));
   }
 
-  protected async build(): Promise<MimeBundle> {
+  /**
+   * The MIME bundle of the graph at the moment of the call: text and DOT are read synchronously, and the
+   * SVG is drawn from that DOT, so `display(graph); loss.backward()` shows the graph before backward.
+   */
+  protected build(): Promise<MimeBundle> {
     const dot = this.dot;
-    const b: MimeBundle = { "text/plain": this.text, "text/vnd.graphviz": dot };
-    const svg = await this.svg();
-    if (svg) b["image/svg+xml"] = svg;
-    return b;
+    const text = this.text;
+    return (async () => {
+      const b: MimeBundle = { "text/plain": text, "text/vnd.graphviz": dot };
+      const svg = await this.renderSvg(dot);
+      if (svg) {
+        b["image/svg+xml"] = svg;
+        // For exporters that cannot show image/svg+xml (see pictureHtml); browsers still draw the SVG.
+        b["text/html"] = pictureHtml(svg, await svgToPng(svg), "autograd graph");
+      }
+      return b;
+    })();
   }
   toString(): string {
     return this.text;

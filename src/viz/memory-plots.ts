@@ -21,7 +21,7 @@ const seriesOf = (src: EventsLike | PartialEvent[], o: TimelineOptions, points =
 /** Long-format rows (one per sample and category) for a stacked area. */
 function areaRows(s: Series, div: number, run?: string) {
   const rows: Array<Record<string, unknown>> = [];
-  for (const p of s.samples) for (const c of CATEGORIES) rows.push({ ...(run ? { run } : {}), event: p.i, category: c, value: r3(p.byCat[c] / div) });
+  for (const p of s.samples) for (const c of CATEGORIES) rows.push({ ...(run ? { run } : {}), event: p.i, category: c, value: r3(p.byCat[c] / div), bytes: p.byCat[c] });
   return rows;
 }
 const catScale = { domain: [...CATEGORIES], range: CAT_COLORS };
@@ -49,7 +49,7 @@ function timelineSpec(s: Series, o: TimelineOptions): object {
           x: { field: "event", type: "quantitative", title: "event #" },
           y: { field: "value", type: "quantitative", stack: "zero", title: y },
           fill: { field: "category", type: "nominal", scale: catScale, legend: { title: "category" } },
-          tooltip: [{ field: "event", type: "quantitative" }, { field: "category", type: "nominal" }, { field: "value", type: "quantitative", title: u.name }],
+          tooltip: [{ field: "event", type: "quantitative" }, { field: "category", type: "nominal" }, { field: "value", type: "quantitative", title: u.name }, { field: "bytes", type: "quantitative", title: "bytes (exact)", format: "," }],
         },
       },
       {
@@ -165,10 +165,12 @@ export class MemoryStagesView extends Display {
   get spec(): object {
     const max = Math.max(0, ...this.rows.map((r) => Math.max(r.allocated, r.peak ?? 0)));
     const u = unitFor(max);
-    const values = this.rows.map((r, i) => ({ order: i, stage: r.stage, allocated: r3(r.allocated / u.div), ...(r.peak === null ? {} : { peak: r3(r.peak / u.div) }) }));
+    const values = this.rows.map((r, i) => ({ order: i, stage: r.stage, allocated: r3(r.allocated / u.div), allocated_bytes: r.allocated, ...(r.peak === null ? {} : { peak: r3(r.peak / u.div), peak_bytes: r.peak }) }));
+    const tooltip = [{ field: "stage", type: "nominal" }, { field: "allocated", type: "quantitative", title: u.name }, { field: "allocated_bytes", type: "quantitative", title: "allocated bytes (exact)", format: "," },
+      ...(this.rows.some((r) => r.peak !== null) ? [{ field: "peak_bytes", type: "quantitative", title: "peak bytes (exact)", format: "," }] : [])];
     const y = { field: "stage", type: "nominal", sort: this.rows.map((r) => r.stage), title: null };
     const layer: object[] = [
-      { mark: { type: "bar", color: "#4c78a8" }, encoding: { x: { field: "allocated", type: "quantitative", title: `${u.name}` } } },
+      { mark: { type: "bar", color: "#4c78a8" }, encoding: { x: { field: "allocated", type: "quantitative", title: `${u.name}` }, tooltip } },
       { mark: { type: "text", align: "left", dx: 3 }, encoding: { x: { field: "allocated", type: "quantitative" }, text: { field: "allocated", type: "quantitative", format: ".2f" } } },
     ];
     if (this.rows.some((r) => r.peak !== null)) {

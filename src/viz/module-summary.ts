@@ -2,7 +2,7 @@
 // parameters (shapes), parameter counts, trainable counts and bytes, plus buffers and the totals.
 
 import type { Tensor } from "../tensor.ts";
-import { Display, bytes, esc, htmlTable, textTable, type MimeBundle } from "./common.ts";
+import { Display, bytes, bytesHtml, esc, htmlTable, textTable, type MimeBundle } from "./common.ts";
 
 interface ModuleLike {
   named_modules(): Iterable<[string, ModuleLike]>;
@@ -66,7 +66,7 @@ export class ModuleSummaryView extends Display {
     return `${textTable(ModuleSummaryView.HEAD, this.rows.map((r) => this.cells(r)))}\n${this.footer}`;
   }
   protected build(): MimeBundle {
-    const rows = this.rows.map((r) => this.cells(r).map((c, i) => (i === 0 ? { html: `${"&nbsp;&nbsp;".repeat(r.depth)}${esc(r.name)}` } : c)));
+    const rows = this.rows.map((r) => this.cells(r).map((c, i) => (i === 0 ? { html: `${"&nbsp;&nbsp;".repeat(r.depth)}${esc(r.name)}` } : i === 4 && r.params ? bytesHtml(r.bytes) : c)));
     return { "text/plain": this.text, "text/html": `${htmlTable(ModuleSummaryView.HEAD, rows, this.model._get_name())}<div style="font-family:monospace;font-size:12px">${esc(this.footer)}</div>` };
   }
   toString(): string {

@@ -3,7 +3,7 @@
 // which of the user's tensors shares the storage (the memory is the same, not a copy).
 
 import type { Tensor } from "../tensor.ts";
-import { Display, bytes, esc, htmlTable, pyName, shapeStr, textTable, type MimeBundle } from "./common.ts";
+import { Display, bytes, bytesHtml, esc, htmlTable, pyName, shapeStr, textTable, type MimeBundle } from "./common.ts";
 import { isNode, reachable, savedInfo, type Root } from "./graph-walk.ts";
 
 export interface SavedRow {
@@ -73,7 +73,7 @@ export class SavedTensorsView extends Display {
     const rows = this.rows;
     const colour = { alive: "#fff3e0", released: "#f0f0f0", packed: "#e3f2fd", stale: "#ffcdd2" };
     const cells = rows.map((r) =>
-      this.cells(r).map((c, i) => (i === 7 ? { html: `<span style="background:${colour[r.state]};padding:0 4px">${esc(c)}</span>` } : c)));
+      this.cells(r).map((c, i) => (i === 7 ? { html: `<span style="background:${colour[r.state]};padding:0 4px">${esc(c)}</span>` } : i === 5 ? bytesHtml(r.bytes) : c)));
     const html = rows.length
       ? htmlTable(SavedTensorsView.HEAD, cells, `Saved tensors: ${rows.length}, ${bytes(aliveBytes(rows))} still held`)
       : `<p>${esc(this.textOf(rows))}</p>`;

@@ -3,7 +3,8 @@
 // line of metadata. Tensors on a simulated device have no values: metadata only.
 
 import type { Tensor } from "../tensor.ts";
-import { bytes, esc, pyName, TABLE_STYLE } from "./common.ts";
+import { bytes, esc, exactBytes, pyName, TABLE_STYLE } from "./common.ts";
+import { sizeRepr } from "../format.ts";
 
 const THRESHOLD = 1000;
 const EDGE = 3;
@@ -35,8 +36,8 @@ function formatter(values: ArrayLike<number>, dtype: string): (v: number) => str
 export function tensorMeta(t: Tensor): string {
   const fn = t.grad_fn ? `&lt;${esc(pyName(t.grad_fn.name()))}&gt;` : "None";
   return [
-    `shape=[${t.shape.join(", ")}]`, `dtype=torch.${t.dtype}`, `device=${esc(t.device)}`,
-    `requires_grad=${t.requires_grad ? "True" : "False"}`, `grad_fn=${fn}`, `_version=${t._version}`, `bytes=${esc(bytes(t.nbytes))}`,
+    `shape=${sizeRepr(t.shape)}`, `dtype=torch.${t.dtype}`, `device=${esc(t.device)}`,
+    `requires_grad=${t.requires_grad ? "True" : "False"}`, `grad_fn=${fn}`, `_version=${t._version}`, `bytes=<span title="${exactBytes(t.nbytes)}">${esc(bytes(t.nbytes))}</span>`,
   ].join(" · ");
 }
 

@@ -9,10 +9,16 @@ import { REPO } from "../repo.ts";
 const repo = REPO;
 const baseDir = process.cwd();
 const PRELUDE = join(baseDir, "__gradlab_prelude.d.ts");
+const TORCH = join(baseDir, "__gradlab_torch.d.ts");
 const CELLS = join(baseDir, "__gradlab_cells.ts");
 
+// \`torch\` is the runtime module as a UMD global: a namespace for types and values both, as
+// \`import * as torch from "gradlab"\` would give (\`let t: torch.Tensor\`, \`torch.nn.Module\`, \`torch.tensor(...)\`).
+const torchText = `export * from ${JSON.stringify(join(repo, "src/index.ts"))};
+export as namespace torch;
+`;
+
 const preludeText = `
-declare const torch: typeof import(${JSON.stringify(join(repo, "src/index.ts"))});
 interface GradlabDisplayHandle { display_id: string; update(obj: unknown, opts?: { metadata?: Record<string, unknown> }): void }
 interface GradlabDisplayOptions { display_id?: string | boolean; update?: boolean; metadata?: Record<string, unknown> }
 /** Show a value in the notebook as rich output (honours obj[Symbol.for("Jupyter.display")]()). */
@@ -62,6 +68,8 @@ const options: ts.CompilerOptions = {
   esModuleInterop: true,
   lib: ["lib.es2023.d.ts", "lib.esnext.disposable.d.ts"],
   types: ["node"],
+  // the cells file is a module; let it see the UMD global \`torch\`
+  allowUmdGlobalAccess: true,
   typeRoots: [join(repo, "node_modules/@types")],
 };
 
@@ -72,18 +80,19 @@ function cellsText(): { text: string; offset: number } {
 
 const host: ts.LanguageServiceHost = {
   getCompilationSettings: () => options,
-  getScriptFileNames: () => [PRELUDE, CELLS],
+  getScriptFileNames: () => [PRELUDE, TORCH, CELLS],
   getScriptVersion: (f) => (f === CELLS ? String(version) : "1"),
   getScriptSnapshot: (f) => {
     if (f === PRELUDE) return ts.ScriptSnapshot.fromString(preludeText);
+    if (f === TORCH) return ts.ScriptSnapshot.fromString(torchText);
     if (f === CELLS) return ts.ScriptSnapshot.fromString(cellsText().text);
     const text = ts.sys.readFile(f);
     return text === undefined ? undefined : ts.ScriptSnapshot.fromString(text);
   },
   getCurrentDirectory: () => baseDir,
   getDefaultLibFileName: (o) => ts.getDefaultLibFilePath(o),
-  fileExists: (f) => f === PRELUDE || f === CELLS || ts.sys.fileExists(f),
-  readFile: (f) => (f === PRELUDE ? preludeText : f === CELLS ? cellsText().text : ts.sys.readFile(f)),
+  fileExists: (f) => f === PRELUDE || f === TORCH || f === CELLS || ts.sys.fileExists(f),
+  readFile: (f) => (f === PRELUDE ? preludeText : f === TORCH ? torchText : f === CELLS ? cellsText().text : ts.sys.readFile(f)),
   readDirectory: ts.sys.readDirectory,
   directoryExists: ts.sys.directoryExists,
   getDirectories: ts.sys.getDirectories,

@@ -1,0 +1,28 @@
+// The kernel's language service: `torch` is a namespace for types and values both, so the
+// notebooks' own style (`torch.Tensor` and `torch.nn.Module` as types) type-checks with no warning.
+import { afterAll, describe, expect, it } from "vitest";
+import { languageService } from "../kernel/language/client.ts";
+
+const ls = languageService();
+afterAll(() => (ls as unknown as { worker?: { terminate(): unknown } }).worker?.terminate());
+
+describe("language service", () => {
+  it("knows torch as a namespace (types) and a value", async () => {
+    const code = [
+      "const x: torch.Tensor = torch.randn(2, 3, { requires_grad: true });",
+      "const fn: torch.autograd.Node | null = x.grad_fn;",
+      "class M extends torch.nn.Module { forward(t: torch.Tensor): torch.Tensor { return t.relu(); } }",
+      "const m: torch.nn.Module = new M();",
+      "const n: number = x.numel();",
+      "const s: string = torch.f`${x.shape}`;",
+    ].join("\n");
+    const diags = await ls.diagnostics(code);
+    expect(diags).not.toBeNull();
+    expect(diags!.map((d) => `${d.line}:${d.col} TS${d.code} ${d.text}`)).toEqual([]);
+  }, 60_000);
+
+  it("still reports real type errors", async () => {
+    const diags = await ls.diagnostics("const x: torch.Tensor = 3;\nconst y: number = torch.randn(2);");
+    expect(diags!.map((d) => d.code)).toEqual([2322, 2322]);
+  }, 60_000);
+});

@@ -16,6 +16,7 @@ import { errorContent } from "./executor/errors.ts";
 import { History, defaultHistoryFile } from "./history.ts";
 import { CommManager } from "./comms.ts";
 import { installGlobals } from "./display/globals.ts";
+import { installPromiseInspect, PROMISE_HINT } from "./display/bundle.ts";
 import { kernelInfo } from "./info.ts";
 import { handlers } from "./handlers/index.ts";
 import { log } from "./log.ts";
@@ -79,6 +80,15 @@ export class Kernel {
     await this.shell.bind(endpoint(this.conn, this.conn.shell_port));
     this.capture.install();
     installGlobals(this);
+    // a cell's value is awaited (the cell returns it), but a promise inside a value or passed to
+    // console.log prints as such: say once per cell how to get its value
+    let hinted = -1;
+    installPromiseInspect(() => {
+      const cell = this.executionCount;
+      if (hinted === cell || !(this.capture.als.getStore() ?? this.current)) return;
+      hinted = cell;
+      this.capture.write("stderr", PROMISE_HINT);
+    });
     // SIGINT (a terminal's Ctrl-C, or a client's signal to the kernel's process group) never ends the
     // kernel: this listener stays installed for good. It runs only when this thread is free (a cell
     // awaiting); a cell in synchronous code is reached through the socket thread's signal helper.

@@ -39,3 +39,30 @@ export function plain(value: unknown): string {
 export function rawBundle(mime: string, content: unknown): object {
   return { [DISPLAY]: () => ({ [mime]: content, "text/plain": typeof content === "string" ? content : plain(content) }) };
 }
+
+/** Node's bookkeeping on promises (async ids, AsyncLocalStorage's store: the kernel's message context
+ *  for the cell) that util.inspect would print as if it were the promise's own data. */
+const PROMISE_INTERNALS = new Set(["async_id_symbol", "trigger_async_id_symbol", "kResourceStore"]);
+
+/** Promises print as Node prints them without async hooks (`Promise { <pending> }`), in results,
+ *  console.log and inspect alike. */
+export function installPromiseInspect(onPending: () => void = () => {}): void {
+  Object.defineProperty(Promise.prototype, inspect.custom, {
+    configurable: true,
+    writable: true,
+    enumerable: false,
+    value(this: Promise<unknown>, _depth: number, options: object) {
+      for (const sym of Object.getOwnPropertySymbols(this)) {
+        if (!PROMISE_INTERNALS.has(sym.description ?? "")) continue;
+        const d = Object.getOwnPropertyDescriptor(this, sym);
+        if (d?.enumerable) Object.defineProperty(this, sym, { ...d, enumerable: false });
+      }
+      const text = inspect(this, { ...options, customInspect: false });
+      if (text.startsWith("Promise { <pending>")) onPending();
+      return text;
+    },
+  });
+}
+
+/** The one-line hint shown (once per cell) when a cell prints a pending promise. */
+export const PROMISE_HINT = "Hint: a pending Promise was printed; write `await` before the expression to get what it resolves to (e.g. `await x.item()`).\n";

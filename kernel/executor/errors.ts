@@ -1,6 +1,7 @@
 // Errors from cells -> Jupyter `error` content, with stack frames mapped back to cell lines.
 import { SourceMap } from "node:module";
 import type { Message as EsbuildMessage } from "esbuild";
+import { REPO } from "../repo.ts";
 
 export interface ErrorContent {
   ename: string;
@@ -51,6 +52,12 @@ function context(cell: CellRecord, line: number): string[] {
   return out;
 }
 
+const REPO_DIR = REPO.replace(/\/$/, "");
+/** GradLab's own code (the runtime, the kernel, their packages): not the user's, never shown. */
+const isRuntimeFrame = (line: string) => line.includes(`${REPO_DIR}/src/`) || line.includes(`${REPO_DIR}/node_modules/`) || line.includes(`${REPO_DIR}/kernel/`);
+/** Frames in the user's own files show paths relative to the notebook's directory. */
+const relativePaths = (line: string) => line.split(`file://${process.cwd()}/`).join("").split(`${process.cwd()}/`).join("");
+
 const INTERNAL = /\(node:|at node:|\/kernel\/[\w/-]+\.ts|node_modules\/(tsx|esbuild|\.cache\/gradlab-kernel)\//;
 
 export function errorContent(err: unknown): ErrorContent {
@@ -60,13 +67,17 @@ export function errorContent(err: unknown): ErrorContent {
     return { ename: "Error", evalue, traceback: [`${RED}Uncaught${RESET} ${evalue}`] };
   }
   const ename = err.name || err.constructor?.name || "Error";
-  const evalue = err.message ?? "";
+  const evalue = cellFramesOnly(String(err.message ?? ""));
   const traceback = [`${RED}${BOLD}${ename}${RESET}: ${evalue}`];
   let shownContext = false;
   const frames: string[] = [];
-  for (const raw of String(err.stack ?? "").split("\n").slice(1)) {
+  // the stack repeats the message first, and a message may embed a stack of its own (anomaly mode)
+  const stack = String(err.stack ?? "");
+  const msgAt = err.message ? stack.indexOf(err.message) : -1;
+  const ownFrames = msgAt >= 0 ? stack.slice(msgAt + err.message.length) : stack.split("\n").slice(1).join("\n");
+  for (const raw of ownFrames.split("\n")) {
     if (!/^\s+at /.test(raw)) continue;
-    if (INTERNAL.test(raw)) continue;
+    if (INTERNAL.test(raw) || isRuntimeFrame(raw)) continue;
     const m = /(gradlab-cell-\d+\.js):(\d+):(\d+)/.exec(raw);
     if (m) {
       if (cells.get(m[1])?.wrapperLine === Number(m[2])) continue;
@@ -80,10 +91,29 @@ export function errorContent(err: unknown): ErrorContent {
         continue;
       }
     }
-    frames.push(raw.replace(/^\s+/, "    "));
+    frames.push(relativePaths(raw).replace(/^\s+/, "    "));
   }
   if (frames.length) traceback.push(...frames);
   return { ename, evalue, traceback };
+}
+
+/** A message that embeds a stack (anomaly mode's "Traceback of forward call that caused the error")
+ *  keeps the frames in the user's cells, mapped to cell lines, and loses every other frame: kernel
+ *  internals, Node's, and the machine's absolute paths. */
+export function cellFramesOnly(message: string): string {
+  if (!/\n\s+at /.test(message)) return message;
+  const out: string[] = [];
+  for (const line of message.split("\n")) {
+    if (!/^\s+at /.test(line)) {
+      out.push(line);
+      continue;
+    }
+    const m = /(gradlab-cell-\d+\.js):(\d+):(\d+)/.exec(line);
+    if (!m || cells.get(m[1])?.wrapperLine === Number(m[2])) continue;
+    const pos = mapPosition(m[1], Number(m[2]), Number(m[3]));
+    if (pos) out.push(line.replace(m[0], `${pos.cell.label}:${pos.line}:${pos.col}`).replace(/^\s+/, "    "));
+  }
+  return out.join("\n");
 }
 
 export function syntaxErrorContent(errors: EsbuildMessage[], label: string, source: string): ErrorContent {

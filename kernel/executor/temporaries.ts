@@ -62,11 +62,14 @@ function hasSuper(n: Node): boolean {
   return false;
 }
 
-function wrap(expr: Node, insert: Insert): void {
+/** `statement`: the expression is a whole statement, which may follow a line without a semicolon:
+ *  starting it with `(` would make it a call of the line before (`b = f()\n(...)`), so it starts with
+ *  `void`, which cannot continue an expression. */
+function wrap(expr: Node, insert: Insert, statement = false): void {
   if (FUNCTIONS.has(expr.type)) return; // creating a function or class makes no temporaries
   const s = scan(expr);
   if (!s.calls || s.unsafe) return;
-  insert(expr.start, s.await ? "(await (async () => (" : "((() => (", "late");
+  insert(expr.start, (statement ? "void " : "") + (s.await ? "(await (async () => (" : "((() => ("), "late");
   insert(expr.end, "))())", "early");
 }
 
@@ -79,7 +82,7 @@ export function wrapTemporaries(root: Node, insert: Insert, skip: ReadonlySet<No
   while (stack.length) {
     const n = stack.pop()!;
     if (!skip.has(n)) {
-      if (n.type === "ExpressionStatement" && !n.directive) wrap(n.expression, insert);
+      if (n.type === "ExpressionStatement" && !n.directive) wrap(n.expression, insert, n.expression.start === n.start);
       else if (n.type === "VariableDeclarator" && n.init) wrap(n.init, insert);
     }
     stack.push(...children(n));

@@ -527,6 +527,29 @@ def scenario_hostile(km, kc):
     return res
 
 
+def stream_text(outs, name):
+    return "".join(o["content"]["text"] for o in outs if o["type"] == "stream" and o["content"]["name"] == name)
+
+
+def scenario_promises_anomaly(km, kc):
+    res = {}
+    reply, outs = run(kc, "console.log(new Promise(() => {})); console.log(new Promise(() => {})); const p2 = Promise.resolve('x'); await p2; console.log(p2)")
+    res["console"] = {"stdout": stream_text(outs, "stdout"), "stderr": stream_text(outs, "stderr")}
+    reply, outs = run(kc, "[Promise.resolve(42), new Promise(() => {})]")
+    res["nested"] = result_text(outs)
+    res["awaited_last"] = result_text(run(kc, "Promise.resolve(7)")[1])
+    reply, outs = run(kc, "torch.tensor([1, 2, 3], { requires_grad: true }).sum()")
+    res["not_a_promise_stderr"] = stream_text(outs, "stderr")
+    code = ("torch.autograd.set_detect_anomaly(true)\n"
+            "const a = torch.tensor([1, 2, 3], { requires_grad: true })\n"
+            "const b = a.sigmoid()\n"
+            "b.mul_(2)\n"
+            "b.sum().backward()")
+    reply, outs = run(kc, code)
+    res["anomaly"] = {"status": reply["status"], "evalue": reply.get("evalue"), "traceback": "\n".join(reply.get("traceback", []))}
+    return res
+
+
 def main():
     name = sys.argv[1]
     log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)

@@ -1,0 +1,36 @@
+// What cells show (issue 12, kernel items): a promise that was not awaited prints as Node prints it,
+// with a hint to await, never the kernel's message context; anomaly-mode tracebacks show the user's
+// cells only.
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { installedKernel, drive, type Env } from "./helpers.ts";
+
+let e: Env;
+let r: any;
+beforeAll(async () => {
+  e = await installedKernel();
+  r = await drive(e, "promises_anomaly", { GRADLAB_RUNTIME: "" }); // the real runtime
+}, 180_000);
+afterAll(() => e?.cleanup());
+
+const strip = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
+
+test("console.log of a pending promise prints what Node prints, with a one-line hint to await, once per cell", () => {
+  expect(r.console.stdout).toBe("Promise { <pending> }\nPromise { <pending> }\nPromise { 'x' }\n");
+  expect(r.console.stderr.trim().split("\n")).toHaveLength(1);
+  expect(r.console.stderr).toMatch(/write `await` before the expression/);
+  expect(r.not_a_promise_stderr).toBe("");
+});
+
+test("promises inside a value print without async bookkeeping or the kernel's message context; a last expression is awaited", () => {
+  expect(r.nested).toBe("[ Promise { 42 }, Promise { <pending> } ]");
+  expect(r.awaited_last).toBe("7");
+});
+
+test("an anomaly-mode traceback names the cell's lines and nothing of the kernel or the machine", () => {
+  expect(r.anomaly.status).toBe("error");
+  const text = strip(r.anomaly.evalue + "\n" + r.anomaly.traceback);
+  expect(text).toMatch(/Traceback of forward call that caused the error/);
+  expect(text).toMatch(/Cell \[\d+\]:3:\d+/); // a.sigmoid(), the forward call
+  expect(text).not.toMatch(/\/kernel\/|node:internal|node_modules|gradlab-cell-|\(\//);
+  expect(text).not.toContain(process.cwd());
+});

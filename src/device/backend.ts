@@ -7,6 +7,7 @@
 //   lavapipe, else GLES on llvmpipe through surfaceless EGL in compatibility mode).
 
 import { createRequire } from "node:module";
+import { closeSync, fstatSync, openSync } from "node:fs";
 import { RuntimeError } from "../errors.ts";
 
 const INSTALL_HINT =
@@ -97,8 +98,41 @@ async function tryAdapter(backend: "vulkan" | "opengles"): Promise<{ adapter: GP
   keepAlive.push(gpu);
   const options: GPURequestAdapterOptions & { featureLevel?: string } = { powerPreference: "high-performance" };
   if (backend === "opengles") options.featureLevel = "compatibility";
-  const adapter = await gpu.requestAdapter(options).catch(() => null);
+  const adapter = await withoutNativeStderr(() => gpu.requestAdapter(options)).catch(() => null);
   return adapter ? { adapter, gpu } : null;
+}
+
+/**
+ * Runs fn with file descriptor 2 on /dev/null. Dawn prints its own warnings ("Warning:
+ * maxDynamicUniformBuffersPerPipelineLayout artificially reduced ...") with fprintf from inside
+ * requestAdapter, synchronously, past process.stderr, so `gradlab run` showed them among a cell's
+ * output. Linux only, and only where fd 2 can be reopened through /proc (a tty, pipe or file).
+ */
+function withoutNativeStderr<T>(fn: () => T): T {
+  let saved = -1;
+  try {
+    if (process.platform !== "linux" || fstatSync(2).isSocket()) return fn();
+    saved = openSync("/proc/self/fd/2", "a");
+  } catch {
+    return fn();
+  }
+  const restore = () => {
+    openSync(`/proc/self/fd/${saved}`, "a"); // the lowest free descriptor: 2 again
+    closeSync(saved);
+  };
+  closeSync(2);
+  const fd = openSync("/dev/null", "a"); // the lowest free descriptor: 2
+  if (fd !== 2) {
+    closeSync(fd);
+    restore();
+    return fn();
+  }
+  try {
+    return fn();
+  } finally {
+    closeSync(2);
+    restore();
+  }
 }
 
 function factsOf(adapter: GPUAdapter, backend: "vulkan" | "opengles"): AdapterFacts {

@@ -1,5 +1,5 @@
 // gradlab install [--user | --sys-prefix | --prefix DIR] [--name NAME]: writes the kernelspec.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -26,6 +26,8 @@ export async function installKernelspec(args: string[]): Promise<string> {
   const dir = join(base, "kernels", name);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "kernel.json"), JSON.stringify(spec, null, 2) + "\n");
+  // the Launcher's tile and the kernel picker's icon
+  for (const logo of ["logo-32x32.png", "logo-64x64.png", "logo-svg.svg"]) copyFileSync(join(REPO, "kernel", "assets", logo), join(dir, logo));
   return dir;
 }
 

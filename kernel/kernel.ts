@@ -20,6 +20,8 @@ import { installPromiseInspect, PROMISE_HINT } from "./display/bundle.ts";
 import { kernelInfo } from "./info.ts";
 import { handlers } from "./handlers/index.ts";
 import { log } from "./log.ts";
+import { languageService } from "./language/client.ts";
+import { loadTorch, loadedTorch } from "./executor/modules.ts";
 
 const realExit = process.exit.bind(process);
 
@@ -108,7 +110,31 @@ export class Kernel {
     process.on("SIGTERM", () => this.shutdown(false));
     void this.shellLoop();
     await this.workerReady;
+    // warm up even if no client asks for kernel_info first
+    setTimeout(() => this.warmUp(), 1500).unref();
     log(`kernel ${this.session} ready (${endpoint(this.conn, this.conn.shell_port)})`);
+  }
+
+  private warmed = false;
+  /** Loads the runtime (and its WebGPU device) and the language service in the background, once: the
+   *  first cell and the first Tab then wait for neither. Started after the first kernel_info_reply
+   *  (what a client waits for at start-up), so it does not delay that. */
+  warmUp(): void {
+    if (this.warmed || process.env.GRADLAB_WARMUP === "0") return;
+    this.warmed = true;
+    const t0 = Date.now();
+    setImmediate(() => {
+      languageService(this).warm();
+      void loadTorch().then(async () => {
+        const t = loadedTorch() as { webgpu?: { init?: () => unknown } } | null;
+        try {
+          await t?.webgpu?.init?.();
+        } catch (e) {
+          log(`warm-up: WebGPU initialisation failed (${(e as Error)?.message ?? e}); cells will report it`);
+        }
+        log(`warm-up: runtime ready in ${Date.now() - t0} ms`);
+      });
+    });
   }
 
   private onWorker(m: FromWorker): void {

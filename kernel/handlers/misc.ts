@@ -7,6 +7,7 @@ type Channel = "shell" | "control";
 
 export function kernelInfoRequest(k: Kernel, msg: Message, ch: Channel): void {
   k.reply(msg, "kernel_info_reply", k.kernelInfo, ch);
+  k.warmUp();
 }
 
 export function isCompleteRequest(k: Kernel, msg: Message): void {

@@ -321,7 +321,7 @@ export class Tensor {
   // ---- reductions ----
   sum(dim?: DimArg | ReduceOpts, opts?: ReduceOpts): Tensor { return rd.sumOrMean("sum", this, dim, opts); }
   mean(dim?: DimArg | ReduceOpts, opts?: ReduceOpts): Tensor { return rd.sumOrMean("mean", this, dim, opts); }
-  prod(dim?: number, opts?: ReduceOpts): Tensor { return red.reduce("prod", this, dim, opts); }
+  prod(dim?: number, opts?: ReduceOpts): Tensor { return rd.prod(this, dim, opts); }
   max(): Tensor;
   max(dim: number, opts?: ReduceOpts): { values: Tensor; indices: Tensor };
   max(dim?: number, opts?: ReduceOpts): Tensor | { values: Tensor; indices: Tensor } { return rd.minmax("max", this, dim, opts); }

@@ -74,6 +74,9 @@ class CustomNode extends Node {
   override release_saved_variables(): void {
     this.ctx._release();
   }
+  override get mayHoldUserTensors(): boolean {
+    return true; // forward may have put tensors on ctx
+  }
   override savedVariables(): ReadonlyMap<string, SavedVariable> {
     return new Map(this.ctx._savedVariables().map((sv, i) => [`tensors[${i}]`, sv]));
   }

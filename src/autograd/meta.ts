@@ -8,6 +8,7 @@
 
 import type { Tensor } from "../tensor.ts";
 import type { AccumulateGrad, Node } from "./node.ts";
+import { noteCascade } from "../memory/lifetime.ts";
 
 const nodeRefs = new WeakMap<Node, number>();
 
@@ -20,6 +21,9 @@ export function releaseNode(n: Node | null): void {
   const r = (nodeRefs.get(n) ?? 0) - 1;
   nodeRefs.set(n, r);
   if (r > 0) return;
+  // A custom Function's ctx or a packed saved tensor can hold the user's tensors: once this node is
+  // gone they may be unreachable, which the next collection round finds (memory/lifetime.ts).
+  if (n.mayHoldUserTensors) noteCascade();
   n.release_saved_variables();
   n.freed();
   for (const [next] of n.next_functions) releaseNode(next);

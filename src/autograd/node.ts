@@ -6,7 +6,7 @@ import type { Tensor } from "../tensor.ts";
 import { activeSavedTensorsHooks, type PackHooks } from "./saved-hooks.ts";
 import { retainNode } from "./meta.ts";
 import { tuple } from "../pystr.ts";
-import { owned } from "../memory/lifetime.ts";
+import { noteCascade, owned } from "../memory/lifetime.ts";
 import { setCategory } from "../memory/category.ts";
 
 export type Edge = [Node | null, number];
@@ -92,6 +92,7 @@ export class SavedVariable {
   release(): void {
     if (this.released) return;
     this.released = true;
+    if (this.data?._base) noteCascade(); // the view's base handle may be unreachable now
     this.data?.dispose();
     this.data = null;
     if (this.packed) {
@@ -105,6 +106,9 @@ export class SavedVariable {
 
   get isReleased(): boolean {
     return this.released;
+  }
+  get isPacked(): boolean {
+    return this.packed !== null;
   }
   /** Bytes of device memory this saved variable keeps alive (0 once released or packed away). */
   get storageBytes(): number {
@@ -156,6 +160,11 @@ export abstract class Node {
   readonly address = `0x${(nextAddress++).toString(16)}`;
   /** Number of outputs of the forward op (inputs of this node's apply). */
   numOutputs = 1;
+  /** Whether freeing this node may make user tensors unreachable (a custom Function's ctx, packed saves). */
+  get mayHoldUserTensors(): boolean {
+    for (const sv of this.saved.values()) if (sv.isPacked) return true;
+    return false;
+  }
 
   constructor(next: Edge[], sequenceNr?: number) {
     // Tuples, as in PyTorch, so they print as ((<AddBackward0 object at 0x…>, 0),)

@@ -105,6 +105,9 @@ export function untrack(handle: object): void {
   if (finalizer.unregister(handle)) live--;
 }
 
+let cascade = false;
+/** The runtime let go of a handle that may have kept a user's handle reachable (a saved view's base). */
+export const noteCascade = () => void (cascade = true);
 let warned = false;
 let reclaiming = false;
 /** How many reclamations ran and how many handles they freed (for lifecycle reports and benchmarks). */
@@ -133,14 +136,14 @@ export function reclaim(): number {
   const before = reclaimed;
   const t0 = performance.now();
   try {
-    // A released handle can free others: a view's last handle lets go of its base, a dropped graph of
-    // the handles its saved variables kept. Those become unreachable only after this round's finalisers,
-    // so collect again until a round frees nothing (bounded: chains are short).
+    // A released handle can free others that only the runtime still reached: a dropped graph's saved
+    // views keep their bases' handles. Those become unreachable only after this round's finalisers, so
+    // collect again while a round let go of such a reference (noteCascade; bounded: chains are short).
     for (let round = 0; round < 8; round++) {
-      const n = reclaimed;
+      cascade = false;
       hooks.gc!();
       finalizer.cleanupSome!();
-      if (reclaimed === n || live === 0) break;
+      if (!cascade || live === 0) break;
     }
   } finally {
     reclaiming = false;

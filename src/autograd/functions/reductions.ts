@@ -9,6 +9,8 @@ import { tensor } from "../../ops/creation.ts";
 import { RuntimeError } from "../../errors.ts";
 import { asOp } from "../../ops/op-context.ts";
 import { SavedOutput, attach, needsGrad } from "../record.ts";
+import type { FormulaNode, Grads } from "../node.ts";
+import { where } from "../../ops/elementwise.ts";
 
 /** The reduced dims of x (all when dim is undefined), normalised. */
 function reducedDims(x: Tensor, dim: DimArg): number[] {
@@ -49,6 +51,39 @@ export function sumOrMean(op: "sum" | "mean", x: Tensor, dimArg?: DimArg | Reduc
     self: op === "mean" && !whole ? x : undefined,
   });
   return out;
+}
+
+/** prod and prod(dim): ProdBackward0 / ProdBackward1, zero-safe as PyTorch's prod_backward. */
+export function prod(x: Tensor, dimArg?: number | ReduceOpts, opts?: ReduceOpts): Tensor {
+  const out = red.reduce("prod", x, dimArg, opts);
+  if (!needsGrad(x)) return out;
+  const { dim, keepdim } = splitArgs(dimArg, opts);
+  const whole = dim === undefined;
+  const dims = reducedDims(x, dim);
+  const node = whole
+    ? attach("ProdBackward0", [x], [out], prodFormula, { self: x, result: out })
+    : attach("ProdBackward1", [x], [out], prodFormula, { dim: dims[0], keepdim, self: x, result: out });
+  node.consts = { shape: [...x.shape], dims, keepdim: keepdim || whole, whole };
+  return out;
+}
+
+/**
+ * d prod / d x_i = prod of the other elements: result / x_i where no element is 0; where exactly one
+ * is 0, the product of the non-zero ones at that element and 0 elsewhere; 0 everywhere with two or more.
+ */
+function prodFormula(n: FormulaNode, [g]: Grads): Grads {
+  const { shape, dims, keepdim, whole } = n.consts as { shape: number[]; dims: number[]; keepdim: boolean; whole: boolean };
+  const self = n.unpack("self");
+  // reduce like the forward did, keeping dims, then broadcast back over the input
+  const reduce = (t: Tensor, op: "sum" | "prod") => (whole ? t[op]() : t[op](dims[0], { keepdim: true }));
+  const back = (t: Tensor, kept: boolean) => expandBack(t, shape, dims, kept);
+  const G = back(g!, keepdim);
+  const zero = self.eq(0);
+  const zeros = back(reduce(zero.float(), "sum"), true);
+  const others = back(reduce(where(zero, 1, self), "prod"), true);
+  const noZero = G.mul(back(n.unpack("result"), keepdim)).div(self);
+  const oneZero = where(zero, G.mul(others), 0);
+  return [where(zeros.eq(0), noZero, where(zeros.eq(1), oneZero, 0))];
 }
 
 export function minmax(op: "max" | "min", x: Tensor, dim?: number, opts?: ReduceOpts): Tensor | { values: Tensor; indices: Tensor } {

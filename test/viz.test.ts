@@ -372,11 +372,33 @@ describe("memory plots", () => {
     expect(plot.update(syntheticEvents(20))).toBe(false);
     expect(updates.length).toBe(0);
     plot.flush();
-    expect(updates).toEqual([plot]);
+    const sent = (i: number) => (updates[i] as Record<symbol, () => Record<string, unknown>>)[DISPLAY]();
+    expect(updates.length).toBe(1);
+    expect(sent(0)["text/plain"]).toMatch(/^Memory timeline: 20 events/);
+    expect(sent(0)["text/markdown"]).toContain("data:image/png;base64,"); // the last redraw has the exporters' PNG
     expect(plot.summary.events).toBe(20);
     plot.throttle_ms = 0;
     expect(plot.update(syntheticEvents(30))).toBe(true);
     expect(updates.length).toBe(2);
+    expect(sent(1)["text/markdown"]).toBeUndefined(); // redraws in a loop skip the PNG ...
+    plot.flush();
+    expect(updates.length).toBe(3); // ... and flush() (or the cell's end) sends the full one
+    expect(sent(2)["text/markdown"]).toContain("data:image/png;base64,");
+    expect(sent(2)["text/plain"]).toMatch(/^Memory timeline: 30 events/);
     expect((await plot.bundle())["text/plain"]).toMatch(/^Memory timeline: 30 events/);
+  });
+
+  it("redraws inside a loop that never awaits, each redraw a snapshot handed over at once", () => {
+    const updates: Array<Record<symbol, () => Record<string, unknown>>> = [];
+    const plot = viz.memory_timeline([]).show({ update: (o) => updates.push(o as never) });
+    plot.throttle_ms = 30;
+    const end = Date.now() + 400;
+    let n = 10;
+    while (Date.now() < end) plot.update(syntheticEvents((n += 10))); // no await anywhere
+    expect(updates.length).toBeGreaterThanOrEqual(2);
+    const texts = updates.map((u) => u[DISPLAY]()["text/plain"] as string);
+    const counts = texts.map((t) => Number(t.match(/^Memory timeline: (\d+) events/)![1]));
+    expect(counts).toEqual([...counts].sort((a, b) => a - b)); // in order, each its own moment
+    expect(new Set(counts).size).toBe(counts.length);
   });
 });

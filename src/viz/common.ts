@@ -71,7 +71,9 @@ export abstract class Display {
   bundle(): Promise<MimeBundle> {
     return Promise.resolve(this.build());
   }
-  [DISPLAY](): Promise<MimeBundle> {
-    return this.bundle();
+  /** The bundle itself where it can be built synchronously (so a kernel can send it at once, even
+   *  from a loop that never awaits), else a promise of it. */
+  [DISPLAY](): MimeBundle | Promise<MimeBundle> {
+    return this.build();
   }
 }

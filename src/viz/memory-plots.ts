@@ -2,7 +2,7 @@
 // memory_stages (per-stage bars for the trace_memory lab) and compare_runs (runs side by side, one
 // shared y scale). Each is a Vega-Lite v5 spec with an SVG fallback and a text summary.
 
-import { Display, bytes, textTable, type MimeBundle } from "./common.ts";
+import { DISPLAY, Display, bytes, textTable, type MimeBundle } from "./common.ts";
 import { CATEGORIES, PHASES, liveBefore, series, unitFor, type EventsLike, type PartialEvent, type Series } from "./memory-series.ts";
 import { plotBundle, VEGALITE_SCHEMA } from "./vega-render.ts";
 
@@ -95,7 +95,7 @@ export class MemoryTimelineView extends Display {
   get text(): string {
     return timelineText(this.s);
   }
-  protected build(): Promise<MimeBundle> {
+  protected build(): MimeBundle {
     return plotBundle(this.spec, this.text);
   }
   toString(): string {
@@ -104,45 +104,57 @@ export class MemoryTimelineView extends Display {
 
   /**
    * Shows the plot with a display_id (the kernel's global display(), or a handle you pass), so update()
-   * redraws it in place.
+   * redraws it in place. Everything here is synchronous: the bundle is built and handed to the kernel
+   * at once, so the plot redraws even inside a loop that never awaits. The last pending redraw is made
+   * when the cell ends (display.on_cell_end, where the kernel has it), or at flush().
    */
   show(handle?: { update(o: unknown): unknown }): this {
-    const display = (globalThis as { display?: (o: unknown, opts: object) => unknown }).display;
+    const g = globalThis as { display?: ((o: unknown, opts: object) => unknown) & { on_cell_end?: (fn: () => void) => void } };
     if (handle) this.handle = handle;
-    else if (display) {
-      const h = display(this, { display_id: true });
+    else if (g.display) {
+      const h = g.display(this, { display_id: true });
       if (h && typeof (h as Promise<unknown>).then === "function") void (h as Promise<{ update(o: unknown): unknown }>).then((x) => (this.handle = x));
       else this.handle = h as { update(o: unknown): unknown };
+      g.display.on_cell_end?.(() => this.flush());
     }
     this.last = Date.now();
     return this;
   }
   /**
    * New data (events or a snapshot). Redraws at most every throttle_ms; a skipped redraw happens once
-   * the interval has passed (or at flush()). Returns whether it redrew now.
+   * the interval has passed (at the next update(), on a timer if the loop awaits, at flush(), or when
+   * the cell ends). Returns whether it redrew now.
    */
   update(src: EventsLike | PartialEvent[]): boolean {
     this.s = seriesOf(src, this.opts);
+    this.pending = true;
     const wait = this.last + this.throttle_ms - Date.now();
     if (wait <= 0) {
-      this.redraw();
+      this.redraw(false);
       return true;
     }
     if (!this.timer) {
-      this.timer = setTimeout(() => this.redraw(), wait);
+      this.timer = setTimeout(() => this.redraw(false), wait);
       this.timer.unref?.();
     }
     return false;
   }
-  /** Redraws now if an update is pending. */
+  /** Redraws now if an update is pending, or if the last redraw left out the PNG that exports need. */
   flush(): void {
-    if (this.timer) this.redraw();
+    if (this.pending || this.light) this.redraw(true);
   }
-  private redraw(): void {
+  private pending = false;
+  /** The last redraw sent no PNG (redraws inside a loop skip it; the final one has it). */
+  private light = false;
+  private redraw(full: boolean): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    this.pending = false;
     this.last = Date.now();
-    this.handle?.update(this);
+    if (!this.handle) return;
+    const bundle = plotBundle(this.spec, this.text, { png: full });
+    this.light = !full;
+    this.handle.update({ [DISPLAY]: () => bundle });
   }
 }
 
@@ -183,7 +195,7 @@ export class MemoryStagesView extends Display {
     const head = ["stage", "allocated", ...(this.rows.some((r) => r.peak !== null) ? ["peak"] : [])];
     return textTable(head, this.rows.map((r) => [r.stage, bytes(r.allocated), ...(r.peak === null ? [] : [bytes(r.peak)])]));
   }
-  protected build(): Promise<MimeBundle> {
+  protected build(): MimeBundle {
     return plotBundle(this.spec, this.text);
   }
   toString(): string {
@@ -237,7 +249,7 @@ export class CompareRunsView extends Display {
   get text(): string {
     return textTable(["run", "events", "peak", "peak phase", "final"], this.runs.map(([n, s]) => [n, s.events, bytes(s.peak.bytes), s.peak.phase, bytes(s.final)]));
   }
-  protected build(): Promise<MimeBundle> {
+  protected build(): MimeBundle {
     return plotBundle(this.spec, this.text);
   }
   toString(): string {

@@ -6,10 +6,12 @@
 // Chinese strings (fonts-wqy-zenhei or fonts-noto-cjk, which .ci/setup installs).
 
 import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
 
 type ResvgMod = typeof import("@resvg/resvg-js");
-let mod: Promise<ResvgMod> | null = null;
-const load = () => (mod ??= import("@resvg/resvg-js"));
+let mod: ResvgMod | null = null;
+// A native addon: loaded synchronously, so a live plot can redraw inside a loop that never awaits.
+const load = (): ResvgMod => (mod ??= createRequire(import.meta.url)("@resvg/resvg-js") as ResvgMod);
 
 /** Font files GradLab gives resvg, where the machine has them (Debian paths). */
 export const FONT_FILES = [
@@ -46,13 +48,20 @@ export interface Png {
 
 /** Renders an SVG document to PNG at `scale` pixels per CSS pixel, on a white background. */
 export async function svgToPng(svg: string, scale = 2): Promise<Png> {
-  const r = await renderSvg(svg, scale);
+  return svgToPngSync(svg, scale);
+}
+/** svgToPng, synchronously. */
+export function svgToPngSync(svg: string, scale = 2): Png {
+  const r = renderSvgSync(svg, scale);
   return { base64: Buffer.from(r.png).toString("base64"), width: r.width, height: r.height };
 }
 
 /** The rendering itself: PNG bytes, RGBA pixels, and the SVG's CSS size. */
 export async function renderSvg(svg: string, scale = 2): Promise<{ png: Uint8Array; pixels: Uint8Array; width: number; height: number }> {
-  const { Resvg } = await load();
+  return renderSvgSync(svg, scale);
+}
+function renderSvgSync(svg: string, scale: number): { png: Uint8Array; pixels: Uint8Array; width: number; height: number } {
+  const { Resvg } = load();
   const f = fonts();
   // resvg stops at the first family it cannot match ("Courier"): name the monospace face it has.
   const src = svg.replace(/font-family="[^"]*(?:Courier|monospace)[^"]*"/g, 'font-family="DejaVu Sans Mono"');

@@ -2,21 +2,49 @@
 // Vega renderer: classic Notebook, nbconvert HTML, GitHub), loaded on first use.
 
 import { pictureHtml, svgFragment, type MimeBundle } from "./common.ts";
-import { svgToPng } from "./png.ts";
+import { createRequire } from "node:module";
+import { svgToPngSync } from "./png.ts";
 
 export const VEGALITE_MIME = "application/vnd.vegalite.v5+json";
 export const VEGALITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json";
 
 type VegaMods = [typeof import("vega"), typeof import("vega-lite")];
-let mods: Promise<VegaMods> | null = null;
-const load = () => (mods ??= Promise.all([import("vega"), import("vega-lite")]));
+let mods: VegaMods | null = null;
+// Loaded synchronously (their CommonJS builds) on first use, so that a plot renders without awaiting:
+// a live plot redraws from inside a loop that never yields to the event loop.
+const load = (): VegaMods => {
+  if (!mods) {
+    const require = createRequire(import.meta.url);
+    mods = [require("vega"), require("vega-lite")];
+  }
+  return mods;
+};
 
 export async function vegaLiteToSvg(spec: object): Promise<string> {
-  const [vega, vl] = await load();
+  return vegaLiteToSvgSync(spec);
+}
+
+/**
+ * Vega-Lite to SVG without awaiting: the dataflow runs synchronously (the specs here carry inline
+ * data, nothing to load) and the scene is written by vega's SVG string renderer, sized as
+ * view.toSVG() sizes it (the same text, measured by the tests).
+ */
+export function vegaLiteToSvgSync(spec: object): string {
+  const [vega, vl] = load();
   const compiled = vl.compile(spec as Parameters<typeof vl.compile>[0]).spec;
   const view = new vega.View(vega.parse(compiled), { renderer: "none", logLevel: vega.Error });
   try {
-    return await view.toSVG();
+    view.run();
+    const v = view as unknown as { _viewWidth: number; _viewHeight: number; _origin: [number, number] };
+    const pad = view.padding() as { left: number; right: number; top: number; bottom: number };
+    type StringRenderer = { initialize(el: null, w: number, h: number, origin: number[], scale: number): void; background(c: unknown): void; render(scene: unknown): void; svg(): string | null };
+    const Renderer = (vega as unknown as { SVGStringRenderer: new (loader: unknown) => StringRenderer }).SVGStringRenderer;
+    const r = new Renderer(view.loader());
+    r.initialize(null, Math.max(0, v._viewWidth + pad.left + pad.right), Math.max(0, v._viewHeight + pad.top + pad.bottom),
+      [pad.left + v._origin[0], pad.top + v._origin[1]], 1);
+    r.background(view.background());
+    r.render((view.scenegraph() as unknown as { root: unknown }).root);
+    return r.svg() as string;
   } finally {
     view.finalize();
   }
@@ -28,9 +56,11 @@ export async function vegaLiteToSvg(spec: object): Promise<string> {
  * exporters: nbconvert prefers markdown to SVG, and 6.5.3 blanks inline SVG (see pictureHtml). JupyterLab
  * ranks Vega (57) above markdown (60), so the live Vega view stays what Lab shows.
  */
-export async function plotBundle(spec: object, text: string): Promise<MimeBundle> {
-  const svg = svgFragment(await vegaLiteToSvg(spec));
+export function plotBundle(spec: object, text: string, opts: { png?: boolean } = {}): MimeBundle {
+  const svg = svgFragment(vegaLiteToSvgSync(spec));
   const title = (spec as { title?: unknown }).title;
-  const md = pictureHtml(svg, await svgToPng(svg), typeof title === "string" ? title : "memory plot");
-  return { [VEGALITE_MIME]: spec, "image/svg+xml": svg, "text/markdown": md, "text/plain": text };
+  const b: MimeBundle = { [VEGALITE_MIME]: spec, "image/svg+xml": svg };
+  if (opts.png !== false) b["text/markdown"] = pictureHtml(svg, svgToPngSync(svg), typeof title === "string" ? title : "memory plot");
+  b["text/plain"] = text;
+  return b;
 }

@@ -1,3 +1,5 @@
+/// <reference lib="dom" />
+/// <reference lib="dom.iterable" />
 // Every tutorial notebook run in JupyterLab 4 (and three in Notebook 7) in Chromium, as a student
 // would: open it, keep the GradLab kernel it names, Run All, then read the DOM. Then each executed
 // notebook is exported with Debian's nbconvert 6.5.3 and with nbconvert 7, and every figure must be
@@ -19,6 +21,8 @@ const EXPECTED: Record<string, Partial<Record<Renderer, number>>> = {
   "12_summary.ipynb": { graph: 1 },
 };
 type Renderer = "vega" | "graph" | "svg" | "table" | "text" | "html" | "other";
+/** The notebook on screen (Lab keeps other tabs' panels in the DOM, hidden). */
+const PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)";
 
 let server: Server;
 let browser: BrowserContext;
@@ -37,7 +41,7 @@ afterAll(async () => {
 async function shoot(page: Page, name: string) {
   // Lab scrolls the notebook inside its own panel: grow the window to the notebook's height first.
   const h = await page.evaluate(() => {
-    const el = document.querySelector(".jp-NotebookPanel-notebook") as HTMLElement | null;
+    const el = document.querySelector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-NotebookPanel-notebook") as HTMLElement | null;
     return el ? el.scrollHeight + 200 : document.body.scrollHeight;
   });
   await page.setViewportSize({ width: 1280, height: Math.min(Math.max(h, 800), 12000) });
@@ -55,7 +59,7 @@ async function clickMenu(page: Page, menu: string, item: string) {
 const WATCH_LIVE = () => {
   const w = window as unknown as { __live: { renders: number; maxOutputs: number; runningSeen: boolean } };
   w.__live = { renders: 0, maxOutputs: 0, runningSeen: false };
-  const cells = [...document.querySelectorAll(".jp-CodeCell")];
+  const cells = [...document.querySelectorAll(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell")];
   const cell = cells.find((c) => (c.querySelector(".jp-InputArea-editor")?.textContent ?? "").includes(".show()"));
   if (!cell) return false;
   const running = () => /\*/.test(cell.querySelector(".jp-InputPrompt")?.textContent ?? "");
@@ -76,7 +80,7 @@ const WATCH_LIVE = () => {
 /** What the page shows for each output, read from the DOM. */
 const READ_OUTPUTS = () => {
   const out: Array<{ cell: number; mime: string; renderer: string; ok: boolean; detail: string }> = [];
-  document.querySelectorAll(".jp-CodeCell").forEach((cell, ci) => {
+  document.querySelectorAll(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell").forEach((cell, ci) => {
     cell.querySelectorAll(".jp-OutputArea-output").forEach((o) => {
       const mime = o.getAttribute("data-mime-type") ?? "";
       let renderer = "other", ok = true, detail = "";
@@ -118,7 +122,7 @@ const GRAPH_OVERFLOW = () => {
   const host = document.createElement("div");
   host.style.cssText = "position:absolute;left:0;top:0;visibility:hidden";
   document.body.appendChild(host);
-  for (const src of document.querySelectorAll("picture.gradlab-figure source")) {
+  for (const src of document.querySelectorAll(".jp-NotebookPanel:not(.lm-mod-hidden) picture.gradlab-figure source")) {
     const b64 = (src.getAttribute("srcset") ?? "").split(",")[1];
     host.innerHTML = new TextDecoder().decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
     for (const g of host.querySelectorAll("g.node")) {
@@ -143,18 +147,19 @@ async function runNotebook(page: Page, url: string, name: string, app: "lab" | "
   // The notebook names the GradLab kernel: it must start without asking.
   await until(`${name}: the GradLab kernel to be idle`, 90_000, async () => {
     if (await page.locator(".jp-Dialog").count()) throw new Error(`a dialog asks: ${await page.locator(".jp-Dialog").innerText()}`);
-    const name = await page.locator(".jp-KernelName, .jp-Toolbar-kernelName").first().innerText().catch(() => "");
-    const idle = await page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').count();
-    return name.includes("GradLab") && idle > 0 && (await page.locator(".jp-CodeCell").count()) > 0;
+    const name = await page.locator(`${PANEL} .jp-Toolbar-kernelName`).first().innerText().catch(() => "");
+    const idle = await page.locator(`${PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]`).count();
+    return name.includes("GradLab") && idle > 0 && (await page.locator(`${PANEL} .jp-CodeCell`).count()) > 0;
   }, 300);
+  expect(await page.locator(PANEL).count(), "one notebook on screen").toBe(1);
   const watching = await page.evaluate(WATCH_LIVE);
   await clickMenu(page, "Run", "Run All Cells");
-  const nCells = await page.locator(".jp-CodeCell").count();
+  const nCells = await page.locator(`${PANEL} .jp-CodeCell`).count();
   await until(`${name}: every cell to run`, 240_000, async () => {
     if (await page.locator(".jp-Dialog").count()) throw new Error(`a dialog asks: ${await page.locator(".jp-Dialog").innerText()}`);
-    const prompts = await page.locator(".jp-CodeCell .jp-InputPrompt").allInnerTexts();
+    const prompts = await page.locator(`${PANEL} .jp-CodeCell .jp-InputPrompt`).allInnerTexts();
     const done = prompts.filter((p) => /\[\d+\]/.test(p)).length;
-    const idle = await page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').count();
+    const idle = await page.locator(`${PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]`).count();
     return done === nCells && idle > 0;
   }, 500);
   await page.waitForTimeout(1500); // last renders (Vega draws asynchronously)
@@ -197,7 +202,7 @@ describe("JupyterLab 4", () => {
     it(`runs ${name} with no error and the expected renderers`, async () => {
       const page = await browser.newPage();
       try {
-        const r = await runNotebook(page, `${server.url}/lab/tree/${name}?token=${server.token}`, name, "lab");
+        const r = await runNotebook(page, `${server.url}/lab/tree/${name}?reset&token=${server.token}`, name, "lab");
         checkOutputs(name, r);
         if (name === "06_memory_lifecycle.ipynb") {
           expect(r.live, "the live plot's cell").not.toBeNull();

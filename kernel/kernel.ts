@@ -161,7 +161,11 @@ export class Kernel {
     }
   }
 
+  /** the channel each request came on: its reply goes back there */
+  private channels = new WeakMap<Message, "shell" | "control">();
+
   private enqueue(msg: Message, channel: "shell" | "control"): void {
+    this.channels.set(msg, channel);
     this.queue.push({ msg, channel, seq: ++this.seq });
     if (!this.processing) void this.process();
   }
@@ -217,7 +221,7 @@ export class Kernel {
     return this.capture.als.getStore()?.parent ?? this.current?.header ?? this.capture.last?.parent ?? {};
   }
 
-  reply(req: Message, type: string, content: object, channel: "shell" | "control" = "shell", metadata: object = {}): void {
+  reply(req: Message, type: string, content: object, channel: "shell" | "control" = this.channels.get(req) ?? "shell", metadata: object = {}): void {
     let frames: Buffer[];
     try {
       frames = serialize(this.signer, makeHeader(type, this.session), req.header, metadata, content, req.identities);

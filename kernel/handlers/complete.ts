@@ -5,6 +5,10 @@ import type { Message } from "../wire/message.ts";
 import { liveCompletions, liveInspect } from "../language/live.ts";
 import { languageService } from "../language/client.ts";
 
+/** Code longer than this is completed and inspected from live values only: the language service
+ *  would take seconds to check it, and every later request would wait behind it. */
+export const LS_MAX_CODE = 100_000;
+
 /** cursor_pos as a position in code: a client may send anything (1e308, -1, "x", null). */
 export function cursorIn(code: string, pos: unknown): number {
   const n = pos == null ? code.length : Number(pos);
@@ -16,7 +20,7 @@ export async function completeRequest(k: Kernel, msg: Message): Promise<void> {
   const code = String(msg.content?.code ?? "");
   const cursor = cursorIn(code, msg.content?.cursor_pos);
   const live = liveCompletions(code, cursor);
-  const ts = await languageService(k).complete(code, cursor);
+  const ts = code.length <= LS_MAX_CODE ? await languageService(k).complete(code, cursor) : null;
   const seen = new Set<string>();
   const matches: string[] = [];
   const types: { start: number; end: number; text: string; type: string }[] = [];
@@ -50,7 +54,7 @@ export async function inspectRequest(k: Kernel, msg: Message): Promise<void> {
 
 /** Type signature and docs from TypeScript, then the live value; null when nothing is known. */
 export async function inspectText(k: Kernel, code: string, cursor: number): Promise<string | null> {
-  const ts = await languageService(k).inspect(code, cursor);
+  const ts = code.length <= LS_MAX_CODE ? await languageService(k).inspect(code, cursor) : null;
   const live = liveInspect(code, cursor);
   const parts: string[] = [];
   if (ts?.signature) parts.push(ts.signature);

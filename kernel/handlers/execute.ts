@@ -61,7 +61,7 @@ async function pageHelp(k: Kernel, msg: Message, name: string, storeHistory: boo
     execution_count: k.executionCount,
     payload: [{ source: "page", data: { "text/plain": text }, start: 0 }],
     user_expressions: {},
-  }, "shell", { status: "ok", started });
+  }, undefined, { status: "ok", started });
 }
 
 export async function executeRequest(k: Kernel, msg: Message): Promise<void> {
@@ -73,7 +73,7 @@ export async function executeRequest(k: Kernel, msg: Message): Promise<void> {
   const started = new Date().toISOString();
 
   if (k.aborting) {
-    k.reply(msg, "execute_reply", { status: "aborted", execution_count: k.executionCount }, "shell", { status: "aborted", started });
+    k.reply(msg, "execute_reply", { status: "aborted", execution_count: k.executionCount }, undefined, { status: "aborted", started });
     return;
   }
   const help = code.length < 1000 ? /^\s*([A-Za-z_$][\w$.]*)\s*\?\s*$/.exec(code) : null;
@@ -118,11 +118,11 @@ async function runCell(k: Kernel, msg: Message, r: CellRun): Promise<boolean> {
   }
   if (!error) {
     const user_expressions = await userExpressions(k, c.user_expressions, ctx);
-    k.reply(msg, "execute_reply", { status: "ok", execution_count: count, payload: [], user_expressions }, "shell", { status: "ok", started });
+    k.reply(msg, "execute_reply", { status: "ok", execution_count: count, payload: [], user_expressions }, undefined, { status: "ok", started });
   } else {
     if (!silent) k.publish("error", error, msg.header);
     if (stopOnError) await k.abortQueued();
-    k.reply(msg, "execute_reply", { status: "error", execution_count: count, ...error, payload: [], user_expressions: {} }, "shell", { status: "error", started });
+    k.reply(msg, "execute_reply", { status: "error", execution_count: count, ...error, payload: [], user_expressions: {} }, undefined, { status: "error", started });
   }
   if (storeHistory) k.history.add(count, code, resultText);
   if (!error && !silent) languageService(k).addCell(code);

@@ -556,6 +556,276 @@ def scenario_promises_anomaly(km, kc):
     return res
 
 
+def scenario_storm(km, kc):
+    """Cells of every kind with interrupts (message and SIGINT) sent at random while they run, for
+    DRIVE_SECONDS. A cell may be interrupted only if an interrupt was sent while it ran."""
+    import random
+    rng = random.Random(int(os.environ.get("DRIVE_SEED", "1")))
+    seconds = float(os.environ.get("DRIVE_SECONDS", "60"))
+    run(kc, "function spin(ms: number) { const end = Date.now() + ms; while (Date.now() < end) {} return ms }")
+    kinds = ["spin(%d)", "await new Promise((r) => setTimeout(r, %d))", "{ let n = 0; const end = Date.now() + %d; for (;;) { if (Date.now() > end) break; n++ } n > 0 }",
+             "(function rec(k: number): number { return k <= 0 ? 0 : 1 + rec(k - 1) })(%d)", "console.log('x'.repeat(%d))"]
+    res = {"cells": 0, "interrupted": 0, "wrong": [], "deaths": 0, "other_errors": [], "interrupts_sent": 0}
+    end = time.time() + seconds
+    while time.time() < end:
+        code = rng.choice(kinds) % rng.choice([0, 5, 30, 100, 400])
+        sent_at = time.time()
+        mid = kc.execute(code)
+        targeted = rng.random() < 0.6
+        if targeted:
+            time.sleep(rng.random() * 0.3)
+            if rng.random() < 0.8:
+                km.interrupt_kernel()
+            else:
+                km.signal_kernel(signal.SIGINT)
+            res["interrupts_sent"] += 1
+        reply = reply_for(kc, mid, timeout=30)
+        collect(kc, mid, timeout=30)
+        res["cells"] += 1
+        if reply["status"] == "error":
+            if reply.get("ename") == "KeyboardInterrupt":
+                res["interrupted"] += 1
+                if not targeted:
+                    res["wrong"].append(code)
+            else:
+                res["other_errors"].append([code, reply.get("ename"), reply.get("evalue")])
+        if not km.is_alive():
+            res["deaths"] += 1
+            break
+    res["alive"] = result_text(run(kc, "'alive'")[1])
+    return res
+
+
+def scenario_interrupt_memory(km, kc):
+    """Interrupts inside no_grad and tensor loops (real runtime): grad mode and memory after each."""
+    rounds = int(os.environ.get("DRIVE_ROUNDS", "20"))
+    res = {"grad": [], "allocated": [], "errors": []}
+    run(kc, "await torch.gc(); const base = torch.cuda.memory_allocated(); const keep = torch.ones([1000])")
+    res["base"] = result_text(run(kc, "await torch.gc(); torch.cuda.memory_allocated()")[1])
+    for i in range(rounds):
+        code = ("for (;;) torch.no_grad(() => torch.ones([4]).add(1).dispose())" if i % 2 == 0 else
+                "for (;;) { const t = torch.ones([256], { requires_grad: true }).mul(2).sum(); t.backward() }")
+        mid = kc.execute(code)
+        time.sleep(0.3 + (i % 5) * 0.05)
+        km.interrupt_kernel()
+        reply = reply_for(kc, mid, timeout=30)
+        collect(kc, mid)
+        if reply.get("ename") != "KeyboardInterrupt":
+            res["errors"].append([reply["status"], reply.get("ename"), reply.get("evalue")])
+        res["grad"].append(result_text(run(kc, "torch.is_grad_enabled()")[1]))
+        res["allocated"].append(result_text(run(kc, "await torch.gc(); torch.cuda.memory_allocated()")[1]))
+    return res
+
+
+def scenario_soak(km, kc):
+    """DRIVE_CELLS cells of ordinary work: latency, RSS and memory_allocated every 100 cells."""
+    n = int(os.environ.get("DRIVE_CELLS", "1000"))
+    pid = int(result_text(run(kc, "process.pid")[1]))
+    samples = []
+    lat = []
+    for i in range(n):
+        code = ("const x%d: number = %d\nconst t%d = torch.ones([64]).mul(%d)\nconst s%d = (await t%d.sum().item()) + x%d\ns%d" % ((i % 50,) * 2 + (i % 50,) * 2 + (i % 50,) * 4))
+        t0 = time.time()
+        reply, outs = run(kc, code)
+        lat.append((time.time() - t0) * 1000)
+        if reply["status"] != "ok":
+            samples.append({"error": [i, reply.get("ename"), reply.get("evalue")]})
+            break
+        if (i + 1) % 100 == 0:
+            rss = 0
+            with open("/proc/%d/status" % pid) as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        rss = int(line.split()[1]) * 1024
+            alloc = result_text(run(kc, "await torch.gc(); torch.cuda.memory_allocated()")[1])
+            window = sorted(lat[-100:])
+            samples.append({"cells": i + 1, "median_ms": window[50], "p90_ms": window[90], "rss": rss, "allocated": int(alloc)})
+    return {"samples": samples}
+
+
+def scenario_restarts(km, kc):
+    n = int(os.environ.get("DRIVE_ROUNDS", "20"))
+    res = {"ok": 0, "times": []}
+    for i in range(n):
+        t0 = time.time()
+        km.restart_kernel(now=False)
+        kc.wait_for_ready(timeout=60)
+        r = result_text(run(kc, "'restart %d'" % i)[1])
+        res["times"].append(time.time() - t0)
+        if r == "'restart %d'" % i:
+            res["ok"] += 1
+    return res
+
+
+def scenario_ooms(km, kc):
+    """Out-of-memory errors with and without a recorded graph (real runtime): memory comes back."""
+    n = int(os.environ.get("DRIVE_ROUNDS", "20"))
+    res = {"errors": [], "allocated": [], "other": []}
+    res["base"] = int(result_text(run(kc, "await torch.gc(); torch.cuda.memory_allocated()")[1]))
+    run(kc, "torch.cuda.set_memory_capacity(64 * 2 ** 20)")
+    for i in range(n):
+        grad = "true" if i % 2 == 0 else "false"
+        code = ("{ const w = torch.randn([1024, 1024], { requires_grad: %s }); let h = torch.randn([1024, 1024]);"
+                " for (let s = 0; s < 12; s++) h = h.matmul(w).tanh() }" % grad)
+        reply, _ = run(kc, code)
+        res["errors"].append(reply.get("ename"))
+        if reply.get("ename") != "OutOfMemoryError":
+            res["other"].append(reply.get("evalue"))
+        res["allocated"].append(int(result_text(run(kc, "await torch.gc(); torch.cuda.memory_allocated()")[1])))
+    return res
+
+
+def json_depth(b):
+    depth = best = 0
+    in_str = esc = False
+    for c in b:
+        if in_str:
+            if esc:
+                esc = False
+            elif c == 0x5c:
+                esc = True
+            elif c == 0x22:
+                in_str = False
+        elif c == 0x22:
+            in_str = True
+        elif c in (0x5b, 0x7b):
+            depth += 1
+            best = max(best, depth)
+        elif c in (0x5d, 0x7d):
+            depth -= 1
+    return best
+
+
+def scenario_fuzz(km, kc):
+    """DRIVE_MESSAGES fuzzed messages on shell and control in batches, with a liveness check after each.
+    Every signed message with a well-formed header gets a reply; nothing stops a loop."""
+    import random
+    rng = random.Random(int(os.environ.get("DRIVE_SEED", "1")))
+    total = int(os.environ.get("DRIVE_MESSAGES", "2000"))
+    batch = 100
+    ctx = zmq.Context.instance()
+    socks = {}
+    for name, port in (("shell", km.shell_port), ("control", km.control_port)):
+        so = ctx.socket(zmq.DEALER)
+        so.linger = 0
+        so.identity = ("fuzz-" + name).encode()
+        so.connect("tcp://%s:%d" % (km.ip, port))
+        socks[name] = so
+    key = km.session.key
+
+    def sign(parts):
+        h = hmac.new(key, digestmod=hashlib.sha256)
+        for p in parts:
+            h.update(p)
+        return h.hexdigest().encode()
+
+    types = ["kernel_info_request", "complete_request", "inspect_request", "is_complete_request", "history_request",
+             "comm_info_request", "execute_request", "no_such_request", "constructor", "toString", "__proto__",
+             "hasOwnProperty", "valueOf", "isPrototypeOf", "interrupt_request", "debug_request"]
+    values = [None, True, 0, -1, 1e308, -1e308, "x", "", [], {}, [1, [2, [3]]], {"a": {"b": None}}, "\u0000\ud800", 2 ** 63]
+    safe_code = lambda: "".join(rng.choice("0123456789 +-*/().") for _ in range(rng.randint(0, 30)))
+
+    def content_for(t):
+        c = {"code": safe_code() if t == "execute_request" else rng.choice(["Math.ma", "torch.", "x = ", "/* c", "if (a) {"]),
+             "cursor_pos": rng.choice([0, 3, 1e308, -5, "7", None]), "detail_level": rng.choice([0, 1, "x"]),
+             "hist_access_type": rng.choice(["tail", "range", "search", "bogus"]), "n": rng.choice([1, 1e308, -1, "x"]),
+             "pattern": rng.choice(["*", "*a" * 20 + "*b", "?" * 50]), "silent": rng.choice([True, False]), "store_history": False}
+        for k in list(c):
+            r = rng.random()
+            if r < 0.2:
+                c[k] = rng.choice(values)
+            elif r < 0.3:
+                del c[k]
+        if t == "execute_request" and not isinstance(c.get("code"), str):
+            c["code"] = "1"  # whatever else is mutated, never run unbounded code
+        if t == "execute_request":
+            c["user_expressions"] = rng.choice([{}, {"a": "1+1"}, [1], None])
+        return c
+
+    sent = {}  # msg_id -> channel, for messages that must be answered
+    kinds = {}
+    for i in range(total):
+        ch = "shell" if i % 2 == 0 else "control"
+        kind = rng.choice(["valid", "valid", "bad_json", "truncated", "no_msg_type", "deep", "huge", "random_frames",
+                           "mutated", "bad_sig", "wrong_header_type"])
+        kinds[kind] = kinds.get(kind, 0) + 1
+        t = rng.choice(types)
+        mid = "fuzz-%d" % i
+        header = {"msg_id": mid, "session": "fuzz", "username": "f", "date": "2020-01-01T00:00:00Z", "msg_type": t, "version": "5.3"}
+        content = content_for(t)
+        parts = [json.dumps(header).encode(), b"{}", b"{}", json.dumps(content).encode()]
+        frames = None
+        if kind == "bad_json":
+            parts[rng.randrange(4)] = b"{not json"
+        elif kind == "truncated":
+            frames = [b"<IDS|MSG>", sign(parts)] + parts[: rng.randrange(4)]
+        elif kind == "no_msg_type":
+            del header["msg_type"]
+            parts[0] = json.dumps(header).encode()
+        elif kind == "deep":
+            n = rng.choice([300, 5000, 50000])
+            parts[rng.randrange(1, 4)] = ("[" * n + "]" * n).encode()
+        elif kind == "huge":
+            t = rng.choice(["is_complete_request", "complete_request", "inspect_request"])
+            header["msg_type"] = t
+            parts[0] = json.dumps(header).encode()
+            parts[3] = json.dumps({"code": "x\n" * rng.choice([100000, 2000000]), "cursor_pos": 5}).encode()
+        elif kind == "random_frames":
+            frames = [bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 40))) for _ in range(rng.randint(1, 9))]
+            if rng.random() < 0.5:
+                frames.insert(0, b"<IDS|MSG>")
+        elif kind == "mutated":
+            b = bytearray(parts[3])
+            for _ in range(rng.randint(1, 5)):
+                if b:
+                    b[rng.randrange(len(b))] = rng.getrandbits(8)
+            parts[3] = bytes(b)
+        elif kind == "wrong_header_type":
+            parts[0] = json.dumps(rng.choice([[], 5, "str", None, {"msg_type": 5}])).encode()
+        if frames is None:
+            sig = sign(parts) if kind != "bad_sig" else b"0" * 64
+            frames = [b"<IDS|MSG>", sig] + parts
+            try:
+                ok = all(json_depth(p) <= 256 for p in parts)
+                dec = [json.loads(p) for p in parts] if ok else None
+            except Exception:
+                dec = None
+            if kind != "bad_sig" and dec and isinstance(dec[0], dict) and isinstance(dec[0].get("msg_type"), str):
+                sent[mid] = ch
+        socks[ch].send_multipart(frames)
+        if (i + 1) % batch == 0:
+            # answers for this batch, then liveness: heartbeat, kernel_info on shell and on control
+            deadline = time.time() + 60
+            while time.time() < deadline and any(m in sent and not isinstance(sent[m], dict) for m in list(sent)):
+                for name, so in socks.items():
+                    while so.poll(50):
+                        fr = so.recv_multipart()
+                        try:
+                            j = fr.index(b"<IDS|MSG>")
+                            ph = json.loads(fr[j + 3])
+                            if ph.get("msg_id") in sent:
+                                sent[ph["msg_id"]] = {"answered": True}
+                        except Exception:
+                            pass
+            if not heartbeat_ok(km):
+                return {"dead_after": i + 1, "kinds": kinds}
+            mid2 = kc.kernel_info()
+            if not timed_reply(kc, kc.get_shell_msg, mid2, timeout=30):
+                return {"shell_silent_after": i + 1, "kinds": kinds}
+            info = kc.session.msg("kernel_info_request", {})
+            kc.control_channel.send(info)
+            if not timed_reply(kc, kc.get_control_msg, info["header"]["msg_id"], timeout=30):
+                return {"control_silent_after": i + 1, "kinds": kinds}
+    unanswered = [m for m, v in sent.items() if not isinstance(v, dict)]
+    res = {"sent": total, "expected_replies": len(sent), "unanswered": unanswered[:20], "kinds": kinds}
+    res["alive"] = result_text(run(kc, "'alive'")[1])
+    mid = kc.execute("while (true) {}")
+    time.sleep(0.4)
+    km.interrupt_kernel()
+    res["interrupt_after"] = reply_for(kc, mid).get("ename")
+    return res
+
+
 def main():
     name = sys.argv[1]
     log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)

@@ -41,8 +41,8 @@ export async function installedKernel(extraEnv: NodeJS.ProcessEnv = {}): Promise
 }
 
 /** Runs one scenario of drive.py and returns what it observed. */
-export async function drive(e: Env, scenario: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<any> {
-  const r = await run(PYTHON, [join(REPO, "test", "kernel", "drive.py"), scenario], { env: { ...e.env, ...extraEnv } });
+export async function drive(e: Env, scenario: string, extraEnv: NodeJS.ProcessEnv = {}, timeoutMs = 120_000): Promise<any> {
+  const r = await run(PYTHON, [join(REPO, "test", "kernel", "drive.py"), scenario], { env: { ...e.env, ...extraEnv }, timeout: timeoutMs });
   if (r.code !== 0) throw new Error(`drive.py ${scenario} failed (${r.code}):\n${r.stderr}\n${r.stdout}`);
   return JSON.parse(r.stdout.trim().split("\n").pop()!);
 }

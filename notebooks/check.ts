@@ -1,0 +1,96 @@
+/**
+ * check.ts — the exercise checker the GradLab tutorials import.
+ * 练习自动检查器：每个检查打印 ✓（通过）或 ✗（未通过，附提示）。
+ *
+ * In a notebook cell (this file sits next to the notebooks; solutions/ imports "../check.ts"):
+ *
+ *   import { check } from "./check.ts";
+ *   await check.equal("loss value", loss, 6.5);            // numbers, arrays, strings, booleans or tensors
+ *   check.memory("peak", torch.cuda.max_memory_allocated(), 448 * 2 ** 20);   // bytes, printed in MiB
+ *   await check.grad("w.grad", w, [1, 2, 3]);               // compares w.grad with the expected values
+ *   check.raises("crash is gone", () => loss.backward());   // or check.no_error: see below
+ *   check.ok("loop is flat", growth === 0, "hint...");      // any condition
+ *
+ * Every check prints one line (two with the hint) and returns nothing; none throws, so a notebook with an unsolved
+ * exercise still runs to the end (the failing line is the ✗). The last argument of each check is a
+ * hint shown only on failure. Tensors are read with `await t.tolist()`, so `equal` and `grad` are async:
+ * write `await` in front of them. Numbers compare with a tolerance (`tol`, default 1e-4 relative+absolute;
+ * for `memory`, exact bytes unless `tol_bytes` is given).
+ *
+ * This module is plain TypeScript with no GradLab import: it works on any object with `tolist()`.
+ * It is part of the tutorials, not of GradLab's API (and not of PyTorch's).
+ */
+
+type Value = unknown;
+interface HasToList { tolist(): Promise<unknown> | unknown }
+const isTensorLike = (v: unknown): v is HasToList =>
+  typeof v === "object" && v !== null && typeof (v as HasToList).tolist === "function";
+
+async function plain(v: Value): Promise<unknown> {
+  return isTensorLike(v) ? await v.tolist() : v;
+}
+
+function close(a: unknown, b: unknown, tol: number): void {
+  if (typeof a === "number" && typeof b === "number") {
+    if (Number.isNaN(a) || Number.isNaN(b)) return Number.isNaN(a) && Number.isNaN(b);
+    return Math.abs(a - b) <= tol * (1 + Math.abs(b));
+  }
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => close(x, b[i], tol));
+  return a === b;
+}
+
+function show(v: unknown): string {
+  const s = JSON.stringify(v, (_k, x) => (typeof x === "number" && !Number.isInteger(x) ? Number(x.toPrecision(6)) : x));
+  if (s === undefined) return String(v);
+  return s.length > 120 ? s.slice(0, 117) + "..." : s;
+}
+
+const MiB = (b: number) => (Math.abs(b) < 2 ** 20 ? `${b} B` : `${(b / 2 ** 20).toFixed(2)} MiB`);
+
+function report(name: string, pass: boolean, detail: string, hint?: string): void {
+  if (pass) console.log(`✓ ${name}`);
+  else console.log(`✗ ${name}: ${detail}${hint ? `\n  hint · 提示: ${hint}` : ""}`);
+  return pass;
+}
+
+export const check = {
+  /** Values equal (numbers within `tol`); tensors are compared by their values. */
+  async equal(name: string, actual: Value, expected: Value, hint?: string, opts: { tol?: number } = {}): Promise<void> {
+    const a = await plain(actual), e = await plain(expected);
+    return report(name, close(a, e, opts.tol ?? 1e-4), `got ${show(a)}, expected ${show(e)}`, hint);
+  },
+
+  /** A byte count (memory_allocated(), a peak, a difference) equals the expected bytes (± tol_bytes). */
+  memory(name: string, actual_bytes: number | null | undefined, expected_bytes: number, hint?: string, opts: { tol_bytes?: number } = {}): void {
+    const ok = typeof actual_bytes === "number" && Math.abs(actual_bytes - expected_bytes) <= (opts.tol_bytes ?? 0);
+    const got = typeof actual_bytes === "number" ? MiB(actual_bytes) : String(actual_bytes);
+    report(name, ok, `got ${got}, expected ${MiB(expected_bytes)}`, hint);
+  },
+
+  /** The leaf's `.grad` has the expected values (`null` expects no gradient). */
+  async grad(name: string, leaf: { grad: Value } | null | undefined, expected: Value, hint?: string, opts: { tol?: number } = {}): Promise<void> {
+    const g = leaf?.grad ?? null;
+    const a = g === null ? null : await plain(g), e = await plain(expected);
+    return report(name, close(a, e, opts.tol ?? 1e-4), `.grad is ${show(a)}, expected ${show(e)}`, hint);
+  },
+
+  /** `fn` runs without throwing (an error is reported, not rethrown). */
+  no_error(name: string, fn: () => unknown, hint?: string): void {
+    try { fn(); report(name, true, ""); }
+    catch (e) { return report(name, false, `it raised ${(e as Error).name}: ${String((e as Error).message).split("\n")[0]}`, hint); }
+  },
+
+  /** `fn` throws, and its message matches `pattern` when given. */
+  raises(name: string, fn: () => unknown, pattern?: RegExp, hint?: string): void {
+    try { fn(); } catch (e) {
+      const msg = String((e as Error).message);
+      return report(name, !pattern || pattern.test(msg), `raised, but the message was: ${msg.split("\n")[0]}`, hint);
+    }
+    return report(name, false, "no error was raised", hint);
+  },
+
+  /** Any condition. */
+  ok(name: string, condition: boolean, hint?: string, detail = "the condition is false"): void {
+    return report(name, condition, detail, hint);
+  },
+};

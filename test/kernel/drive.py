@@ -664,9 +664,11 @@ def scenario_ooms(km, kc):
     res["base"] = int(result_text(run(kc, "await torch.gc(); torch.cuda.memory_allocated()")[1]))
     run(kc, "torch.cuda.set_memory_capacity(64 * 2 ** 20)")
     for i in range(n):
-        grad = "true" if i % 2 == 0 else "false"
-        code = ("{ const w = torch.randn([1024, 1024], { requires_grad: %s }); let h = torch.randn([1024, 1024]);"
-                " for (let s = 0; s < 12; s++) h = h.matmul(w).tanh() }" % grad)
+        if i % 2 == 0:  # a forward pass recording a graph that outgrows the device
+            code = ("{ const w = torch.randn([1024, 1024], { requires_grad: true }); let h = torch.randn([1024, 1024]);"
+                    " for (let s = 0; s < 24; s++) h = h.matmul(w).tanh() }")
+        else:  # no graph: one allocation too big
+            code = "{ const keep = torch.randn([1024, 1024]); const big = torch.empty([8192, 8192]) }"
         reply, _ = run(kc, code)
         res["errors"].append(reply.get("ename"))
         if reply.get("ename") != "OutOfMemoryError":

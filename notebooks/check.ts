@@ -50,7 +50,6 @@ const MiB = (b: number) => (Math.abs(b) < 2 ** 20 ? `${b} B` : `${(b / 2 ** 20).
 function report(name: string, pass: boolean, detail: string, hint?: string): void {
   if (pass) console.log(`✓ ${name}`);
   else console.log(`✗ ${name}: ${detail}${hint ? `\n  hint · 提示: ${hint}` : ""}`);
-  return pass;
 }
 
 export const check = {

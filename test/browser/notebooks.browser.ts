@@ -41,8 +41,11 @@ afterAll(async () => {
 async function shoot(page: Page, name: string) {
   // Lab scrolls the notebook inside its own panel: grow the window to the notebook's height first.
   const h = await page.evaluate(() => {
-    const el = document.querySelector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-NotebookPanel-notebook") as HTMLElement | null;
-    return el ? el.scrollHeight + 200 : document.body.scrollHeight;
+    const panel = document.querySelector(".jp-NotebookPanel:not(.lm-mod-hidden)");
+    if (!panel) return document.body.scrollHeight;
+    // the notebook's scroller: the element whose content is taller than its box
+    const tallest = Math.max(...[panel, ...panel.querySelectorAll("*")].map((e) => e.scrollHeight));
+    return tallest + 200;
   });
   await page.setViewportSize({ width: 1280, height: Math.min(Math.max(h, 800), 12000) });
   await page.waitForTimeout(300);
@@ -84,7 +87,8 @@ const READ_OUTPUTS = () => {
     cell.querySelectorAll(".jp-OutputArea-output").forEach((o) => {
       const mime = o.getAttribute("data-mime-type") ?? "";
       let renderer = "other", ok = true, detail = "";
-      if (mime === "application/vnd.vegalite.v5+json") {
+      // Lab's Vega extension sets no data-mime-type; its widget has its own class.
+      if (mime === "application/vnd.vegalite.v5+json" || o.classList.contains("jp-RenderedVegaLite")) {
         renderer = "vega";
         const c = o.querySelector(".vega-embed canvas, .vega-embed svg") as HTMLElement | null;
         ok = !!c && c.getBoundingClientRect().width > 50 && c.getBoundingClientRect().height > 50;
@@ -108,7 +112,7 @@ const READ_OUTPUTS = () => {
       } else if (mime === "application/vnd.jupyter.error") {
         ok = false;
         detail = o.textContent ?? "";
-      }
+      } else detail = `${o.className}: ${(o.innerHTML ?? "").slice(0, 300)}`;
       out.push({ cell: ci, mime, renderer, ok, detail });
     });
   });
@@ -177,7 +181,7 @@ function checkOutputs(name: string, r: Awaited<ReturnType<typeof runNotebook>>) 
   expect(warnings.map((e) => e.detail.slice(0, 300)), `${name}: warnings in the output`).toEqual([]);
   expect(r.outputs.filter((o) => !o.ok).map((o) => `${o.cell} ${o.mime} ${o.renderer} ${o.detail}`), `${name}: outputs not drawn`).toEqual([]);
   // text/markdown is the exporters' copy of a plot: Lab must prefer the Vega view to it.
-  expect(r.outputs.filter((o) => o.renderer === "other").map((o) => o.mime), `${name}: unexpected renderers`).toEqual([]);
+  expect(r.outputs.filter((o) => o.renderer === "other").map((o) => `${o.mime} ${o.detail}`), `${name}: unexpected renderers`).toEqual([]);
   for (const [renderer, n] of Object.entries(EXPECTED[name] ?? {})) {
     expect(r.outputs.filter((o) => o.renderer === renderer).length, `${name}: ${renderer} outputs`).toBeGreaterThanOrEqual(n!);
   }
@@ -197,6 +201,13 @@ async function save(page: Page, name: string): Promise<string> {
   return file;
 }
 
+/** Each app starts the notebook on a fresh kernel (Notebook 7 would otherwise join Lab's session). */
+async function shutdownKernels() {
+  const auth = { Authorization: `token ${server.token}` };
+  const sessions = (await (await fetch(`${server.url}/api/sessions`, { headers: auth, signal: AbortSignal.timeout(10_000) })).json()) as Array<{ id: string }>;
+  for (const s of sessions) await fetch(`${server.url}/api/sessions/${s.id}`, { method: "DELETE", headers: auth, signal: AbortSignal.timeout(30_000) });
+}
+
 describe("JupyterLab 4", () => {
   for (const name of NOTEBOOKS) {
     it(`runs ${name} with no error and the expected renderers`, async () => {
@@ -213,6 +224,7 @@ describe("JupyterLab 4", () => {
         executed.set(name, await save(page, name));
       } finally {
         await page.close();
+        await shutdownKernels();
       }
     });
   }
@@ -227,6 +239,7 @@ describe("Notebook 7", () => {
         checkOutputs(name, r);
       } finally {
         await page.close();
+        await shutdownKernels();
       }
     });
   }

@@ -17,6 +17,7 @@ export {
   randn_like, arange, linspace, rand, randn, randint, manual_seed, initial_seed, get_rng_state, set_rng_state,
 } from "./ops/creation.ts";
 export { scope, gc } from "./memory/lifetime.ts";
+export { _save_runtime_state } from "./runtime-state.ts";
 export * as autograd from "./autograd/api.ts";
 export { no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, is_inference_mode_enabled } from "./autograd/grad-mode.ts";
 export * as nn from "./nn/index.ts";

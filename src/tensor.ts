@@ -87,6 +87,7 @@ export class Tensor {
     this._versionCounter = version ?? new VersionCounter();
     this._base = base ?? null;
     this._meta = meta ?? ag.newMeta();
+    if (base && !meta) ag.trackView(this);
     this._rec = new HandleRecord(storage, this._meta, this.shape, dtype, this._base?.shape ?? null);
     track(this, this._rec);
   }
@@ -258,11 +259,11 @@ export class Tensor {
   cpu(): Tensor { return this._alias(); }
 
   // ---- autograd ----
-  get requires_grad(): boolean { return this._meta.requiresGradLeaf || this._meta.grad_fn !== null; }
+  get requires_grad(): boolean { return this._meta.requiresGradLeaf || this.grad_fn !== null; }
   set requires_grad(v: boolean) { ag.setRequiresGrad(this, v); }
   requires_grad_(v = true): this { ag.setRequiresGrad(this, v); return this; }
-  get grad_fn(): Node | null { return this._meta.grad_fn; }
-  get is_leaf(): boolean { return this._meta.grad_fn === null; }
+  get grad_fn(): Node | null { return ag.gradFn(this); }
+  get is_leaf(): boolean { return this.grad_fn === null; }
   get _output_nr(): number { return this._meta.output_nr; }
   get grad(): Tensor | null { return ag.getGrad(this); }
   set grad(g: Tensor | null) { ag.setGrad(this, g); }

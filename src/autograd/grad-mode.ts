@@ -12,6 +12,12 @@ const state = { grad: true, inference: false };
 export const is_grad_enabled = () => state.grad;
 export const is_inference_mode_enabled = () => state.inference;
 
+/** Saves grad and inference mode; the returned function puts them back. */
+export function saveGradModes(): () => void {
+  const prev = { ...state };
+  return () => Object.assign(state, prev);
+}
+
 /** Switches the modes; the returned function restores the previous ones. */
 function switchTo(grad: boolean, inference: boolean): () => void {
   const prev = { ...state };

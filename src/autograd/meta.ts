@@ -45,6 +45,8 @@ export class AutogradMeta {
   inference = false;
   /** Handles sharing this identity; when the last goes, its grad and graph reference go too. */
   handles = 0;
+  /** For a view: the version of its base when its grad_fn was last made (PyTorch's attr_version). */
+  viewVersion: number | null = null;
 
   get grad_fn(): Node | null {
     return this.fn;

@@ -13,6 +13,11 @@ export interface PackHooks {
 const stack: PackHooks[] = [];
 
 export const activeSavedTensorsHooks = (): PackHooks | undefined => stack[stack.length - 1];
+/** Saves the hooks stack; the returned function drops hooks pushed since. */
+export function saveHooksStack(): () => void {
+  const depth = stack.length;
+  return () => void stack.splice(depth);
+}
 
 /** As a `using` guard, or with a callback: `saved_tensors_hooks(pack, unpack, () => model(x))`. */
 export function saved_tensors_hooks<T>(pack: PackHooks["pack"], unpack: PackHooks["unpack"], fn?: () => T, release?: PackHooks["release"]): Guard | T {

@@ -5,7 +5,8 @@ import type { Tensor } from "../tensor.ts";
 import { run_backward } from "./engine.ts";
 import { is_grad_enabled, is_inference_mode_enabled } from "./grad-mode.ts";
 import { AutogradMeta } from "./meta.ts";
-import { AccumulateGrad } from "./node.ts";
+import { AccumulateGrad, type Node } from "./node.ts";
+import { regenerateViewGradFn } from "./functions/inplace.ts";
 import { owned } from "../memory/lifetime.ts";
 import { setCategory } from "../memory/category.ts";
 
@@ -13,6 +14,25 @@ export function newMeta(): AutogradMeta {
   const m = new AutogradMeta();
   m.inference = is_inference_mode_enabled();
   return m;
+}
+
+/**
+ * A tensor's grad_fn. A view whose base (or a sibling view) was written in place since its grad_fn was
+ * made gets a new one, AsStridedBackward0 from the base's current history, as PyTorch regenerates it
+ * on access; otherwise its gradient would skip the write.
+ */
+export function gradFn(t: Tensor): Node | null {
+  const m = t._meta;
+  if (t._base && m.viewVersion !== null && m.viewVersion !== t._versionCounter.value) {
+    m.viewVersion = t._versionCounter.value;
+    if (t._base.requires_grad) regenerateViewGradFn(t);
+  }
+  return m.grad_fn;
+}
+
+/** A new view made with grad mode on follows its base's version (views made under no_grad do not). */
+export function trackView(view: Tensor): void {
+  if (is_grad_enabled()) view._meta.viewVersion = view._versionCounter.value;
 }
 
 export function setRequiresGrad(t: Tensor, v: boolean): void {

@@ -7,8 +7,16 @@ export interface Context<T> {
   with<R>(value: T, fn: () => R): R;
 }
 
+/** Every context's current value, for saving and restoring the runtime's state around a cell. */
+const all: Array<{ save(): () => void }> = [];
+export function saveContexts(): () => void {
+  const restores = all.map((c) => c.save());
+  return () => restores.forEach((r) => r());
+}
+
 export function context<T>(initial: T): Context<T> {
   let current = initial;
+  all.push({ save: () => { const v = current; return () => void (current = v); } });
   return {
     get: () => current,
     with<R>(value: T, fn: () => R): R {

@@ -225,6 +225,20 @@ function inFrame<T>(fn: () => T, done: (result: T) => (h: Disposable_) => boolea
 }
 
 /**
+ * Saves the scope stack; the returned function closes the frames opened since (their handles are
+ * disposed, as for an op or scope that threw): what an interrupted cell left open.
+ */
+export function saveScopes(): () => void {
+  const depth = scopes.length;
+  return () => {
+    while (scopes.length > depth) {
+      const frame = scopes.pop();
+      if (frame) close(frame, () => false);
+    }
+  };
+}
+
+/**
  * Runs fn with no scope collecting the handles it creates: for handles owned by the runtime (saved
  * variables, .grad, optimizer state), which must outlive whatever user scope they were made in.
  */

@@ -3,7 +3,7 @@
 
 import { Tensor } from "../tensor.ts";
 import { ValueError } from "../errors.ts";
-import { rand, randn } from "../ops/creation.ts";
+import { draw, rand, randn } from "../ops/creation.ts";
 import { scope } from "../memory/lifetime.ts";
 import { no_grad } from "../autograd/grad-mode.ts";
 
@@ -12,12 +12,25 @@ function fill(t: Tensor, make: () => Tensor): Tensor {
   return t;
 }
 
+/**
+ * Draws straight into t's memory when it is a contiguous float tensor, as PyTorch's uniform_/normal_
+ * kernels do: no temporary the size of the weight (building nn.Linear(4096, 1024) used to peak at
+ * three extra weights). Otherwise draws a fresh tensor and copies it in.
+ */
+function drawInto(t: Tensor, dist: 0 | 1, a: number, b: number, make: () => Tensor): Tensor {
+  if (t.dtype !== "float32" || !t.is_contiguous() || t.numel() === 0) return fill(t, make);
+  t.check();
+  draw(dist, t, a, b);
+  t._bump_version();
+  return t;
+}
+
 export function uniform_(t: Tensor, a = 0, b = 1): Tensor {
-  return fill(t, () => rand(t.shape).mul(b - a).add(a));
+  return drawInto(t, 0, a, b, () => rand(t.shape).mul(b - a).add(a));
 }
 
 export function normal_(t: Tensor, mean = 0, std = 1): Tensor {
-  return fill(t, () => randn(t.shape).mul(std).add(mean));
+  return drawInto(t, 1, mean, std, () => randn(t.shape).mul(std).add(mean));
 }
 
 export function constant_(t: Tensor, val: number): Tensor {

@@ -41,8 +41,12 @@ export class Adam extends Optimizer {
       if (this.decoupled) p.mul_(1 - g.lr * g.weight_decay);
       else grad = grad.add(p, { alpha: g.weight_decay });
     }
+    // Temporaries are freed as soon as they are used, so an update holds at most two parameter-sized
+    // ones at a time, as PyTorch's single-tensor Adam does (its addcmul_/addcdiv_ make none).
     expAvg.mul_(beta1).add_(grad, { alpha: 1 - beta1 });
-    expAvgSq.mul_(beta2).add_(grad.mul(grad), { alpha: 1 - beta2 });
+    const sq = grad.mul(grad);
+    expAvgSq.mul_(beta2).add_(sq, { alpha: 1 - beta2 });
+    sq.dispose();
     const step: number = state.step;
     const bias1 = 1 - beta1 ** step;
     const bias2 = 1 - beta2 ** step;
@@ -54,8 +58,13 @@ export class Adam extends Optimizer {
       m.copy_(m.maximum(expAvgSq));
       second = m;
     }
-    const denom = second.sqrt().div(bias2Sqrt).add_(g.eps);
-    p.add_(expAvg.div(denom), { alpha: -stepSize });
+    const root = second.sqrt();
+    const denom = root.div(bias2Sqrt).add_(g.eps);
+    root.dispose();
+    const ratio = expAvg.div(denom);
+    p.add_(ratio, { alpha: -stepSize });
+    ratio.dispose();
+    denom.dispose();
   }
 }
 

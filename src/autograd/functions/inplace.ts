@@ -67,12 +67,19 @@ export function rebase(self: Tensor, record: (prev: Tensor, out: Tensor) => void
     baseMeta.grad_fn = copySlices;
     baseMeta.output_nr = 0;
     // The view now sees its history through the base (PyTorch regenerates it as AsStridedBackward0).
-    attach("AsStridedBackward0", [base], [self], asStridedFormula).consts = viewGeometry(base, self);
+    regenerateViewGradFn(self);
   } finally {
     holder.dispose();
     prev.dispose();
     extra?.dispose();
   }
+}
+
+/** Gives a view the grad_fn AsStridedBackward0, from its base's history as it is now. */
+export function regenerateViewGradFn(view: Tensor): void {
+  const base = view._base!;
+  attach("AsStridedBackward0", [base], [view], asStridedFormula).consts = viewGeometry(base, view);
+  view._meta.viewVersion = view._versionCounter.value;
 }
 
 /** The gradient of a view, put back in place in a zero gradient of its base. */

@@ -11,19 +11,35 @@ import type { FormulaNode, Grads } from "../node.ts";
 import * as sh from "./shape.ts";
 import { asOp } from "../../ops/op-context.ts";
 
+/** A 2-D tensor laid out column by column (the transpose of a contiguous one, as w.t() in a Linear). */
+const columnMajor = (t: Tensor) => t._strides[0] === 1 && t._strides[1] === t.shape[0] && t.shape[0] !== 1;
+
+/**
+ * The gradients of mat1 @ mat2, each made in its operand's layout, as ATen's mm_mat1_backward and
+ * mm_mat2_backward do: for mat2 = w.t(), (g.t() @ mat1).t() has w's layout once TBackward0 transposes
+ * it, so AccumulateGrad keeps it instead of copying a weight-sized gradient.
+ */
+function mmGrads(n: FormulaNode, g: Tensor, mat1: string, mat2: string, alpha: number): [Tensor | null, Tensor | null] {
+  const { colMajor1, colMajor2 } = n.consts as { colMajor1: boolean; colMajor2: boolean };
+  const scale = (t: Tensor) => (alpha === 1 ? t : t.mul(alpha)); // a multiplication by 1 would be a full copy
+  const i = n.next_functions.length === 3 ? 1 : 0;
+  const g1 = n.needs(i) ? scale(colMajor1 ? n.unpack(mat2).mm(g.t()).t() : g.mm(n.unpack(mat2).t())) : null;
+  const g2 = n.needs(i + 1) ? scale(colMajor2 ? g.t().mm(n.unpack(mat1)).t() : n.unpack(mat1).t().mm(g)) : null;
+  return [g1, g2];
+}
+
 export function mm(a: Tensor, b: Tensor): Tensor {
-  const out = la.mm(a, b);
+  const out = sh.unview(la.mm(a, b));
   if (needsGrad(a, b)) {
-    attach("MmBackward0", [a, b], [out], (n, [g]) => [
-      n.needs(0) ? g!.mm(n.unpack("mat2").t()) : null,
-      n.needs(1) ? n.unpack("self").t().mm(g!) : null,
-    ], { self: a, mat2: b, self_sym_sizes: [...a.shape], mat2_sym_sizes: [...b.shape] });
+    attach("MmBackward0", [a, b], [out], (n, [g]) => mmGrads(n, g!, "self", "mat2", 1), {
+      self: a, mat2: b, self_sym_sizes: [...a.shape], mat2_sym_sizes: [...b.shape],
+    }).consts = { colMajor1: columnMajor(a), colMajor2: columnMajor(b) };
   }
   return out;
 }
 
 export function bmm(a: Tensor, b: Tensor): Tensor {
-  const out = la.bmm(a, b);
+  const out = sh.unview(la.bmm(a, b));
   if (needsGrad(a, b)) {
     attach("BmmBackward0", [a, b], [out], (n, [g]) => [
       n.needs(0) ? g!.bmm(n.unpack("mat2").transpose(1, 2)) : null,
@@ -36,28 +52,22 @@ export function bmm(a: Tensor, b: Tensor): Tensor {
 export const addmm = asOp("addmm", function addmm(input: Tensor, m1: Tensor, m2: Tensor, opts?: { beta?: number; alpha?: number }): Tensor {
   const beta = opts?.beta ?? 1;
   const alpha = opts?.alpha ?? 1;
-  const out = la.addmm(input, m1, m2, opts);
+  const out = sh.unview(la.addmm(input, m1, m2, opts));
   if (needsGrad(input, m1, m2)) {
     attach("AddmmBackward0", [input, m1, m2], [out], addmmFormula, {
       alpha, beta, mat1: m1, mat1_sym_sizes: [...m1.shape], mat2: m2, mat2_sym_sizes: [...m2.shape],
-    }).consts = { inShape: [...input.shape] };
+    }).consts = { inShape: [...input.shape], colMajor1: columnMajor(m1), colMajor2: columnMajor(m2) };
   }
   return out;
 });
 function addmmFormula(n: FormulaNode, [g]: Grads): Grads {
-  const alpha = n.value<number>("alpha");
   const beta = n.value<number>("beta");
-  // Scaled only when alpha/beta differ from 1: a multiplication by 1 would be a full extra copy.
-  const scale = (t: Tensor, k: number) => (k === 1 ? t : t.mul(k));
-  return [
-    n.needs(0) ? sumTo(scale(g!, beta), (n.consts as { inShape: number[] }).inShape) : null,
-    n.needs(1) ? scale(g!.mm(n.unpack("mat2").t()), alpha) : null,
-    n.needs(2) ? scale(n.unpack("mat1").t().mm(g!), alpha) : null,
-  ];
+  const gi = n.needs(0) ? sumTo(beta === 1 ? g! : g!.mul(beta), (n.consts as { inShape: number[] }).inShape) : null;
+  return [gi, ...mmGrads(n, g!, "mat1", "mat2", n.value<number>("alpha"))];
 }
 
 function dot(a: Tensor, b: Tensor): Tensor {
-  const out = la.matmul(a, b);
+  const out = sh.unview(la.matmul(a, b));
   if (needsGrad(a, b)) {
     attach("DotBackward0", [a, b], [out], (n, [g]) => [n.needs(0) ? n.unpack("tensor").mul(g!) : null, n.needs(1) ? n.unpack("self").mul(g!) : null], { self: a, tensor: b });
   }
@@ -65,7 +75,7 @@ function dot(a: Tensor, b: Tensor): Tensor {
 }
 
 function mv(a: Tensor, v: Tensor): Tensor {
-  const out = la.matmul(a, v);
+  const out = sh.unview(la.matmul(a, v));
   if (needsGrad(a, v)) {
     attach("MvBackward0", [a, v], [out], (n, [g]) => [
       n.needs(0) ? g!.unsqueeze(1).mul(n.unpack("vec").unsqueeze(0)) : null,

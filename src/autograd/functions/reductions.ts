@@ -15,7 +15,9 @@ import { where } from "../../ops/elementwise.ts";
 /** The reduced dims of x (all when dim is undefined), normalised. */
 function reducedDims(x: Tensor, dim: DimArg): number[] {
   if (dim === undefined) return x.shape.map((_, i) => i);
-  return (Array.isArray(dim) ? dim : [dim]).map((d) => wrapDim(d, x.ndim));
+  const ds = (Array.isArray(dim) ? dim : [dim]).map((d) => wrapDim(d, Math.max(x.ndim, 1)));
+  // A 0-d tensor reduced over dim 0 or -1 is reduced over nothing (PyTorch treats it as 1 element).
+  return x.ndim === 0 ? [] : ds;
 }
 
 /** g (reduced, maybe without keepdim) broadcast back over x's shape. */
@@ -99,10 +101,11 @@ export function minmax(op: "max" | "min", x: Tensor, dim?: number, opts?: Reduce
     }, { self: x, result: out });
     return out;
   }
-  const d = wrapDim(dim!, x.ndim);
+  const d = x.ndim === 0 ? 0 : wrapDim(dim!, x.ndim);
   const keepdim = opts?.keepdim ?? false;
   const shape = [...x.shape];
   attach(`${Op}Backward0`, [x], [out.values], (n, [g]) => {
+    if (shape.length === 0) return [g!]; // a 0-d tensor is its own max
     // Scatter g to the arg positions: a one-hot mask along d from the saved indices.
     const idx = keepdim ? n.unpack("indices") : n.unpack("indices").unsqueeze(d);
     const onehot = positionsAlong(shape, d).eq(idx);
@@ -127,12 +130,19 @@ export function variance(x: Tensor, dimArg?: DimArg | VarOpts, optsArg?: VarOpts
   const keepdim = o.keepdim ?? false;
   const shape = [...x.shape];
   const n = numelOf(dims.map((d) => shape[d]));
+  const scale = (std ? 1 : 2) / Math.max(n - correction, 0);
   attach(std ? "StdBackward0" : "VarBackward0", [x], [out], (node, [g]) => {
     const self = node.unpack("self");
-    const centered = self.sub(self.mean(dims, { keepdim: true }));
     let gg = expandBack(g!, shape, dims, keepdim);
-    if (std) gg = gg.div(expandBack(node.unpack("result"), shape, dims, keepdim));
-    return [gg.mul(centered).mul((std ? 1 : 2) / Math.max(n - correction, 0))];
+    if (std) {
+      // d std = d var / (2 std); where std is 0 (a constant row) PyTorch masks the gradient to 0
+      const r = expandBack(node.unpack("result"), shape, dims, keepdim);
+      gg = where(r.eq(0), 0, gg.div(r));
+    }
+    // a 0-d tensor is its own mean: PyTorch's var_backward gives grad * 2 / (N - correction) there
+    if (shape.length === 0) return [gg.mul(std ? 1 : scale)];
+    const centered = self.sub(self.mean(dims, { keepdim: true }));
+    return [gg.mul(centered).mul(scale)];
   }, { correction, dim: o.dim === undefined ? null : dims, keepdim, self: x, result: std ? out : undefined });
   return out;
 }
@@ -183,7 +193,9 @@ export const layerNorm = asOp("layer_norm", function layerNorm(x: Tensor, normal
 
 export const dropout = asOp("dropout", function dropout(x: Tensor, p: number, training: boolean): Tensor {
   if (!(p >= 0 && p <= 1)) throw new RuntimeError(`dropout probability has to be between 0 and 1, but got ${p}`);
-  if (!training || p === 0) return x.clone();
+  // As at::dropout: no-op dropout is the input itself; p = 1 multiplies by a zero tensor (MulBackward0).
+  if (!training || p === 0) return x;
+  if (p === 1) return x.mul(tensor(0));
   const [out, mask] = F.native_dropout(x, p, training);
   if (needsGrad(x)) {
     const scale = p === 1 ? 0 : 1 / (1 - p);

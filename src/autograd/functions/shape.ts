@@ -14,9 +14,22 @@ function viewOp(x: Tensor, out: Tensor, name: string, back: (g: Tensor) => Tenso
 
 const sizes = (x: Tensor) => [...x.shape];
 
+/**
+ * The same memory as a tensor of its own, not a view: what ATen's _unsafe_view and an in-place squeeze_
+ * of a temporary give (matmul's results). An in-place op on it then rebases its own history, where a
+ * view would route it through CopySlices to a temporary base that no longer exists.
+ */
+export function unview(t: Tensor): Tensor {
+  if (!t._base) return t;
+  const own = new Tensor(t.storage, t.shape, t._strides, t._offset, t.dtype);
+  t.dispose();
+  return own;
+}
+
 export function view(x: Tensor, shape: Shape, name = "ViewBackward0"): Tensor {
   const s = sizes(x);
-  return viewOp(x, vw.view(x, shape), name, (g) => g.reshape(s), { self_sym_sizes: s });
+  const out = vw.view(x, shape);
+  return viewOp(x, name === "UnsafeViewBackward0" ? unview(out) : out, name, (g) => g.reshape(s), { self_sym_sizes: s });
 }
 
 /** reshape: a view when strides allow (ReshapeAliasBackward0), else a copy then a view (CloneBackward0 + UnsafeViewBackward0). */
@@ -45,20 +58,33 @@ export function clone(x: Tensor): Tensor {
 
 /** flatten is a reshape (so a non-viewable input gets CloneBackward0 + UnsafeViewBackward0, as in ATen). */
 export function flatten(x: Tensor, start: number, end: number): Tensor {
+  // ATen returns the input itself when there is nothing to merge
+  if (x.ndim > 0 && vw.wrapDim(start, x.ndim) === vw.wrapDim(end, x.ndim)) return x;
   const probe = vw.flatten(x, start, end);
   const shape = [...probe.shape];
   probe.dispose();
   return reshape(x, shape);
 }
 
+/**
+ * A view op that changes nothing (t() of a 0-d or 1-d tensor, transpose(d, d) of a 0-d one) still
+ * returns a new view with its own node, as PyTorch does: never the input's own handle or identity, whose
+ * grad_fn the node would overwrite (the leaf would stop being a leaf).
+ */
+function asView(x: Tensor, out: Tensor): Tensor {
+  if (out._meta !== x._meta) return out;
+  out.dispose();
+  return vw.makeView(x, x.shape, x._strides, x._offset);
+}
+
 export function transpose(x: Tensor, d0: number, d1: number): Tensor {
   const a = vw.wrapDim(d0, Math.max(x.ndim, 1));
   const b = vw.wrapDim(d1, Math.max(x.ndim, 1));
-  return viewOp(x, vw.transpose(x, d0, d1), "TransposeBackward0", (g) => g.transpose(a, b), { dim0: a, dim1: b });
+  return viewOp(x, asView(x, vw.transpose(x, d0, d1)), "TransposeBackward0", (g) => g.transpose(a, b), { dim0: a, dim1: b });
 }
 
 export function t(x: Tensor): Tensor {
-  return viewOp(x, vw.t(x), "TBackward0", (g) => g.t());
+  return viewOp(x, asView(x, vw.t(x)), "TBackward0", (g) => g.t());
 }
 
 export function permute(x: Tensor, dims: number[]): Tensor {
@@ -81,7 +107,9 @@ export function unsqueeze(x: Tensor, dim: number): Tensor {
 
 export function squeeze(x: Tensor, dim?: number, name?: string): Tensor {
   const s = sizes(x);
-  return viewOp(x, vw.squeeze(x, dim), name ?? (dim === undefined ? "SqueezeBackward0" : "SqueezeBackward1"), (g) => g.reshape(s), {
+  // SqueezeBackward3 is matmul's squeeze_ of its own temporary: a tensor of its own, not a view.
+  const out = name === "SqueezeBackward3" ? unview(vw.squeeze(x, dim)) : vw.squeeze(x, dim);
+  return viewOp(x, out, name ?? (dim === undefined ? "SqueezeBackward0" : "SqueezeBackward1"), (g) => g.reshape(s), {
     dim: dim === undefined ? undefined : vw.wrapDim(dim, Math.max(x.ndim, 1)),
     self_sizes: s,
   });

@@ -1,0 +1,147 @@
+// Silent wrong answers found by trying the runtime as a user would, each pinned to what torch 1.13
+// gives (test/fixtures/gen_fidelity.py prints these values), and the peaks PyTorch reports for
+// building a Linear, its backward and an Adam update.
+import { describe, expect, it } from "vitest";
+import * as torch from "../src/index.ts";
+
+const rg = { requires_grad: true };
+const F = torch.nn.functional;
+const MiB = 2 ** 20;
+const sumOf = async (t: torch.Tensor | null) => (t ? await t.sum().item() : null);
+
+describe("gradients torch gives and GradLab used to get wrong", () => {
+  const matmuls: Array<[number[], number[], number]> = [
+    [[2, 2, 3], [3, 4], 96], [[3], [3, 4], 24], [[2, 3], [3], 12], [[3], [3], 6], [[2, 2, 3], [2, 3, 4], 96],
+  ];
+  for (const [sa, sb, want] of matmuls) {
+    it(`in-place on a matmul result keeps the gradients: [${sa}] @ [${sb}]`, async () => {
+      const a = torch.ones(sa, rg);
+      const b = torch.ones(sb, rg);
+      const y = a.matmul(b);
+      y.mul_(2);
+      y.sum().backward();
+      expect([await sumOf(a.grad), await sumOf(b.grad)]).toEqual([want, want]);
+    });
+  }
+
+  it("a view gets AsStridedBackward0 after its base is written in place", async () => {
+    const x = torch.tensor([1, 2, 3], rg);
+    const h = x.mul(1);
+    const v = h.view(3);
+    h.mul_(2);
+    expect(v.grad_fn!.name()).toBe("AsStridedBackward0");
+    v.sum().backward();
+    expect(await x.grad!.tolist()).toEqual([2, 2, 2]);
+  });
+
+  it("a view written through setitem(':', 0) passes no gradient", async () => {
+    const x = torch.tensor([1, 2, 3], rg);
+    const v = x.mul(1).narrow(0, 0, 2);
+    v.setitem(":", 0);
+    v.sum().backward();
+    expect(await x.grad!.tolist()).toEqual([0, 0, 0]);
+  });
+
+  const prods: Array<[number[][] | number[], number | undefined, string, unknown]> = [
+    [[[1, 2, 3], [0, 2, 5], [0, 0, 4]], 1, "ProdBackward1", [[6, 3, 2], [10, 0, 0], [0, 0, 0]]],
+    [[[1, 2, 3], [4, 2, 5]], undefined, "ProdBackward0", [[240, 120, 80], [60, 120, 48]]],
+    [[2, 0, 3], undefined, "ProdBackward0", [0, 6, 0]],
+  ];
+  for (const [xs, dim, name, grad] of prods) {
+    it(`prod${dim === undefined ? "()" : `(${dim})`} records ${name}, zero-safe`, async () => {
+      const x = torch.tensor(xs, rg);
+      const y = dim === undefined ? x.prod() : x.prod(dim);
+      expect(y.grad_fn!.name()).toBe(name);
+      y.sum().backward();
+      expect(await x.grad!.tolist()).toEqual(grad);
+    });
+  }
+
+  const scalars: Array<[string, (t: torch.Tensor) => torch.Tensor, number]> = [
+    ["sum(0)", (t) => t.sum(0), 1], ["mean(0)", (t) => t.mean(0), 1], ["std(-1)", (t) => t.std(-1), NaN],
+    ["max(0)", (t) => t.max(0).values, 1], ["var(0)", (t) => t.var(0), Infinity],
+  ];
+  for (const [name, f, want] of scalars) {
+    it(`backward of ${name} of a 0-d tensor`, async () => {
+      const x = torch.tensor(3, rg);
+      f(x).backward();
+      expect(await x.grad!.item()).toBe(want);
+    });
+  }
+
+  it("layer_norm with a bias and no weight", async () => {
+    const x = torch.randn([2, 3], rg);
+    const b = torch.zeros([3], rg);
+    F.layer_norm(x, [3], null, b, 1e-5).sum().backward();
+    expect(await b.grad!.tolist()).toEqual([2, 2, 2]);
+  });
+
+  it("std of a constant row has a zero gradient, not NaN", async () => {
+    const x = torch.tensor([[1, 1, 1], [1, 2, 3]], rg);
+    x.std(1).sum().backward();
+    expect(await x.grad!.tolist()).toEqual([[0, 0, 0], [-0.5, 0, 0.5]]);
+  });
+
+  it("t() and transpose(0, 0) of a 0-d leaf leave it a leaf and allocate nothing", () => {
+    const x = torch.tensor(2, rg);
+    const before = torch.cuda.memory_allocated();
+    const y = x.t();
+    const z = x.transpose(0, 0);
+    expect([x.is_leaf, x.grad_fn, y.grad_fn!.name(), z.grad_fn!.name()]).toEqual([true, null, "TBackward0", "TransposeBackward0"]);
+    expect(torch.cuda.memory_allocated()).toBe(before);
+  });
+
+  it("dropout with p = 0 or in eval mode is the input itself; p = 1 is MulBackward0", () => {
+    const x = torch.randn([4], rg);
+    const d = new torch.nn.Dropout(0.5);
+    d.eval();
+    expect(F.dropout(x, 0)).toBe(x);
+    expect(d(x)).toBe(x);
+    expect(F.dropout(x, 1).grad_fn!.name()).toBe("MulBackward0");
+  });
+
+  it("flatten(s, s) is the input itself", () => {
+    const h = torch.randn([2, 3], rg).mul(1);
+    expect(h.flatten(1, 1)).toBe(h);
+  });
+});
+
+describe("peaks PyTorch reports (CUDA, 512-byte blocks)", () => {
+  it("building nn.Linear(4096, 1024) peaks at its parameters: no weight-sized temporaries", () => {
+    torch.cuda.simulate({}, () => {
+      torch.cuda.reset_peak_memory_stats();
+      const base = torch.cuda.memory_allocated();
+      const l = new torch.nn.Linear(4096, 1024);
+      expect(torch.cuda.max_memory_allocated() - base).toBe(16 * MiB + 4096);
+      void l;
+    });
+  });
+
+  it("Linear backward: the weight gradient is made in the weight's layout, not copied", () => {
+    torch.cuda.simulate({}, () => {
+      const model = new torch.nn.Linear(4096, 1024);
+      const x = torch.randn(512, 4096);
+      torch.cuda.reset_peak_memory_stats();
+      const base = torch.cuda.memory_allocated();
+      const loss = (() => (model(x) as torch.Tensor).sum())();
+      loss.backward();
+      // loss (512) and its gradient (512), weight.grad (16 MiB) and bias.grad (4 KiB); the [512, 1024]
+      // output died with its statement
+      expect(torch.cuda.max_memory_allocated() - base).toBe(16 * MiB + 4096 + 1024);
+    });
+  });
+
+  it("an Adam update holds at most two parameter-sized temporaries", () => {
+    torch.cuda.simulate({}, () => {
+      const p = new torch.nn.Parameter(torch.zeros(1024, 1024));
+      p.grad = torch.ones(1024, 1024);
+      const opt = new torch.optim.Adam([p]);
+      opt.step(); // allocates exp_avg and exp_avg_sq (4 MiB each)
+      torch.cuda.reset_peak_memory_stats();
+      const base = torch.cuda.memory_allocated();
+      opt.step();
+      expect(torch.cuda.max_memory_allocated() - base).toBe(2 * 4 * MiB);
+      expect(torch.cuda.memory_allocated()).toBe(base);
+    });
+  });
+});

@@ -4,6 +4,8 @@
 // result, graph and gradients, dropped, must leave nothing behind (a closure that kept a handle alive
 // used to leak the handle and its memory for good).
 import { describe, expect, it } from "vitest";
+import { execFileSync } from "node:child_process";
+import { createRequire } from "node:module";
 import * as torch from "../src/index.ts";
 import { Tensor } from "../src/index.ts";
 
@@ -191,5 +193,18 @@ describe("tensors dropped by PyTorch-style code are freed before any figure is r
     expect(r.held.some((s) => s.bytes === 4096 && s.holders.some((h) => h.description === "tensor [1024] float32"))).toBe(true);
     expect(String(r)).toMatch(/collected \(no longer referenced\): 1 tensor handle\(s\), 512 bytes freed/);
     void kept;
+  });
+
+  it("a plain Node script (no flags) prints a flat figure for the PyTorch-style loop", () => {
+    const tsx = createRequire(import.meta.url).resolve("tsx");
+    const out = execFileSync(process.execPath, ["--import", tsx, "examples/pytorch-style-loop.ts"], {
+      encoding: "utf8",
+      env: { ...process.env, NODE_OPTIONS: "" },
+      timeout: 120_000,
+    });
+    const figures = out.trim().split("\n").filter((l) => /^\d+ \d+$/.test(l)).map((l) => Number(l.split(" ")[1]));
+    expect(figures).toHaveLength(8);
+    expect(new Set(figures).size).toBe(1);
+    expect(out).toMatch(/synchronously: true/);
   });
 });

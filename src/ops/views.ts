@@ -127,7 +127,11 @@ export function permute(t: Tensor, dims: number[]): Tensor {
 }
 
 export function transpose(t: Tensor, d0: number, d1: number): Tensor {
-  if (t.ndim === 0) return alias(t);
+  if (t.ndim === 0) {
+    wrapDim(d0, 0);
+    wrapDim(d1, 0);
+    return makeView(t, t.shape, t._strides, t._offset); // a view of its own, as for squeeze
+  }
   const a = wrapDim(d0, t.ndim);
   const b = wrapDim(d1, t.ndim);
   const order = t.shape.map((_, i) => i);
@@ -137,7 +141,7 @@ export function transpose(t: Tensor, d0: number, d1: number): Tensor {
 
 export function t(x: Tensor): Tensor {
   if (x.ndim > 2) throw new RuntimeError(`t() expects a tensor with <= 2 dimensions, but self is ${x.ndim}D`);
-  return x.ndim < 2 ? alias(x) : transpose(x, 0, 1);
+  return x.ndim < 2 ? makeView(x, x.shape, x._strides, x._offset) : transpose(x, 0, 1);
 }
 
 export function expand(t: Tensor, sizes: Shape): Tensor {
@@ -147,6 +151,8 @@ export function expand(t: Tensor, sizes: Shape): Tensor {
       `expand(torch.FloatTensor{[${t.shape.join(", ")}]}, size=[${sizes.join(", ")}]): the number of sizes provided (${sizes.length}) must be greater or equal to the number of dimensions in the tensor (${t.ndim})`,
     );
   }
+  // torch 1.13 lets -1 through for a 0-dim tensor and then fails computing the element count.
+  if (t.ndim === 0 && sizes.includes(-1)) throw new RuntimeError("numel: integer multiplication overflow");
   const lead = sizes.length - t.ndim;
   const shape: number[] = [];
   const strides: number[] = [];
@@ -184,7 +190,9 @@ export function squeeze(t: Tensor, dim?: number): Tensor {
     return makeView(t, keep.map((i) => t.shape[i]), keep.map((i) => t._strides[i]), t._offset);
   }
   const d = wrapDim(dim, t.ndim);
-  if (t.ndim === 0 || t.shape[d] !== 1) return alias(t);
+  // Nothing to squeeze: still a new view (PyTorch's too), never the input's own handle and autograd
+  // identity, whose grad_fn the caller's SqueezeBackward node would overwrite.
+  if (t.ndim === 0 || t.shape[d] !== 1) return makeView(t, t.shape, t._strides, t._offset);
   return makeView(t, t.shape.filter((_, i) => i !== d), t._strides.filter((_, i) => i !== d), t._offset);
 }
 

@@ -14,7 +14,8 @@
  * Every check prints one line (two with the hint) and returns nothing; none throws, so a notebook with an unsolved
  * exercise still runs to the end (the failing line is the ✗). The last argument of each check is a
  * hint shown only on failure. Tensors are read with `await t.tolist()`, so `equal` and `grad` are async:
- * write `await` in front of them. Numbers compare with a tolerance (`tol`, default 1e-4 relative+absolute;
+ * write `await` in front of them. For a question whose answer the ✗ line must not give away, pass
+ * `{ reveal: false }` to `equal` or `memory`: the line then shows only the value that was checked. Numbers compare with a tolerance (`tol`, default 1e-4 relative+absolute;
  * for `memory`, exact bytes unless `tol_bytes` is given).
  *
  * This module is plain TypeScript with no GradLab import: it works on any object with `tolist()`.
@@ -54,16 +55,17 @@ function report(name: string, pass: boolean, detail: string, hint?: string): voi
 
 export const check = {
   /** Values equal (numbers within `tol`); tensors are compared by their values. */
-  async equal(name: string, actual: Value, expected: Value, hint?: string, opts: { tol?: number } = {}): Promise<void> {
+  async equal(name: string, actual: Value, expected: Value, hint?: string, opts: { tol?: number; reveal?: boolean } = {}): Promise<void> {
     const a = await plain(actual), e = await plain(expected);
-    return report(name, close(a, e, opts.tol ?? 1e-4), `got ${show(a)}, expected ${show(e)}`, hint);
+    const detail = opts.reveal === false ? `got ${show(a)}, which is not it` : `got ${show(a)}, expected ${show(e)}`;
+    return report(name, close(a, e, opts.tol ?? 1e-4), detail, hint);
   },
 
   /** A byte count (memory_allocated(), a peak, a difference) equals the expected bytes (± tol_bytes). */
-  memory(name: string, actual_bytes: number | null | undefined, expected_bytes: number, hint?: string, opts: { tol_bytes?: number } = {}): void {
+  memory(name: string, actual_bytes: number | null | undefined, expected_bytes: number, hint?: string, opts: { tol_bytes?: number; reveal?: boolean } = {}): void {
     const ok = typeof actual_bytes === "number" && Math.abs(actual_bytes - expected_bytes) <= (opts.tol_bytes ?? 0);
     const got = typeof actual_bytes === "number" ? MiB(actual_bytes) : String(actual_bytes);
-    report(name, ok, `got ${got}, expected ${MiB(expected_bytes)}`, hint);
+    report(name, ok, opts.reveal === false ? `got ${got}, which is not it` : `got ${got}, expected ${MiB(expected_bytes)}`, hint);
   },
 
   /** The leaf's `.grad` has the expected values (`null` expects no gradient). */

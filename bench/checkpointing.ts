@@ -7,25 +7,12 @@
 // The article claims about 70% less activation memory for 2–4% more time.
 // Usage: npx tsx bench/checkpointing.ts   (LAYERS, DIM, TOKENS, STEPS override the WebGPU size)
 import * as torch from "../src/index.ts";
+import { DeepBlock } from "./deep-block.ts";
 
 const { nn } = torch;
 const { checkpoint, create_selective_checkpoint_contexts } = torch.utils.checkpoint;
 type Mode = "none" | "full" | "selective";
 const MODES: Mode[] = ["none", "full", "selective"];
-
-class DeepBlock extends nn.Module {
-  linear1: torch.nn.Linear;
-  act = new nn.GELU();
-  linear2: torch.nn.Linear;
-  constructor(dim: number) {
-    super();
-    this.linear1 = new nn.Linear(dim, dim);
-    this.linear2 = new nn.Linear(dim, dim);
-  }
-  override forward(x: torch.Tensor) {
-    return this.linear2(this.act(this.linear1(x))).add(x);
-  }
-}
 
 class DeepNetwork extends nn.Module {
   blocks: torch.nn.ModuleList;

@@ -10,25 +10,12 @@
 // and the collection's share is the largest.
 // Usage: npx tsx bench/lifecycle.ts   (STEPS, ROUNDS override)
 import * as torch from "../src/index.ts";
+import { DeepBlock } from "./deep-block.ts";
 import { reclaimStats } from "../src/memory/lifetime.ts";
 
 const { nn } = torch;
 const STEPS = Number(process.env.STEPS ?? 10);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
-
-class DeepBlock extends nn.Module {
-  linear1: torch.nn.Linear;
-  act = new nn.GELU();
-  linear2: torch.nn.Linear;
-  constructor(dim: number) {
-    super();
-    this.linear1 = new nn.Linear(dim, dim);
-    this.linear2 = new nn.Linear(dim, dim);
-  }
-  override forward(x: torch.Tensor) {
-    return this.linear2(this.act(this.linear1(x))).add(x);
-  }
-}
 
 interface Setup {
   name: string;

@@ -84,8 +84,10 @@ function plan(op: string, blocks: Block[], n: number, opts: DispatchOpts | undef
       );
     }
   }
+  let any = false;
+  for (const b of blocks) if (b.size > lim.binding) any = true;
+  if (!any) return null;
   const big = [...new Set(blocks.filter((b) => b.size > lim.binding))];
-  if (big.length === 0) return null;
   const extent = opts?.extent;
   if (!extent) {
     throw new RuntimeError(
@@ -251,6 +253,8 @@ export function elementwise(
     c.strides[k].forEach((s, d) => (p[16 + k * 8 + d] = s));
     p[48 + k] = dtypeCode[t.dtype];
   });
-  const ext = ops.map((t, k) => stridedExtent(c.shape, c.strides[k], t._offset));
-  dispatch("elementwise", entry, ops, p, n, constants, { extent: (k, i0, i1) => ext[k](i0, i1) });
+  // Built only if an operand needs windows (see plan).
+  let ext: Array<(i0: number, i1: number) => [number, number]> | null = null;
+  const extent: Extent = (k, i0, i1) => (ext ??= ops.map((t, j) => stridedExtent(c.shape, c.strides[j], t._offset)))[k](i0, i1);
+  dispatch("elementwise", entry, ops, p, n, constants, { extent });
 }

@@ -131,3 +131,19 @@ describe("argument errors (item 12)", () => {
     raises(() => y.setitem("0", two), "RuntimeError", "output with shape [3] doesn't match the broadcast shape [2, 3]");
   });
 });
+
+describe("empty tensors (item 11, the ops side)", () => {
+  it("kernels treat an empty tensor as contiguous: softmax and reductions of an empty view copy nothing", async () => {
+    const e = torch.zeros(0, 3);
+    const v = e.t(); // [3, 0], strides [1, 3]
+    // softmax reads a contiguous input: for an empty one, no temporary copy (only the output's block,
+    // which the storage layer still gives an empty tensor: item 11, runtime side).
+    const before = torch.cuda.memory_allocated();
+    torch.cuda.reset_peak_memory_stats();
+    const s = v.softmax(1);
+    expect(torch.cuda.max_memory_allocated() - before).toBe(torch.cuda.memory_allocated() - before);
+    expect(s.shape).toEqual([3, 0]);
+    expect(await v.sum(1).tolist()).toEqual([0, 0, 0]);
+    expect(await v.var(1).tolist()).toEqual([NaN, NaN, NaN]);
+  });
+});

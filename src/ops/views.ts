@@ -28,7 +28,8 @@ export const alias = (t: Tensor) => t._alias();
 
 /** contiguous() without autograd: forward kernels use it on their inputs. */
 export function contiguousOf(t: Tensor): Tensor {
-  return t.check().is_contiguous() ? t._alias() : copyOf(t);
+  // An empty tensor is contiguous whatever its strides (as in PyTorch): nothing to copy.
+  return t.check().is_contiguous() || t.numel() === 0 ? t._alias() : copyOf(t);
 }
 
 function inferSize(shape: number[], numel: number): number[] {

@@ -8,7 +8,7 @@
 //  - each statement's temporaries get a frame of their own, so they die with the statement as in
 //    Python (temporaries.ts).
 // Edits never add or remove newlines, so line numbers of esbuild's output (and its source map) hold.
-import { transformSync, type Message as EsbuildMessage } from "esbuild";
+import { transformSync, stop as stopEsbuild, type Message as EsbuildMessage } from "esbuild";
 import { Parser } from "acorn";
 import { createRequire } from "node:module";
 import { join } from "node:path";
@@ -42,6 +42,27 @@ interface Edit { pos: number; end: number; text: string; order: number }
 
 export function stripTypes(source: string, sourcefile: string) {
   try {
+    return esbuildTransform(source, sourcefile);
+  } catch (e: any) {
+    // esbuild's service is a child process in the kernel's process group: a SIGINT sent to the group
+    // (jupyter_client's signal_kernel, a terminal's Ctrl-C) ends it. Start a fresh one and retry.
+    const gone = /service (is no longer running|was stopped)/i;
+    if (!gone.test(String(e?.message)) && !gone.test(String(e?.errors?.[0]?.text))) {
+      if (Array.isArray(e?.errors) && e.errors.length) throw new CellSyntaxError(e.errors, sourcefile);
+      throw e;
+    }
+    stopEsbuild();
+  }
+  try {
+    return esbuildTransform(source, sourcefile);
+  } catch (e: any) {
+    if (Array.isArray(e?.errors) && e.errors.length) throw new CellSyntaxError(e.errors, sourcefile);
+    throw e;
+  }
+}
+
+function esbuildTransform(source: string, sourcefile: string) {
+  {
     return transformSync(source, {
       loader: "ts",
       target: "es2022",
@@ -51,9 +72,6 @@ export function stripTypes(source: string, sourcefile: string) {
       tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true, experimentalDecorators: false } },
       logLevel: "silent",
     });
-  } catch (e: any) {
-    if (Array.isArray(e?.errors)) throw new CellSyntaxError(e.errors, sourcefile);
-    throw e;
   }
 }
 

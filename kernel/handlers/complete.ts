@@ -48,8 +48,39 @@ export async function completeRequest(k: Kernel, msg: Message): Promise<void> {
 export async function inspectRequest(k: Kernel, msg: Message): Promise<void> {
   const code = String(msg.content?.code ?? "");
   const cursor = cursorIn(code, msg.content?.cursor_pos);
-  const text = await inspectText(k, code, cursor);
+  // on no name (e.g. just after `torch.matmul(` or between its arguments) describe the callee, as
+  // IPython does
+  const at = nameAt(code, cursor) ? cursor : calleeEnd(code, cursor) ?? cursor;
+  const text = await inspectText(k, code, at);
   k.reply(msg, "inspect_reply", text == null ? { status: "ok", found: false, data: {}, metadata: {} } : { status: "ok", found: true, data: { "text/plain": text }, metadata: {} });
+}
+
+/** The identifier chain touching the cursor ("" when none). */
+function nameAt(code: string, cursor: number): string {
+  return (/[\w$.]*$/.exec(code.slice(Math.max(0, cursor - 200), cursor))?.[0] ?? "") + (/^[\w$]*/.exec(code.slice(cursor, cursor + 200))?.[0] ?? "");
+}
+
+/** End of the callee of the innermost call whose parentheses hold the cursor (`f` in `f(a, |`), or
+ *  null. Looks back at most 10,000 characters; strings and comments are not parsed. */
+export function calleeEnd(code: string, cursor: number): number | null {
+  let depth = 0;
+  for (let i = cursor - 1; i >= 0 && i >= cursor - 10_000; i--) {
+    const c = code[i];
+    if (c === ")" || c === "]" || c === "}") depth++;
+    else if (c === "[" || c === "{") {
+      if (depth === 0) return null;
+      depth--;
+    } else if (c === "(") {
+      if (depth > 0) {
+        depth--;
+        continue;
+      }
+      let end = i;
+      while (end > 0 && /\s/.test(code[end - 1])) end--;
+      return end > 0 && /[\w$]/.test(code[end - 1]) ? end : null;
+    }
+  }
+  return null;
 }
 
 /** Type signature and docs from TypeScript, then the live value; null when nothing is known. */

@@ -94,6 +94,8 @@ export async function executeRequest(k: Kernel, msg: Message): Promise<void> {
   }
 }
 
+const DECLARES = /^\s*(?:export\s+)?(?:declare\s+)?(?:const|let|var|function|async\s+function|class|abstract\s+class|interface|type|enum|namespace|module|import)\b/m;
+
 interface CellRun { code: string; silent: boolean; stopOnError: boolean; started: string; count: number; ctx: CellContext; label: string; storeHistory: boolean }
 
 /** Runs the cell and replies; returns whether it was interrupted. */
@@ -125,7 +127,8 @@ async function runCell(k: Kernel, msg: Message, r: CellRun): Promise<boolean> {
     k.reply(msg, "execute_reply", { status: "error", execution_count: count, ...error, payload: [], user_expressions: {} }, undefined, { status: "error", started });
   }
   if (storeHistory) k.history.add(count, code, resultText);
-  if (!error && !silent) languageService(k).addCell(code);
+  // later cells see this one's declarations; a cell that declares nothing adds nothing to check
+  if (!error && !silent && DECLARES.test(code)) languageService(k).addCell(code);
   return error?.ename === "KeyboardInterrupt";
 }
 

@@ -146,6 +146,8 @@ def scenario_language(km, kc):
     res["complete_live"] = reply_for(kc, mid)["matches"]
     mid = kc.inspect("dbl", 3)
     res["inspect"] = reply_for(kc, mid)
+    mid = kc.inspect("const y = dbl(3, ", 17)
+    res["inspect_callee"] = reply_for(kc, mid)
     reply, outs = run(kc, "const n: number = 'not a number'\nn")
     res["typed"] = {"status": reply["status"], "result": result_text(outs),
                     "stderr": "".join(o["content"]["text"] for o in outs if o["type"] == "stream" and o["content"]["name"] == "stderr")}
@@ -637,9 +639,9 @@ def scenario_soak(km, kc):
                 for line in f:
                     if line.startswith("VmRSS:"):
                         rss = int(line.split()[1]) * 1024
-            alloc = result_text(run(kc, "await torch.gc(); torch.cuda.memory_allocated()")[1])
+            alloc, heap = json.loads(result_text(run(kc, "await torch.gc(); gc(); JSON.stringify([torch.cuda.memory_allocated(), process.memoryUsage().heapUsed])")[1])[1:-1])
             window = sorted(lat[-100:])
-            samples.append({"cells": i + 1, "median_ms": window[50], "p90_ms": window[90], "rss": rss, "allocated": int(alloc)})
+            samples.append({"cells": i + 1, "median_ms": window[50], "p90_ms": window[90], "rss": rss, "heap": heap, "allocated": alloc})
     return {"samples": samples}
 
 

@@ -102,6 +102,10 @@ test("completion and inspection merge the TypeScript language service with live 
   const text = r.inspect.data["text/plain"];
   expect(text).toContain("function dbl(x: number): number");
   expect(text).toContain("Doubles a number.");
+  // inside a call's parentheses, the callee is described (with its TSDoc), as IPython does
+  const callee = r.inspect_callee.data["text/plain"];
+  expect(callee).toContain("function dbl(x: number): number");
+  expect(callee).toContain("Doubles a number.");
   expect(r.typed.status).toBe("ok");
   expect(r.typed.result).toBe("'not a number'");
   expect(strip(r.typed.stderr)).toMatch(/warning TS2322 \(Cell \[\d+\], line 1:7\): Type 'string' is not assignable to type 'number'/);

@@ -52,6 +52,8 @@ describe("tensors over the binding limit", () => {
         await a.t().mul(a.t()).tolist(),
         await a.t().contiguous().tolist(),
         await torch.where(a.gt(0), a, b.getitem(":37, :1")).tolist(),
+        await torch.nn.functional.layer_norm(a, [53], torch.ones(53).mul(2), torch.ones(53)).tolist(),
+        await torch.nn.functional.layer_norm(a.t().contiguous(), [37]).tolist(),
       ];
     };
     const whole = await run();

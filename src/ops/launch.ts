@@ -141,14 +141,37 @@ function plan(op: string, blocks: Block[], n: number, opts: DispatchOpts | undef
   return runs;
 }
 
+/**
+ * Window extents (and written operands) of kernels whose callers live outside src/ops, declared here
+ * beside the other kernels' so that their dispatches split over several bindings too.
+ */
+const DEFAULTS: Record<string, (p: Uint32Array) => DispatchOpts> = {
+  // rows.wgsl layer_norm: operands y, x, weight, bias, mean, rstd; params [rows, n, eps, x offset,
+  // has weight, has bias, weight offset, bias offset]. An absent weight/bias binds x, unread.
+  "rows.layer_norm": (p) => ({
+    writes: [0, 4, 5],
+    extent: (k, r0, r1) => {
+      const n = p[1];
+      if ((k === 2 && !p[4]) || (k === 3 && !p[5])) k = 1;
+      if (k === 0) return [r0 * n, r1 * n - 1];
+      if (k === 1) return [p[3] + r0 * n, p[3] + r1 * n - 1];
+      if (k === 2) return [p[6], p[6] + Math.max(n - 1, 0)];
+      if (k === 3) return [p[7], p[7] + Math.max(n - 1, 0)];
+      return [r0, r1 - 1];
+    },
+  }),
+};
+
 export function dispatch(shader: string, entry: string, operands: Tensor[], params: number[] | Uint32Array, invocations: number, constants?: Record<string, number>, opts?: DispatchOpts): void {
   if (invocations === 0 || !computes(operands)) return;
   const blocks = operands.map(blockOf);
   const p = params instanceof Uint32Array ? params : Uint32Array.from(params);
   const label = opName() ?? entry;
+  opts ??= DEFAULTS[`${shader}.${entry}`]?.(p);
   const runs = plan(label, blocks, invocations, opts);
   if (!runs) {
-    enqueue(shader, entry, blocks, p, grid(invocations), constants, undefined, label);
+    if (opts?.writes) record({ kind: "dispatch", shader, entry, constants, buffers: blocks.map(rangeOf), params: p, workgroups: grid(invocations), label, writes: opts.writes });
+    else enqueue(shader, entry, blocks, p, grid(invocations), constants, undefined, label);
     return;
   }
   if (p.length > PARAM_WORDS) throw new RuntimeError(`internal: ${entry} uses ${p.length} params words`);

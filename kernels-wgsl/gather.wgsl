@@ -3,21 +3,25 @@
 // are skipped on write: the host cannot raise PyTorch's "index out of range" without a readback.
 
 // out[i, c] = src[idx[i], c]. Operands: 0 out (contiguous [N, D]), 1 src ([V, D] rows contiguous),
-// 2 idx (int32). Params: [0] N*D, [1] D, [2] src offset, [3] idx offset, [4] V.
+// 2 idx (int32). Params: [0] N*D, [1] D, [2] src offset, [3] idx offset, [4] V, [5] [6] the rows of src
+// this pass reads, [7] 1 on the pass that zeroes out-of-range indices (a src larger than one binding
+// is read in several passes over row ranges, each bound as a window).
 @compute @workgroup_size(64)
 fn index_select(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let k = linear_id(g, nwg, 64u);
   if (k >= P[0]) { return; }
   let d = P[1];
   let row = bitcast<i32>(ld(S2, P[3] + k / d));
-  if (row < 0 || u32(row) >= P[4]) { st(S0, k, 0u); return; }
+  if (row < 0 || u32(row) >= P[4]) { if (P[7] == 1u) { st(S0, k, 0u); } return; }
+  if (u32(row) < P[5] || u32(row) >= P[6]) { return; }
   st(S0, k, ld(S1, P[2] + u32(row) * d + k % d));
 }
 
 // out[idx[i], c] += src[i, c], one invocation per column walking i in order, so repeated indices add
 // up without atomics and in the same order every run. Operands: 0 out ([V, D], zeroed, contiguous),
 // 1 src (contiguous [N, D]), 2 idx. Params: [0] D, [1] N, [2] src offset, [3] idx offset, [4] V,
-// [5] padding_idx as i32 (-1: none; its row gets no gradient, as PyTorch's embedding_backward).
+// [5] padding_idx as i32 (-1: none; its row gets no gradient, as PyTorch's embedding_backward),
+// [6] [7] the rows of out this pass writes (an out larger than one binding is written in passes).
 @compute @workgroup_size(64)
 fn index_add(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let c = linear_id(g, nwg, 64u);
@@ -26,7 +30,7 @@ fn index_add(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroup
   let pad = bitcast<i32>(P[5]);
   for (var i = 0u; i < P[1]; i++) {
     let row = bitcast<i32>(ld(S2, P[3] + i));
-    if (row < 0 || u32(row) >= P[4] || row == pad) { continue; }
+    if (row < 0 || u32(row) >= P[4] || row == pad || u32(row) < P[6] || u32(row) >= P[7]) { continue; }
     let o = u32(row) * d + c;
     stf(S0, o, ldf(S0, o) + ldf(S1, P[2] + i * d + c));
   }

@@ -34,6 +34,11 @@ describe("tensors over the binding limit", () => {
     const b = torch.randn(53, 29);
     const m1 = torch.randn(100, 20);
     const m2 = torch.randn(20, 12);
+    const emb = torch.randn(40, 30); // 4.7 KiB: read in row passes
+    const idx = torch.tensor([[3, 39, 0, 3], [17, 17, 22, 5]], { dtype: "int32" });
+    const idxScale = torch.randn(2, 4, 30);
+    const logits = torch.randn(20, 60); // 4.7 KiB
+    const target = torch.randint(0, 60, [20]);
     const run = async () => {
       torch.manual_seed(7);
       return [
@@ -54,6 +59,18 @@ describe("tensors over the binding limit", () => {
         await torch.where(a.gt(0), a, b.getitem(":37, :1")).tolist(),
         await torch.nn.functional.layer_norm(a, [53], torch.ones(53).mul(2), torch.ones(53)).tolist(),
         await torch.nn.functional.layer_norm(a.t().contiguous(), [37]).tolist(),
+        await torch.nn.functional.embedding(idx, emb).tolist(),
+        await (async () => {
+          const w = emb.clone().requires_grad_();
+          torch.nn.functional.embedding(idx, w).mul(idxScale).sum().backward();
+          return w.grad!.tolist();
+        })(),
+        await torch.nn.functional.cross_entropy(logits, target).tolist(),
+        await (async () => {
+          const l = logits.clone().requires_grad_();
+          torch.nn.functional.cross_entropy(l, target).backward();
+          return l.grad!.tolist();
+        })(),
       ];
     };
     const whole = await run();
@@ -70,10 +87,13 @@ describe("tensors over the binding limit", () => {
   it("an op that cannot split its work raises a clear error naming the limit before recording anything", async () => {
     const x = torch.randn(64, 64); // 16 KiB
     const ok = torch.tensor([1, 2]).add(1); // recorded in the same batch
+    const wide = torch.randn(2, 2048);
+    const one = torch.tensor([1], { dtype: "int32" });
     _set_max_binding_size(4096);
     const before = torch.cuda.memory_allocated();
     expect(() => x.softmax(0)).toThrow(/softmax: one step of this kernel reads more than this adapter's maxStorageBufferBindingSize \(4\.00 KiB\)/);
-    expect(() => torch.nn.functional.embedding(torch.tensor([1], { dtype: "int32" }), x)).toThrow(/index_select: an operand of 16\.00 KiB is larger than this adapter's maxStorageBufferBindingSize \(4\.00 KiB/);
+    expect(() => x.argmax()).toThrow(/argmax: one step of this kernel reads more than this adapter's maxStorageBufferBindingSize \(4\.00 KiB\)/);
+    expect(() => torch.nn.functional.embedding(one, wide)).toThrow(/a row of 2048 elements is larger than this adapter's maxStorageBufferBindingSize/);
     expect(torch.cuda.memory_allocated()).toBe(before);
     _set_max_binding_size(null);
     expect(await ok.tolist()).toEqual([2, 3]);

@@ -3,11 +3,23 @@
 
 import { RuntimeError } from "../errors.ts";
 import { Tensor, numelOf } from "../tensor.ts";
-import { dispatch } from "./launch.ts";
+import { dispatch, fitsOneBinding, maxBindingBytes } from "./launch.ts";
 import { contiguousOf } from "./views.ts";
 import { full } from "./elementwise.ts";
 
 const typeName = (t: Tensor) => (t.dtype === "bool" ? "Bool" : t.dtype === "int32" ? "Int" : "Float");
+
+/** Row ranges [lo, hi) of a [V, D] tensor such that each fits one binding (one range when it all fits). */
+function rowPasses(t: Tensor, V: number, D: number): Array<[number, number]> {
+  if (fitsOneBinding([t]) || V === 0) return [[0, V]];
+  const per = Math.floor((maxBindingBytes() - 512) / (4 * Math.max(D, 1)));
+  if (per < 1) {
+    throw new RuntimeError(`a row of ${D} elements is larger than this adapter's maxStorageBufferBindingSize (${maxBindingBytes()} bytes); use smaller tensors`);
+  }
+  const out: Array<[number, number]> = [];
+  for (let lo = 0; lo < V; lo += per) out.push([lo, Math.min(V, lo + per)]);
+  return out;
+}
 
 function checkIndex(idx: Tensor, op: "embedding" | "nll_loss"): void {
   if (idx.check().dtype === "int32") return;
@@ -25,7 +37,11 @@ export function indexSelectRows(weight: Tensor, idx: Tensor): Tensor {
   const i = contiguousOf(idx);
   try {
     const out = Tensor.empty([...idx.shape, D]);
-    dispatch("gather", "index_select", [out, w, i], [out.numel(), D, w._offset, i._offset, V], out.numel());
+    rowPasses(w, V, D).forEach(([lo, hi], pass) => {
+      const extent = (k: number, k0: number, k1: number): [number, number] =>
+        k === 0 ? [k0, k1 - 1] : k === 1 ? [w._offset + lo * D, w._offset + hi * D - 1] : [i._offset + Math.floor(k0 / D), i._offset + Math.floor((k1 - 1) / D)];
+      dispatch("gather", "index_select", [out, w, i], [out.numel(), D, w._offset, i._offset, V, lo, hi, pass === 0 ? 1 : 0], out.numel(), undefined, { extent });
+    });
     return out;
   } finally {
     w.dispose();
@@ -41,7 +57,11 @@ export function indexAddRows(V: number, src: Tensor, idx: Tensor, paddingIdx = -
   const i = contiguousOf(idx);
   try {
     const out = full([V, D], 0, "float32");
-    dispatch("gather", "index_add", [out, s, i], [D, N, s._offset, i._offset, V, paddingIdx >>> 0], D);
+    for (const [lo, hi] of rowPasses(out, V, D)) {
+      const extent = (k: number, c0: number, c1: number): [number, number] =>
+        k === 0 ? [lo * D + c0, (hi - 1) * D + c1 - 1] : k === 1 ? [s._offset + c0, s._offset + Math.max(N - 1, 0) * D + c1 - 1] : [i._offset, i._offset + Math.max(N - 1, 0)];
+      dispatch("gather", "index_add", [out, s, i], [D, N, s._offset, i._offset, V, paddingIdx >>> 0, lo, hi], D, undefined, { extent });
+    }
     return out;
   } finally {
     s.dispose();
@@ -57,7 +77,9 @@ export function nllPick(logp: Tensor, target: Tensor, ignoreIndex: number): Tens
   const t = contiguousOf(target);
   try {
     const out = Tensor.empty([N]);
-    dispatch("gather", "nll_pick", [out, x, t], [N, C, x._offset, t._offset, ignoreIndex >>> 0], N);
+    const extent = (k: number, i0: number, i1: number): [number, number] =>
+      k === 0 ? [i0, i1 - 1] : k === 1 ? [x._offset + i0 * C, x._offset + i1 * C - 1] : [t._offset + i0, t._offset + i1 - 1];
+    dispatch("gather", "nll_pick", [out, x, t], [N, C, x._offset, t._offset, ignoreIndex >>> 0], N, undefined, { extent });
     return out;
   } finally {
     x.dispose();
@@ -72,7 +94,9 @@ export function nllScatter(coef: Tensor, target: Tensor, C: number, ignoreIndex:
   const t = contiguousOf(target);
   try {
     const out = full([N, C], 0, "float32");
-    dispatch("gather", "nll_scatter", [out, k, t], [N, C, k._offset, t._offset, ignoreIndex >>> 0], N);
+    const extent = (j: number, i0: number, i1: number): [number, number] =>
+      j === 0 ? [i0 * C, i1 * C - 1] : j === 1 ? [k._offset + i0, k._offset + i1 - 1] : [t._offset + i0, t._offset + i1 - 1];
+    dispatch("gather", "nll_scatter", [out, k, t], [N, C, k._offset, t._offset, ignoreIndex >>> 0], N, undefined, { extent });
     return out;
   } finally {
     k.dispose();

@@ -41,23 +41,22 @@ type Node = { type: string; start: number; end: number; [k: string]: any };
 interface Edit { pos: number; end: number; text: string; order: number }
 
 export function stripTypes(source: string, sourcefile: string) {
-  try {
-    return esbuildTransform(source, sourcefile);
-  } catch (e: any) {
-    // esbuild's service is a child process in the kernel's process group: a SIGINT sent to the group
-    // (jupyter_client's signal_kernel, a terminal's Ctrl-C) ends it. Start a fresh one and retry.
-    const gone = /service (is no longer running|was stopped)/i;
-    if (!gone.test(String(e?.message)) && !gone.test(String(e?.errors?.[0]?.text))) {
-      if (Array.isArray(e?.errors) && e.errors.length) throw new CellSyntaxError(e.errors, sourcefile);
+  // esbuild's service is a child process in the kernel's process group: a SIGINT sent to the group
+  // (jupyter_client's signal_kernel, a terminal's Ctrl-C) ends it. Start a fresh one and retry (a
+  // few times: signals may keep coming).
+  const gone = /service (is no longer running|was stopped)/i;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return esbuildTransform(source, sourcefile);
+    } catch (e: any) {
+      const died = gone.test(String(e?.message)) || gone.test(String(e?.errors?.[0]?.text));
+      if (died && attempt < 4) {
+        stopEsbuild();
+        continue;
+      }
+      if (!died && Array.isArray(e?.errors) && e.errors.length) throw new CellSyntaxError(e.errors, sourcefile);
       throw e;
     }
-    stopEsbuild();
-  }
-  try {
-    return esbuildTransform(source, sourcefile);
-  } catch (e: any) {
-    if (Array.isArray(e?.errors) && e.errors.length) throw new CellSyntaxError(e.errors, sourcefile);
-    throw e;
   }
 }
 

@@ -21,7 +21,7 @@ type Raw = number | boolean | string | null | Raw[];
 export interface Statement { py: string; ts: string; error: string | null; memory: number }
 interface NodeInfo { name: string; next: Array<[string | null, number]> }
 export interface Final {
-  shape: number[]; dtype: string; requires_grad: boolean; is_leaf: boolean; grad_fn: NodeInfo | null;
+  shape: number[]; dtype: string; requires_grad: boolean; is_leaf: boolean; grad_fn: NodeInfo | null; graph: string[];
   version: number; data: Raw; grad?: Raw | null;
 }
 export interface Program { id: number; statements: Statement[]; final: Record<string, Final>; python: string; typescript: string }
@@ -54,6 +54,21 @@ function nodeOf(t: torch.Tensor): NodeInfo | null {
   const fn = t.grad_fn as unknown as { name(): string; next_functions: Array<[{ name(): string } | null, number]> } | null;
   if (!fn) return null;
   return { name: fn.name(), next: fn.next_functions.map(([m, nr]) => [m ? m.name() : null, nr] as [string | null, number]) };
+}
+
+type AnyNode = { name(): string; next_functions: Array<[AnyNode | null, number]> };
+/** The graph under t's grad_fn, as gen_diff.py's graph() writes it. */
+function graphOf(t: torch.Tensor, limit = 24): string[] {
+  const out: string[] = [];
+  const seen = new Set<AnyNode>();
+  const visit = (n: AnyNode | null) => {
+    if (!n || seen.has(n) || out.length >= limit) return;
+    seen.add(n);
+    out.push(`${n.name()}(${n.next_functions.map(([m, nr]) => `${m ? m.name() : "None"}:${nr}`).join(", ")})`);
+    for (const [m] of n.next_functions) visit(m);
+  };
+  visit(t.grad_fn as unknown as AnyNode | null);
+  return out;
 }
 
 const errText = (e: unknown) => (e instanceof Error ? `${e.name}: ${e.message.split("\n")[0]}` : String(e));
@@ -132,6 +147,15 @@ async function run(p: Program, settle: boolean): Promise<string[]> {
       if (t.is_leaf !== want.is_leaf) out.push(`final ${k}: is_leaf ${t.is_leaf}, torch ${want.is_leaf}`);
       const n = nodeText(nodeOf(t));
       if (n !== nodeText(want.grad_fn)) out.push(`final ${k}: grad_fn ${n}, torch ${nodeText(want.grad_fn)}`);
+      else {
+        // Deeper in the graph (nodes of deleted variables and of composite ops), first difference only.
+        const g = graphOf(t);
+        const j = want.graph.findIndex((w, i) => g[i] !== w);
+        if (j >= 0 || g.length !== want.graph.length) {
+          const i = j >= 0 ? j : Math.min(g.length, want.graph.length);
+          out.push(`final ${k}: graph node ${i} ${g[i] ?? "(none)"}, torch ${want.graph[i] ?? "(none)"}`);
+        }
+      }
       if (t._version !== want.version) out.push(`final ${k}: _version ${t._version}, torch ${want.version}`);
       if ("grad" in want) {
         if ((want.grad === null) !== (r.grad === null)) out.push(`final ${k}: grad ${r.grad === null ? "None" : "set"}, torch ${want.grad === null ? "None" : "set"}`);

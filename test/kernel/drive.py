@@ -67,6 +67,7 @@ def scenario_cells(km, kc):
     run(kc, "const a = 'redeclared'")
     res["redeclare"] = result_text(run(kc, "a")[1])
     res["gc"] = result_text(run(kc, "typeof gc")[1])
+    res["cleanup_some"] = result_text(run(kc, "typeof (FinalizationRegistry.prototype as any).cleanupSome")[1])
     res["tla"] = result_text(run(kc, "const t = await new Promise<number>((r) => setTimeout(() => r(5), 20)); t * 2")[1])
     res["import"] = result_text(run(kc, 'import { basename } from "node:path"\nimport os from "node:os"\nbasename("/x/y.ts") + typeof os.cpus')[1])
     reply, outs = run(kc, "const ok = 1\n\nfunction bad(): number {\n  return (undefined as any).boom\n}\nbad()")

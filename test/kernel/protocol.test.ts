@@ -23,6 +23,8 @@ describe("cells", () => {
     expect(r.redeclare).toBe("'redeclared'");
     expect(r.tla).toBe("10");
     expect(r.gc).toBe("'function'"); // Node started with --expose-gc, for torch.gc()
+    // and with --harmony-weak-refs-with-cleanup-some, for synchronous reclamation of dropped handles
+    expect(r.cleanup_some).toBe("'function'");
     expect(r.import).toBe("'y.tsfunction'");
   });
 

@@ -87,6 +87,7 @@ test("gradlab install writes the kernelspec for --user, --sys-prefix and --prefi
     expect(spec.interrupt_mode).toBe("message");
     expect(spec.argv[0]).toBe(process.execPath);
     expect(spec.argv).toContain("--expose-gc");
+    expect(spec.argv).toContain("--harmony-weak-refs-with-cleanup-some");
     expect(spec.argv.slice(-2)).toEqual(["-f", "{connection_file}"]);
   }
   const bad = await run(process.execPath, [GRADLAB, "install", "--bogus"], { env });

@@ -49,6 +49,8 @@ describe("tensors over the binding limit", () => {
         await a.sum(0).tolist(),
         await a.softmax(1).tolist(),
         await a.log_softmax(-1).tolist(),
+        await a.softmax(0).tolist(),
+        await a.view(37, 53, 1).expand(37, 53, 2).log_softmax(1).tolist(),
         await a.getitem(":, :29").add(b.getitem(":37")).tolist(),
         await a.var(1).tolist(),
         await a.max(0).indices.tolist(),
@@ -91,13 +93,13 @@ describe("tensors over the binding limit", () => {
     const one = torch.tensor([1], { dtype: "int32" });
     _set_max_binding_size(4096);
     const before = torch.cuda.memory_allocated();
-    expect(() => x.softmax(0)).toThrow(/softmax: one step of this kernel reads more than this adapter's maxStorageBufferBindingSize \(4\.00 KiB\)/);
+    expect(() => x.var()).toThrow(/var: one step of this kernel reads more than this adapter's maxStorageBufferBindingSize \(4\.00 KiB\)/);
     expect(() => x.argmax()).toThrow(/argmax: one step of this kernel reads more than this adapter's maxStorageBufferBindingSize \(4\.00 KiB\)/);
     expect(() => torch.nn.functional.embedding(one, wide)).toThrow(/a row of 2048 elements is larger than this adapter's maxStorageBufferBindingSize/);
     expect(torch.cuda.memory_allocated()).toBe(before);
     _set_max_binding_size(null);
     expect(await ok.tolist()).toEqual([2, 3]);
-    expect(await x.softmax(0).sum().item()).toBeCloseTo(64, 3);
+    expect(await x.var().item()).toBeGreaterThan(0);
   });
 
   it("a tensor over maxBufferSize is refused with the limit named, and memory is where it was", async () => {

@@ -186,6 +186,26 @@ export function softmax(x: Tensor, dim: number, log: boolean): Tensor {
     throw new RuntimeError(`"${log ? "log_softmax" : "softmax"}_lastdim_kernel_impl" not implemented for '${x.dtype === "int32" ? "Int" : "Bool"}'`);
   }
   const d = x.ndim === 0 ? 0 : wrapDim(dim, x.ndim);
+  // Over the binding limit a row strided across the tensor (dim not last) cannot run in windows:
+  // move dim last (a contiguous copy), normalise rows, and move it back (another copy).
+  const inner0 = numelOf(x.shape.slice(d + 1));
+  if (inner0 > 1 && x.shape[d] > 1 && !fitsOneBinding([x]) && x.shape[d] * inner0 * 4 > maxBindingBytes()) {
+    const order = x.shape.map((_, i) => i).filter((i) => i !== d);
+    order.push(d);
+    const back = x.shape.map((_, i) => (i < d ? i : i === d ? x.ndim - 1 : i - 1));
+    const moved = permute(x, order);
+    let rowsOut: Tensor | null = null;
+    let view: Tensor | null = null;
+    try {
+      rowsOut = softmax(moved, -1, log);
+      view = permute(rowsOut, back);
+      return contiguousOf(view);
+    } finally {
+      moved.dispose();
+      rowsOut?.dispose();
+      view?.dispose();
+    }
+  }
   const src = contiguousOf(x);
   try {
     const out = Tensor.empty(x.shape, "float32");

@@ -4,7 +4,7 @@
 // pixel checks. Every wait here is bounded.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -55,8 +55,8 @@ export interface Server {
 export async function startServer(): Promise<Server> {
   const base = mkdtempSync(join(tmpdir(), "gradlab-browser-"));
   const root = join(base, "notebooks");
-  mkdirSync(root);
-  for (const f of readdirSync(join(REPO, "notebooks"))) if (/^\d\d_.*\.ipynb$/.test(f)) cpSync(join(REPO, "notebooks", f), join(root, f));
+  // the whole folder: notebooks import helpers that sit beside them (./check.ts, solutions/)
+  cpSync(join(REPO, "notebooks"), root, { recursive: true });
   const prefix = join(base, "prefix");
   const inst = spawnSync(process.execPath, [join(REPO, "bin", "gradlab.js"), "install", "--prefix", prefix], { encoding: "utf8", timeout: 180_000 });
   if (inst.status !== 0) throw new Error(`gradlab install failed: ${inst.stderr}`);

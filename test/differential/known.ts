@@ -44,15 +44,6 @@ export const KNOWN: Record<string, Known> = {
       /_version \d+, torch \d+/, /is_leaf false, torch true/, /grad None, torch set/, /grad_fn \w+\(torch::autograd::AccumulateGrad:0\), torch None/,
       /MulBackward0/, /a view of a leaf Variable that requires grad is being used in an in-place operation\., torch raised RuntimeError: a leaf Variable/),
   },
-  flattenSameDim: {
-    reason:
-      "issue 11 item 10 (runtime: src/autograd/functions/shape.ts flatten): x.flatten(d, d) of a tensor with ndim >= 1 returns x itself " +
-      "in torch; GradLab returns a reshape view with ReshapeAliasBackward0 (so a leaf's flatten is not a leaf, gets no .grad, and " +
-      "in-place on it is 'a view of a leaf' instead of 'a leaf')",
-    when: has(/\.flatten\((-?\d+), \1\)/),
-    explains: any(/ReshapeAliasBackward0/, /is_leaf false, torch true/, /grad None, torch set/, /grad_fn \w+\(torch::autograd::AccumulateGrad:0\), torch None/,
-      /a view of a leaf Variable that requires grad is being used in an in-place operation\., torch raised RuntimeError: a leaf Variable/),
-  },
   ellipsisIndex: {
     reason:
       "issue 11 item 10 (runtime: src/autograd/functions/shape.ts getitem): x[...] is a view with AliasBackward0 in torch; " +
@@ -130,13 +121,6 @@ export const KNOWN: Record<string, Known> = {
       const m = /grad differs: (.*)/.exec(line);
       return !!m && [...m[1].matchAll(/(-?[\d.e-]+) vs torch (-?[\d.e-]+)/g)].every(([, g, w]) => Math.abs(Number(g) - Number(w)) < 1e-3);
     },
-  },
-  varOfOneElement: {
-    reason:
-      "runtime: src/autograd/functions/reductions.ts VarBackward0. var() of one element (correction 1) has gradient 2(x - mean)/0: " +
-      "torch gives inf (0 * inf is avoided), GradLab NaN",
-    when: has(/\.(var|std)\(/),
-    explains: any(/grad differs: .*NaN vs torch (-?Infinity|NaN)/, /grad differs: .*vs torch (-?Infinity)/),
   },
 };
 

@@ -1,9 +1,20 @@
 // The kernel's language service: `torch` is a namespace for types and values both, so the
 // notebooks' own style (`torch.Tensor` and `torch.nn.Module` as types) type-checks with no warning.
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { languageService } from "../kernel/language/client.ts";
 
 const ls = languageService();
+// Each request has its own bound (GRADLAB_LS_TIMEOUT_MS); loading TypeScript and compiling the
+// runtime's types comes first and may take longer on a busy machine: wait for the service to say
+// it is ready (bounded), then ask.
+beforeAll(async () => {
+  ls.warm();
+  const end = Date.now() + 90_000;
+  while (!ls.loaded) {
+    if (Date.now() > end) throw new Error("the language service did not load in 90 s");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}, 100_000);
 afterAll(() => (ls as unknown as { worker?: { terminate(): unknown } }).worker?.terminate());
 
 describe("language service", () => {

@@ -9,7 +9,9 @@ export interface ErrorContent {
   traceback: string[];
 }
 
-interface CellRecord { label: string; lines: string[]; map: SourceMap | null; wrapperLine: number; prologue: number }
+/** What a traceback needs of each cell that ran: kept small (the source map stays JSON until an error
+ *  needs it), since every cell of a long session has one. */
+interface CellRecord { label: string; source: string; mapJson: string | null; wrapperLine: number; prologue: number }
 const cells = new Map<string, CellRecord>();
 
 const RED = "\x1b[31m", GREEN = "\x1b[32m", BOLD = "\x1b[1m", RESET = "\x1b[0m";
@@ -18,7 +20,7 @@ export const CELL_FILE = /gradlab-cell-(\d+)\.js/;
 export function registerCell(filename: string, label: string, source: string, map: string | null, code: string): void {
   const wrapperLine = code.split("\n").length; // the line holding the wrapper's `})()`
   const prologue = code.indexOf("{") + 1; // columns the wrapper adds to line 1 (approximately)
-  cells.set(filename, { label, lines: source.split("\n"), map: map ? new SourceMap(JSON.parse(map)) : null, wrapperLine, prologue });
+  cells.set(filename, { label, source, mapJson: map, wrapperLine, prologue });
 }
 
 export class InterruptError extends Error {
@@ -28,13 +30,20 @@ export class InterruptError extends Error {
   }
 }
 
+let lastMap: { json: string; map: SourceMap } | null = null;
+function sourceMap(json: string): SourceMap {
+  if (lastMap?.json !== json) lastMap = { json, map: new SourceMap(JSON.parse(json)) };
+  return lastMap.map;
+}
+
 function mapPosition(file: string, line: number, col: number): { cell: CellRecord; line: number; col: number } | null {
   const cell = cells.get(file);
   if (!cell) return null;
-  if (!cell.map) return { cell, line, col: line === 1 ? Math.max(1, col - cell.prologue) : col };
-  const e = cell.map.findEntry(line - 1, Math.max(0, col - 1)) as any;
+  if (!cell.mapJson) return { cell, line, col: line === 1 ? Math.max(1, col - cell.prologue) : col };
+  const map = sourceMap(cell.mapJson);
+  const e = map.findEntry(line - 1, Math.max(0, col - 1)) as any;
   if (!e || e.originalLine === undefined) {
-    const e0 = cell.map.findEntry(line - 1, 0) as any;
+    const e0 = map.findEntry(line - 1, 0) as any;
     if (!e0 || e0.originalLine === undefined) return null;
     return { cell, line: e0.originalLine + 1, col: 1 };
   }
@@ -43,10 +52,11 @@ function mapPosition(file: string, line: number, col: number): { cell: CellRecor
 
 function context(cell: CellRecord, line: number): string[] {
   const out = [`${GREEN}${cell.label}${RESET}, line ${line}:`];
-  const from = Math.max(1, line - 2), to = Math.min(cell.lines.length, line + 2);
+  const lines = cell.source.split("\n");
+  const from = Math.max(1, line - 2), to = Math.min(lines.length, line + 2);
   const w = String(to).length;
   for (let i = from; i <= to; i++) {
-    const text = cell.lines[i - 1];
+    const text = lines[i - 1];
     out.push(i === line ? `${RED}--> ${String(i).padStart(w)}${RESET} ${text}` : `    ${String(i).padStart(w)} ${text}`);
   }
   return out;
@@ -120,8 +130,7 @@ export function syntaxErrorContent(errors: EsbuildMessage[], label: string, sour
   const first = errors[0];
   const line = first?.location?.line ?? 1;
   const col = (first?.location?.column ?? 0) + 1;
-  const lines = source.split("\n");
-  const rec = { label, lines, map: null, wrapperLine: 0, prologue: 0 };
+  const rec = { label, source, mapJson: null, wrapperLine: 0, prologue: 0 };
   const tb = [`${RED}${BOLD}SyntaxError${RESET}: ${first?.text ?? "invalid syntax"} (${label}, line ${line}:${col})`, ...context(rec, line)];
   return { ename: "SyntaxError", evalue: `${first?.text ?? "invalid syntax"} (line ${line})`, traceback: tb };
 }

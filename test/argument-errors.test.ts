@@ -147,3 +147,21 @@ describe("empty tensors (item 11, the ops side)", () => {
     expect(await v.var(1).tolist()).toEqual([NaN, NaN, NaN]);
   });
 });
+
+describe("x[...] (item 10, the indexing side)", () => {
+  it("is a new view with AliasBackward0, as in torch 1.13; x[...] = v writes x itself", async () => {
+    const x = torch.ones([2, 3], { requires_grad: true });
+    const y = x.getitem("...");
+    expect(y.grad_fn?.name()).toBe("AliasBackward0");
+    expect(x.is_leaf).toBe(true);
+    y.sum().backward();
+    expect(await x.grad!.tolist()).toEqual([[1, 1, 1], [1, 1, 1]]);
+    const s = torch.tensor(2, { requires_grad: true });
+    expect(s.getitem("...").grad_fn?.name()).toBe("AliasBackward0");
+    expect(s.getitem(":, None".replace(":, ", "")).grad_fn?.name()).toBe("UnsqueezeBackward0");
+    const w = torch.zeros(3);
+    w.setitem("...", 5);
+    expect(await w.tolist()).toEqual([5, 5, 5]);
+    expect(w._version).toBe(1);
+  });
+});

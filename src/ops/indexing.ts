@@ -3,7 +3,7 @@
 
 import { IndexError, RuntimeError, TypeError_ } from "../errors.ts";
 import { Tensor, type TensorOrScalar } from "../tensor.ts";
-import { alias, select, slice, unsqueeze, view } from "./views.ts";
+import { alias, makeView, select, slice, unsqueeze, view } from "./views.ts";
 import { full } from "./elementwise.ts";
 
 type Part = { kind: "int"; i: number } | { kind: "slice"; start?: number; end?: number; step: number } | { kind: "ellipsis" } | { kind: "none" };
@@ -46,6 +46,14 @@ export interface ViewOps {
 }
 
 export function getitem(t: Tensor, index: string | number, ops: ViewOps = { select, slice, unsqueeze }): Tensor {
+  return indexInto(t, index, ops, true);
+}
+
+/**
+ * x[index]. An index that makes no view op (only "...") is still a new view in PyTorch, with
+ * AliasBackward0; assignment (`forRead` false) writes through x itself, as Python's x[...] = v does.
+ */
+function indexInto(t: Tensor, index: string | number, ops: ViewOps, forRead: boolean): Tensor {
   t.check();
   const parts = parse(index);
   const consumed = parts.filter((p) => p.kind === "int" || p.kind === "slice").length;
@@ -61,7 +69,8 @@ export function getitem(t: Tensor, index: string | number, ops: ViewOps = { sele
   if (consumed > t.ndim) throw new IndexError(`too many indices for tensor of dimension ${t.ndim}`);
   let cur = alias(t);
   let dim = 0;
-  const step = (next: Tensor) => { cur.dispose(); cur = next; };
+  let viewed = false;
+  const step = (next: Tensor) => { cur.dispose(); cur = next; viewed = true; };
   try {
     for (const p of parts) {
       if (p.kind === "ellipsis") dim += t.ndim - consumed;
@@ -72,6 +81,10 @@ export function getitem(t: Tensor, index: string | number, ops: ViewOps = { sele
         if (p.i < -size || p.i >= size) throw new IndexError(`index ${p.i} is out of bounds for dimension ${dim} with size ${size}`);
         step(ops.select(cur, dim, p.i));
       }
+    }
+    if (forRead && !viewed) {
+      const v = (ops as { view?: (t: Tensor, s: number[], name?: string) => Tensor }).view;
+      step(v ? v(cur, cur.shape, "AliasBackward0") : makeView(cur, cur.shape, cur._strides, cur._offset));
     }
   } catch (e) {
     cur.dispose(); // nothing half-built survives a bad index
@@ -84,7 +97,7 @@ export function setitem(t: Tensor, index: string | number, value: TensorOrScalar
   if (!(value instanceof Tensor) && typeof value !== "number" && typeof value !== "boolean") {
     throw new TypeError_(`can't assign a ${value === null || value === undefined ? "NoneType" : typeof value === "string" ? "str" : typeof value} to a torch.FloatTensor`);
   }
-  const target = getitem(t, index, ops);
+  const target = indexInto(t, index, ops ?? { select, slice, unsqueeze }, false);
   let squeezed: Tensor | null = null;
   try {
     // As Python's __setitem__ (copy_to): the value's leading size-1 dims are dropped before the copy.

@@ -44,13 +44,6 @@ export const KNOWN: Record<string, Known> = {
       /_version \d+, torch \d+/, /is_leaf false, torch true/, /grad None, torch set/, /grad_fn \w+\(torch::autograd::AccumulateGrad:0\), torch None/,
       /MulBackward0/, /a view of a leaf Variable that requires grad is being used in an in-place operation\., torch raised RuntimeError: a leaf Variable/),
   },
-  ellipsisIndex: {
-    reason:
-      "issue 11 item 10 (runtime: src/autograd/functions/shape.ts getitem): x[...] is a view with AliasBackward0 in torch; " +
-      "GradLab returns another handle to x itself",
-    when: has(/getitem\("\.\.\."\)/),
-    explains: any(/AliasBackward0/, /is_leaf true, torch false/),
-  },
   matmulDecomposition: {
     reason:
       "runtime: src/autograd/functions/linalg.ts matmul. torch 1.13's at::matmul computes 1-D/2-D @ >=3-D as (b^T @ a^T)^T viewed " +

@@ -158,7 +158,7 @@ describe("x[...] (item 10, the indexing side)", () => {
     expect(await x.grad!.tolist()).toEqual([[1, 1, 1], [1, 1, 1]]);
     const s = torch.tensor(2, { requires_grad: true });
     expect(s.getitem("...").grad_fn?.name()).toBe("AliasBackward0");
-    expect(s.getitem(":, None".replace(":, ", "")).grad_fn?.name()).toBe("UnsqueezeBackward0");
+    expect(s.getitem("None").grad_fn?.name()).toBe("UnsqueezeBackward0");
     const w = torch.zeros(3);
     w.setitem("...", 5);
     expect(await w.tolist()).toEqual([5, 5, 5]);

@@ -247,9 +247,13 @@ export class Tensor {
   clone(): Tensor { return sh.clone(this); }
   /** A new tensor sharing storage and version counter, outside the graph (requires_grad false). */
   detach(): Tensor { return vw.makeView(this, this.shape, this._strides, this._offset, false); }
-  /** Another handle to this same tensor (same storage and autograd identity). */
-  _alias(): Tensor {
-    return new Tensor(this.check().storage, this.shape, this._strides, this._offset, this.dtype, this._versionCounter, this._base, this._meta);
+  /**
+   * Another handle to this same tensor (same storage and autograd identity). `keepBase = false` is for
+   * handles the runtime keeps inside a graph (saved variables): they must not hold the base's handle,
+   * which the base's own graph would then keep reachable (a view saved by its base's CopySlices).
+   */
+  _alias(keepBase = true): Tensor {
+    return new Tensor(this.check().storage, this.shape, this._strides, this._offset, this.dtype, this._versionCounter, keepBase ? this._base : null, this._meta);
   }
   to(dtype: DType): Tensor { return dtype === this.dtype ? this._alias() : pw.cast(this, dtype); }
   float(): Tensor { return this.to("float32"); }

@@ -95,14 +95,20 @@ describe("gradients torch gives and GradLab used to get wrong", () => {
     const x = torch.randn([4], rg);
     const d = new torch.nn.Dropout(0.5);
     d.eval();
-    expect(F.dropout(x, 0)).toBe(x);
-    expect(d(x)).toBe(x);
+    // the same tensor (identity, grad_fn, .grad, no memory) as another handle
+    for (const y of [F.dropout(x, 0), d(x) as torch.Tensor]) {
+      expect(y._meta).toBe(x._meta);
+      expect(y.storage).toBe(x.storage);
+      y.dispose();
+      expect(x.disposed).toBe(false);
+    }
     expect(F.dropout(x, 1).grad_fn!.name()).toBe("MulBackward0");
   });
 
   it("flatten(s, s) is the input itself", () => {
     const h = torch.randn([2, 3], rg).mul(1);
-    expect(h.flatten(1, 1)).toBe(h);
+    const f = h.flatten(1, 1);
+    expect([f._meta, f.storage, f.grad_fn]).toEqual([h._meta, h.storage, h.grad_fn]);
   });
 });
 
@@ -143,5 +149,27 @@ describe("peaks PyTorch reports (CUDA, 512-byte blocks)", () => {
       expect(torch.cuda.max_memory_allocated() - base).toBe(2 * 4 * MiB);
       expect(torch.cuda.memory_allocated()).toBe(base);
     });
+  });
+
+  it("backward on a leaf frees the AccumulateGrad made for it: nothing stays once the leaf is gone", () => {
+    const before = torch.cuda.memory_allocated();
+    const x = torch.tensor(0.5, rg);
+    x.backward();
+    x.dispose();
+    expect(torch.cuda.memory_allocated()).toBe(before);
+  });
+
+  it("x.mul_(x) on a view leaves nothing behind", () => {
+    const before = torch.cuda.memory_allocated();
+    (() => {
+      const x = torch.tensor([[1.86], [-0.23]], rg);
+      const v = x.pow(0.5).view([2]);
+      v.mul_(v);
+    })();
+    expect(torch.cuda.memory_allocated()).toBe(before);
+  });
+
+  it("matmul with a number names the argument", () => {
+    expect(() => torch.ones(2, 2).matmul(5 as never)).toThrow("matmul(): argument 'other' (position 2) must be Tensor, not int");
   });
 });

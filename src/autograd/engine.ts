@@ -17,6 +17,7 @@ import { Tensor } from "../tensor.ts";
 import { enable_grad, no_grad } from "./grad-mode.ts";
 import { AccumulateGrad, isAnomalyEnabled, Node, type Grads } from "./node.ts";
 import { edgeOf } from "./record.ts";
+import { releaseNode, retainNode } from "./meta.ts";
 
 export interface TraceEvent {
   step: "entry" | "dependencies" | "ready" | "apply" | "release" | "pass";
@@ -108,7 +109,28 @@ export function run_backward(roots: Tensor[], grads: Array<Tensor | null>, opts:
   return withPhase("backward", () => withCategory("autograd_temporary", () => backwardPass(roots, grads, opts)));
 }
 
+/**
+ * Holds the roots' and inputs' nodes for the duration of the pass: a leaf's AccumulateGrad made just for
+ * it (x.backward() on a leaf, autograd.grad(..., inputs=[leaf])) is owned by no graph, and is freed
+ * with its hold on the leaf when the pass ends (it used to keep the leaf and its .grad forever).
+ */
 function backwardPass(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOptions): Grads {
+  const held: Node[] = [];
+  for (const t of [...roots, ...(opts.inputs ?? [])]) {
+    const [n] = t.requires_grad ? edgeOf(t) : [null];
+    if (n) {
+      retainNode(n);
+      held.push(n);
+    }
+  }
+  try {
+    return pass(roots, grads, opts);
+  } finally {
+    for (const n of held) releaseNode(n);
+  }
+}
+
+function pass(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOptions): Grads {
   const rootGrads = rootGradients(roots, grads, opts);
   tracer?.({ step: "entry", detail: { roots: roots.map((r) => sizeStr(r.shape)), retain_graph: opts.retain_graph, create_graph: opts.create_graph } });
 

@@ -6,7 +6,7 @@ import type { Tensor } from "../tensor.ts";
 import { activeSavedTensorsHooks, type PackHooks } from "./saved-hooks.ts";
 import { retainNode } from "./meta.ts";
 import { tuple } from "../pystr.ts";
-import { noteCascade, owned } from "../memory/lifetime.ts";
+import { owned } from "../memory/lifetime.ts";
 import { setCategory } from "../memory/category.ts";
 
 export type Edge = [Node | null, number];
@@ -57,7 +57,7 @@ export class SavedVariable {
     owned(() => {
       if (hooks) this.packed = { value: hooks.pack(t), hooks };
       else {
-        const d = outputOf ? t.detach() : t._alias();
+        const d = outputOf ? t.detach() : t._alias(false);
         d._role = { kind: "saved", description: `saved for backward by ${node?.name() ?? "a custom Function"}` };
         if (outputOf || !t.is_leaf) setCategory(d.storage, "activation"); // saved weights and inputs keep theirs
         this.data = d;
@@ -92,7 +92,6 @@ export class SavedVariable {
   release(): void {
     if (this.released) return;
     this.released = true;
-    if (this.data?._base) noteCascade(); // the view's base handle may be unreachable now
     this.data?.dispose();
     this.data = null;
     if (this.packed) {

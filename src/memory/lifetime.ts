@@ -136,9 +136,10 @@ export function reclaim(): number {
   const before = reclaimed;
   const t0 = performance.now();
   try {
-    // A released handle can free others that only the runtime still reached: a dropped graph's saved
-    // views keep their bases' handles. Those become unreachable only after this round's finalisers, so
-    // collect again while a round let go of such a reference (noteCascade; bounded: chains are short).
+    // A released handle can free others that only the runtime still reached: a dropped custom
+    // Function's ctx or packed saved tensors can hold user tensors. Those become unreachable only after
+    // this round's finalisers, so collect again while a round let go of such a reference (noteCascade;
+    // bounded: chains are short).
     for (let round = 0; round < 8; round++) {
       cascade = false;
       hooks.gc!();

@@ -33,7 +33,7 @@ export function checkInplace(self: Tensor, ...others: Array<TensorOrScalar | nul
 /** A handle over the same memory carrying `t`'s autograd history as it is now (before the rebase). */
 function snapshot(t: Tensor): Tensor {
   const meta = new AutogradMeta();
-  meta.grad_fn = t.grad_fn;
+  meta.grad_fn = t._meta.grad_fn; // its history before this write (the getter would regenerate a view's)
   meta.output_nr = t._output_nr;
   meta.requiresGradLeaf = t._meta.requiresGradLeaf;
   meta.accumulator = t._meta.accumulator;

@@ -3,6 +3,7 @@
 // UnsafeViewBackward0 around folded batch dims.
 
 import * as la from "../../ops/linalg.ts";
+import { checkTensorArg } from "../../ops/linalg.ts";
 import { broadcastShapes } from "../../ops/elementwise.ts";
 import { RuntimeError } from "../../errors.ts";
 import { Tensor, numelOf } from "../../tensor.ts";
@@ -29,6 +30,7 @@ function mmGrads(n: FormulaNode, g: Tensor, mat1: string, mat2: string, alpha: n
 }
 
 export function mm(a: Tensor, b: Tensor): Tensor {
+  checkTensorArg("mm", "mat2", 2, b);
   const out = sh.unview(la.mm(a, b));
   if (needsGrad(a, b)) {
     attach("MmBackward0", [a, b], [out], (n, [g]) => mmGrads(n, g!, "self", "mat2", 1), {
@@ -39,6 +41,7 @@ export function mm(a: Tensor, b: Tensor): Tensor {
 }
 
 export function bmm(a: Tensor, b: Tensor): Tensor {
+  checkTensorArg("bmm", "mat2", 2, b);
   const out = sh.unview(la.bmm(a, b));
   if (needsGrad(a, b)) {
     attach("BmmBackward0", [a, b], [out], (n, [g]) => [
@@ -87,6 +90,7 @@ function mv(a: Tensor, v: Tensor): Tensor {
 
 /** torch.matmul, decomposed as at::matmul does (temporaries are disposed; the graph keeps what it needs). */
 export function matmul(a: Tensor, b: Tensor): Tensor {
+  checkTensorArg("matmul", "other", 2, b);
   a.check();
   b.check();
   if (!needsGrad(a, b)) return la.matmul(a, b);

@@ -189,7 +189,10 @@ export function binaryInplace<T extends Tensor>(op: "add" | "sub" | "mul" | "div
   // mul_/div_ need self's old value when other requires grad: keep a copy (PyTorch's original_self).
   const before = track && (op === "mul" || op === "div") && other instanceof Tensor && other.requires_grad ? ew.copyOf(self) : null;
   ew.inplaceBinary(op, self, other, alpha);
-  if (track) rebase(self, (prev, out) => attachBinary(op, prev, other, out, alpha, before ?? prev), before);
+  // x.mul_(x): the other operand is the tensor being written; its history before the write (prev) is
+  // what the node needs, and saving x itself would make a cycle through its new grad_fn.
+  const same = other instanceof Tensor && other._meta === self._meta;
+  if (track) rebase(self, (prev, out) => attachBinary(op, prev, same ? prev : other, out, alpha, before ?? prev), before);
   return self;
 }
 

@@ -193,8 +193,9 @@ export const layerNorm = asOp("layer_norm", function layerNorm(x: Tensor, normal
 
 export const dropout = asOp("dropout", function dropout(x: Tensor, p: number, training: boolean): Tensor {
   if (!(p >= 0 && p <= 1)) throw new RuntimeError(`dropout probability has to be between 0 and 1, but got ${p}`);
-  // As at::dropout: no-op dropout is the input itself; p = 1 multiplies by a zero tensor (MulBackward0).
-  if (!training || p === 0) return x;
+  // As at::dropout: no-op dropout is the input itself (here another handle to it, so that disposing the
+  // result leaves the input alone); p = 1 multiplies by a zero tensor (MulBackward0).
+  if (!training || p === 0) return x._alias();
   if (p === 1) return x.mul(tensor(0));
   const [out, mask] = F.native_dropout(x, p, training);
   if (needsGrad(x)) {

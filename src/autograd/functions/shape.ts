@@ -58,8 +58,9 @@ export function clone(x: Tensor): Tensor {
 
 /** flatten is a reshape (so a non-viewable input gets CloneBackward0 + UnsafeViewBackward0, as in ATen). */
 export function flatten(x: Tensor, start: number, end: number): Tensor {
-  // ATen returns the input itself when there is nothing to merge
-  if (x.ndim > 0 && vw.wrapDim(start, x.ndim) === vw.wrapDim(end, x.ndim)) return x;
+  // ATen returns the input itself when there is nothing to merge: the same tensor (same grad_fn, same
+  // .grad, no memory), as another handle, so that disposing the result does not dispose the input
+  if (x.ndim > 0 && vw.wrapDim(start, x.ndim) === vw.wrapDim(end, x.ndim)) return x._alias();
   const probe = vw.flatten(x, start, end);
   const shape = [...probe.shape];
   probe.dispose();
@@ -109,6 +110,7 @@ export function squeeze(x: Tensor, dim?: number, name?: string): Tensor {
   const s = sizes(x);
   // SqueezeBackward3 is matmul's squeeze_ of its own temporary: a tensor of its own, not a view.
   const out = name === "SqueezeBackward3" ? unview(vw.squeeze(x, dim)) : vw.squeeze(x, dim);
+  if (name === "SqueezeBackward3") out._bump_version(); // ATen's squeeze_ wrote it in place
   return viewOp(x, out, name ?? (dim === undefined ? "SqueezeBackward0" : "SqueezeBackward1"), (g) => g.reshape(s), {
     dim: dim === undefined ? undefined : vw.wrapDim(dim, Math.max(x.ndim, 1)),
     self_sizes: s,

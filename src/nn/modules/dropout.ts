@@ -16,8 +16,8 @@ export class Dropout extends Module {
     this.inplace = opts.inplace ?? false;
   }
   override forward(x: Tensor): Tensor {
-    // Eval mode returns the input itself, as F.dropout(training=False) does (no copy, no node).
-    if (!this.training) return x;
+    // Eval mode returns the input itself (another handle to it), as F.dropout(training=False) does.
+    if (!this.training) return x._alias();
     return F.dropout(x, this.p, true);
   }
   override extra_repr(): string { return `p=${pyFloat(this.p)}, inplace=${this.inplace ? "True" : "False"}`; }

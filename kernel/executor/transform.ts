@@ -81,6 +81,8 @@ const parse = (js: string) =>
 function parseAsPlainJs(source: string): Node | null {
   // `f<T>(x)` is a generic call in TypeScript but two comparisons in JavaScript
   if (/<[\w\s,.[\]|&]+>\s*\(/.test(source)) return null;
+  // acorn parses `using` declarations, which Node 20 cannot run: esbuild lowers them
+  if (/\busing\s+[\w$]/.test(source)) return null;
   try {
     return parse(source);
   } catch {

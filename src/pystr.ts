@@ -1,6 +1,7 @@
 // Python's str()/repr() for the values a PyTorch program prints, so a TypeScript twin of the article's
 // code prints the same text: True/False/None, lists as [a, b], tuples as (a, b) and (a,), nodes as
 // <AddBackward0 object at 0x…>. Tensors print with `await t.repr()` / torch.print (their data is on the GPU).
+import { isSize, sizeRepr } from "./format.ts";
 
 const TUPLE = Symbol.for("gradlab.tuple");
 
@@ -20,6 +21,7 @@ export function pyStr(v: unknown): string {
   if (v === true) return "True";
   if (v === false) return "False";
   if (typeof v === "string") return v;
+  if (isSize(v)) return sizeRepr(v);
   if (Array.isArray(v)) {
     const items = v.map(pyRepr);
     if ((v as unknown as Record<symbol, boolean>)[TUPLE]) return items.length === 1 ? `(${items[0]},)` : `(${items.join(", ")})`;

@@ -3,7 +3,7 @@
 
 import { ELEMENT_SIZE, type DType } from "./dtype.ts";
 import { RuntimeError } from "./errors.ts";
-import { formatTensor } from "./format.ts";
+import { asSize, formatTensor } from "./format.ts";
 import { noteHandleRelease, track, untrack } from "./memory/lifetime.ts";
 import { Storage, VersionCounter, type HandleInfo, type Role } from "./memory/storage.ts";
 import { AutogradMeta } from "./autograd/meta.ts";
@@ -80,7 +80,7 @@ export class Tensor {
 
   constructor(storage: Storage, shape: Shape, strides: Shape, offset: number, dtype: DType, version?: VersionCounter, base?: Tensor | null, meta?: AutogradMeta) {
     this.storage = storage;
-    this.shape = [...shape];
+    this.shape = asSize([...shape]); // prints as torch.Size([2, 3]), stays a plain number[]
     this._strides = [...strides];
     this._offset = offset;
     this.dtype = dtype;

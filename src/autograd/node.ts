@@ -6,6 +6,7 @@ import type { Tensor } from "../tensor.ts";
 import { activeSavedTensorsHooks, type PackHooks } from "./saved-hooks.ts";
 import { retainNode } from "./meta.ts";
 import { tuple } from "../pystr.ts";
+import { graph } from "../viz/graph.ts";
 import { owned } from "../memory/lifetime.ts";
 import { setCategory } from "../memory/category.ts";
 
@@ -231,8 +232,9 @@ export abstract class Node {
     return this.toString();
   }
   /** A grad_fn as a cell's last expression: torch.viz.graph(this) with saved tensors (SVG, text tree, DOT). */
-  [Symbol.for("Jupyter.display")](): Promise<Record<string, unknown>> {
-    return import("../viz/graph.ts").then((m) => m.graph(this, { show_saved: true }).bundle());
+  [Symbol.for("Jupyter.display")](): ReturnType<ReturnType<typeof graph>["bundle"]> {
+    // read now: a display is a photograph of the moment it was made (backward may run right after)
+    return graph(this, { show_saved: true }).bundle();
   }
 }
 

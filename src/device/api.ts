@@ -93,6 +93,8 @@ export const memory_stats = () => alloc().stats();
  * memory accounting there, but no data and no computation, so models of any size run instantly.
  * `using _ = torch.cuda.simulate({total_memory})`, or with a callback; exiting restores the device.
  */
+export function simulate(opts?: { total_memory?: number; name?: string }): Guard & { device: MemoryDevice };
+export function simulate<T>(opts: { total_memory?: number; name?: string } | undefined, fn: () => T): T;
 export function simulate<T>(opts?: { total_memory?: number; name?: string }, fn?: () => T): T | (Guard & { device: MemoryDevice }) {
   const device = newSimulatedDevice(opts?.total_memory, opts?.name);
   const restore = setCurrentDevice(device);

@@ -2,6 +2,8 @@
 // rebinding, `x = undefined` for Python's `del`, no using / dispose / torch.scope. They run through the
 // kernel's cell transform (test/helpers/cells.ts) and must print PyTorch's figures at every step and
 // PyTorch's peak (test/fixtures/labs.ts derives them from what torch keeps alive).
+// The two other labs were already written this way: MemoryProbeModel (test/checkpoint-labs.test.ts)
+// and inplace_bug_reproduce (test/autograd.test.ts).
 import { describe, expect, it } from "vitest";
 import * as torch from "../src/index.ts";
 import { runCell } from "./helpers/cells.ts";
@@ -122,5 +124,47 @@ describe("the article's labs in PyTorch style (no using, no scope, no dispose)",
     // weight 256 KiB + bias 1 KiB and their grads, x and x.grad (128 KiB each), loss (512 B): model(x)
     // and its square died with their statement, as in Python.
     expect(g.figures).toEqual(Array(8).fill(2 * (262144 + 1024) + 2 * 131072 + 512));
+  });
+
+  it("benchmark_checkpointing's model keeps PyTorch's activations after forward in each mode", async () => {
+    await torch.cuda.simulate({}, () => runCell(`
+      const { checkpoint, create_selective_checkpoint_contexts } = torch.utils.checkpoint;
+      class DeepBlock extends torch.nn.Module {
+        linear1 = new torch.nn.Linear(D, D);
+        act = new torch.nn.GELU();
+        linear2 = new torch.nn.Linear(D, D);
+        forward(x) { return this.linear2(this.act(this.linear1(x))).add(x); }
+      }
+      class DeepNetwork extends torch.nn.Module {
+        constructor(layers, mode) {
+          super();
+          this.mode = mode;
+          this.blocks = new torch.nn.ModuleList(Array.from({ length: layers }, () => new DeepBlock()));
+        }
+        forward(x) {
+          let h = x;
+          for (const block of this.blocks) {
+            if (this.mode === "none") h = block(h);
+            else if (this.mode === "full") h = checkpoint(block, h, { use_reentrant: false });
+            else h = checkpoint(block, h, { use_reentrant: false, context_fn: () => create_selective_checkpoint_contexts(["addmm", "mm"]) });
+          }
+          return h;
+        }
+      }
+      after = {};
+      let model, x, out;
+      for (const mode of ["none", "full", "selective"]) {
+        model = new DeepNetwork(4, mode);
+        x = torch.randn(T, D, { requires_grad: true });
+        const before = torch.cuda.memory_allocated();
+        out = model(x);
+        after[mode] = torch.cuda.memory_allocated() - before;
+        model = x = out = undefined; // del model, x, out
+      }
+    `, { torch, T: 1024, D: 512 }));
+    const act = 1024 * 512 * 4; // one [T, D] activation: 2 MiB
+    // per block PyTorch saves the block input, linear1's output and GELU's output (the last block's
+    // output is returned); full checkpointing keeps each block's output; selective also linear1's output
+    expect(g.after).toEqual({ none: 4 * 3 * act, full: 4 * act, selective: 4 * 2 * act });
   });
 });

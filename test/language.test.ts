@@ -3,6 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { languageService } from "../kernel/language/client.ts";
 
+// A small window of remembered cells, so that the test can push a cell out of it.
+process.env.GRADLAB_LS_HISTORY_BYTES = "400";
 const ls = languageService();
 // Each request has its own bound (GRADLAB_LS_TIMEOUT_MS); loading TypeScript and compiling the
 // runtime's types comes first and may take longer on a busy machine: wait for the service to say
@@ -35,5 +37,15 @@ describe("language service", () => {
   it("still reports real type errors", async () => {
     const diags = await ls.diagnostics("const x: torch.Tensor = 3;\nconst y: number = torch.randn(2);");
     expect(diags!.map((d) => d.code)).toEqual([2322, 2322]);
+  }, 60_000);
+
+  it("checks against a bounded window of recent cells; older names stay known", async () => {
+    ls.addCell("const alpha: number = 1;");
+    const filler = (i: number) => `const filler${i}: string = "${"x".repeat(150)}";`;
+    for (let i = 0; i < 4; i++) ls.addCell(filler(i)); // 4 × ~180 bytes: alpha falls out of the 400-byte window
+    ls.addCell("const beta: string = 'b';");
+    const diags = await ls.diagnostics("alpha.toFixed(1);\nbeta.toFixed(1);");
+    // alpha is still declared (as any): no TS2304; beta keeps its type from its recent cell
+    expect(diags!.map((d) => `${d.line} TS${d.code}`)).toEqual(["2 TS2551"]); // toFixed does not exist on string
   }, 60_000);
 });

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 
-const repo = new URL("..", import.meta.url).pathname;
+const repo = new URL("../..", import.meta.url).pathname;
 const solutions = readdirSync(join(repo, "notebooks", "solutions")).filter((f) => f.endsWith(".ipynb"));
 
 interface Output { output_type: string; text?: string | string[]; name?: string }

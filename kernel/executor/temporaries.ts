@@ -20,7 +20,8 @@ export type Insert = (pos: number, text: string, placement: "early" | "late") =>
 
 const FUNCTIONS = new Set(["FunctionDeclaration", "FunctionExpression", "ArrowFunctionExpression", "ClassDeclaration", "ClassExpression"]);
 
-function children(n: Node): Node[] {
+/** An ESTree node's child nodes, in source order of their keys. */
+export function children(n: Node): Node[] {
   const out: Node[] = [];
   for (const key in n) {
     if (key === "type" || key === "start" || key === "end") continue;

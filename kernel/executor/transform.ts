@@ -13,7 +13,7 @@ import { Parser } from "acorn";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { REPO } from "../repo.ts";
-import { wrapTemporaries } from "./temporaries.ts";
+import { children, wrapTemporaries } from "./temporaries.ts";
 
 export const IRQ = "__gradlab_irq";
 export const RT = "__gradlab";
@@ -248,13 +248,7 @@ function walkLoops(node: Node, insert: (pos: number, text: string) => void): voi
         insert(b.end, ")");
       }
     }
-    for (const key in n) {
-      if (key === "type" || key === "start" || key === "end") continue;
-      const v = n[key];
-      if (Array.isArray(v)) {
-        for (const c of v) if (c && typeof c.type === "string") stack.push(c);
-      } else if (v && typeof v === "object" && typeof v.type === "string") stack.push(v);
-    }
+    stack.push(...children(n));
   }
 }
 

@@ -25,10 +25,18 @@ const post = (m: FromWorker) => parentPort!.postMessage(m);
 const hb = new zmq.Reply({ linger: 0 });
 const control = new zmq.Router({ linger: 0, sendHighWaterMark: 0, receiveHighWaterMark: 0 });
 const stdin = new zmq.Router({ linger: 0, sendHighWaterMark: 0 });
-const iopub = new zmq.Publisher({ linger: 1000, sendHighWaterMark: 0 });
+const iopub = new zmq.XPublisher({ linger: 1000, sendHighWaterMark: 0 });
 const controlOut = new SendQueue(control);
 const stdinOut = new SendQueue(stdin);
-const iopubOut = new SendQueue(iopub);
+// Until a client's SUB socket has subscribed, a PUB socket drops what it sends. A client can believe
+// iopub is connected when it is not (after a restart, a message from the old kernel still in its queue
+// satisfies jupyter_client's wait_for_ready), and the first cell's output was lost (1 restart in 20 in
+// the stress tier). So iopub is an XPUB that holds its messages until the first subscription arrives,
+// or 5 s have passed (a client that never subscribes).
+let firstSubscriber!: () => void;
+const subscribed = new Promise<void>((r) => (firstSubscriber = r));
+setTimeout(() => firstSubscriber(), 5000).unref();
+const iopubOut = new SendQueue(iopub, subscribed);
 
 // ---- iopub: streams coalesced here, so text leaves within FLUSH_MS whatever the main thread does ----
 const FLUSH_MS = 8;
@@ -280,6 +288,9 @@ await Promise.all([
   stdin.bind(endpoint(conn, conn.stdin_port)),
   iopub.bind(endpoint(conn, conn.iopub_port)),
 ]);
+void (async () => {
+  for await (const [m] of iopub) if (m[0] === 1) firstSubscriber();
+})().catch(() => {});
 publish("status", { execution_state: "starting" }, {});
 for (const m of early!) fromMain(m);
 early = null;

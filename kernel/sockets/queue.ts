@@ -6,7 +6,8 @@ export class SendQueue {
   private q: Buffer[][] = [];
   private draining = false;
   private idleWaiters: (() => void)[] = [];
-  constructor(private readonly sock: zmq.Writable & { closed: boolean }) {}
+  /** `ready`: nothing is sent before it resolves (iopub waits for its first subscriber). */
+  constructor(private readonly sock: zmq.Writable & { closed: boolean }, private readonly ready: Promise<void> = Promise.resolve()) {}
 
   send(frames: Buffer[]): void {
     this.q.push(frames);
@@ -22,6 +23,7 @@ export class SendQueue {
   private async drain(): Promise<void> {
     this.draining = true;
     try {
+      await this.ready;
       while (this.q.length) {
         const frames = this.q.shift()!;
         if (this.sock.closed) continue;

@@ -120,15 +120,17 @@ async function heartbeat() {
   for await (const frames of hb) await hb.send(frames);
 }
 
-async function controlLoop() {
-  for await (const frames of control) {
+/** Hands each message of a socket to its handler; a handler that throws costs that message, not the loop. */
+async function serve(name: string, sock: AsyncIterable<Buffer[]>, handle: (frames: Buffer[]) => void) {
+  for await (const frames of sock) {
     try {
-      onControl(frames);
+      handle(frames);
     } catch (e) {
-      log(`control: failed to handle a message: ${(e as Error)?.message ?? e}`);
+      log(`${name}: failed to handle a message: ${(e as Error)?.message ?? e}`);
     }
   }
 }
+const controlLoop = () => serve("control", control, onControl);
 
 function onControl(frames: Buffer[]) {
   const r = parse(frames, signer);
@@ -163,15 +165,7 @@ function onControl(frames: Buffer[]) {
   publish("status", { execution_state: "idle" }, msg.header);
 }
 
-async function stdinLoop() {
-  for await (const frames of stdin) {
-    try {
-      onStdin(frames);
-    } catch (e) {
-      log(`stdin: failed to handle a message: ${(e as Error)?.message ?? e}`);
-    }
-  }
-}
+const stdinLoop = () => serve("stdin", stdin, onStdin);
 
 function onStdin(frames: Buffer[]) {
   const r = parse(frames, signer);

@@ -22,15 +22,16 @@ def start(**kw):
     return start_new_kernel(kernel_name="gradlab", startup_timeout=60, **kw)
 
 
-def collect(kc, msg_id, timeout=TIMEOUT):
-    """iopub messages for msg_id up to and including its idle status."""
+def collect(kc, msg_id, timeout=TIMEOUT, stamp=False):
+    """iopub messages for msg_id up to and including its idle status; with stamp, each carries the
+    time it was received (ms)."""
     out = []
     deadline = time.time() + timeout
     while time.time() < deadline:
         m = kc.get_iopub_msg(timeout=timeout)
         if m["parent_header"].get("msg_id") != msg_id:
             continue
-        out.append({"type": m["msg_type"], "content": m["content"]})
+        out.append({"type": m["msg_type"], "content": m["content"], **({"t": time.time() * 1000} if stamp else {})})
         if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
             return out
     raise TimeoutError("no idle for " + msg_id)
@@ -302,17 +303,7 @@ def scenario_security(km, kc):
 
 
 def timed_collect(kc, msg_id, timeout=TIMEOUT):
-    """iopub messages for msg_id up to its idle status, each with the time it was received (ms)."""
-    out = []
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        m = kc.get_iopub_msg(timeout=timeout)
-        if m["parent_header"].get("msg_id") != msg_id:
-            continue
-        out.append({"type": m["msg_type"], "content": m["content"], "t": time.time() * 1000})
-        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
-            return out
-    raise TimeoutError("no idle for " + msg_id)
+    return collect(kc, msg_id, timeout, stamp=True)
 
 
 # A busy loop (no await) that calls f(i, now) every 100 ms, n times.

@@ -30,18 +30,18 @@ fn erf_approx(x: f32) -> f32 {
 
 fn unary_op(x: f32) -> f32 {
   switch OP {
-    case 0u: { return -x; }
-    case 1u: { return abs(x); }
-    case 2u: { return exp(x); }
-    case 3u: { return log(x); }
-    case 4u: { return sqrt(x); }
-    case 5u: { return inverseSqrt(x); }
-    case 6u: { return select(x, 0.0, x < 0.0); }  // keeps NaN, as PyTorch's relu does
-    case 7u: { return 0.5 * x * (1.0 + erf_approx(x * 0.7071067811865476)); }
-    case 8u: { return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
-    case 9u: { return 1.0 / (1.0 + exp(-x)); }
-    case 10u: { return tanh(x); }
-    case 11u: {
+    case U_NEG: { return -x; }
+    case U_ABS: { return abs(x); }
+    case U_EXP: { return exp(x); }
+    case U_LOG: { return log(x); }
+    case U_SQRT: { return sqrt(x); }
+    case U_RSQRT: { return inverseSqrt(x); }
+    case U_RELU: { return select(x, 0.0, x < 0.0); }  // keeps NaN, as PyTorch's relu does
+    case U_GELU: { return 0.5 * x * (1.0 + erf_approx(x * 0.7071067811865476)); }
+    case U_GELU_TANH: { return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
+    case U_SIGMOID: { return 1.0 / (1.0 + exp(-x)); }
+    case U_TANH: { return tanh(x); }
+    case U_CLAMP: {
       // clamp: s0 = min, s1 = max; NaN bounds mean "none"; a NaN input stays NaN
       var y = x;
       if (is_nan(x)) { return x; }
@@ -49,13 +49,14 @@ fn unary_op(x: f32) -> f32 {
       if (!is_nan(pf(3u))) { y = min(y, pf(3u)); }
       return y;
     }
-    case 14u: { return pf(2u); }
-    case 17u: { return select(select(0.0, -1.0, x < 0.0), 1.0, x > 0.0); }  // sign (abs backward)
-    case 18u: {
+    case U_COPY: { return x; }
+    case U_FILL: { return pf(2u); }
+    case U_SIGN: { return select(select(0.0, -1.0, x < 0.0), 1.0, x > 0.0); }  // sign (abs backward)
+    case U_GELU_GRAD: {
       // d/dx gelu(x) = Phi(x) + x * phi(x)
       return 0.5 * (1.0 + erf_approx(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x);
     }
-    case 19u: {
+    case U_GELU_TANH_GRAD: {
       // d/dx of the tanh approximation
       let k = 0.7978845608028654;
       let inner = k * (x + 0.044715 * x * x * x);
@@ -70,9 +71,9 @@ fn unary_op(x: f32) -> f32 {
 fn unary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
   let i = linear_id(g, n, 64u);
   if (i >= P[0]) { return; }
-  if (OP == 14u) { st(S0, off(0u, i), from_f32(pf(2u), dt(0u))); return; }
+  if (OP == U_FILL) { st(S0, off(0u, i), from_f32(pf(2u), dt(0u))); return; }
   let bits = ld(S1, off(1u, i));
-  if (OP == 12u && dt(0u) == dt(1u)) { st(S0, off(0u, i), bits); return; }  // exact copy
+  if (OP == U_COPY && dt(0u) == dt(1u)) { st(S0, off(0u, i), bits); return; }  // exact copy
   st(S0, off(0u, i), from_f32(unary_op(as_f32(bits, dt(1u))), dt(0u)));
 }
 
@@ -86,11 +87,11 @@ fn nan2(a: f32, b: f32) -> bool { return is_nan(a) || is_nan(b); }
 
 fn binary_f(a: f32, b: f32) -> f32 {
   switch OP {
-    case 0u: { return a + pf(3u) * b; }
-    case 1u: { return a - pf(3u) * b; }
-    case 2u: { return a * b; }
-    case 3u: { return a / b; }
-    case 4u: {
+    case B_ADD: { return a + pf(3u) * b; }
+    case B_SUB: { return a - pf(3u) * b; }
+    case B_MUL: { return a * b; }
+    case B_DIV: { return a / b; }
+    case B_POW: {
       // Small integral exponents by repeated squaring (exact, as PyTorch's integer-power paths), which
       // also gives negative bases their sign; others through pow (exp2(b * log2(a))).
       if (b == round(b) && abs(b) <= 64.0) {
@@ -108,44 +109,42 @@ fn binary_f(a: f32, b: f32) -> f32 {
       return pow(a, b);
     }
     // IEEE comparisons, with NaN handled on the bits (every comparison with NaN is false but !=)
-    case 5u: { return select(0.0, 1.0, !nan2(a, b) && a == b); }
-    case 6u: { return select(0.0, 1.0, nan2(a, b) || a != b); }
-    case 7u: { return select(0.0, 1.0, !nan2(a, b) && a < b); }
-    case 8u: { return select(0.0, 1.0, !nan2(a, b) && a <= b); }
-    case 9u: { return select(0.0, 1.0, !nan2(a, b) && a > b); }
-    case 10u: { return select(0.0, 1.0, !nan2(a, b) && a >= b); }
-    case 11u: { return select(max(a, b), a + b, nan2(a, b)); }
-    case 12u: { return select(min(a, b), a + b, nan2(a, b)); }
-    case 13u: { return b - a; }
+    case B_EQ: { return select(0.0, 1.0, !nan2(a, b) && a == b); }
+    case B_NE: { return select(0.0, 1.0, nan2(a, b) || a != b); }
+    case B_LT: { return select(0.0, 1.0, !nan2(a, b) && a < b); }
+    case B_LE: { return select(0.0, 1.0, !nan2(a, b) && a <= b); }
+    case B_GT: { return select(0.0, 1.0, !nan2(a, b) && a > b); }
+    case B_GE: { return select(0.0, 1.0, !nan2(a, b) && a >= b); }
+    case B_MAXIMUM: { return select(max(a, b), a + b, nan2(a, b)); }
+    case B_MINIMUM: { return select(min(a, b), a + b, nan2(a, b)); }
     // Fused backward formulas (a = incoming gradient, b = saved input or result), one output allocation
     // each, as PyTorch's threshold_backward / gelu_backward / sigmoid_backward / tanh_backward.
-    case 14u: { return a * (0.5 * (1.0 + erf_approx(b * 0.7071067811865476)) + b * 0.3989422804014327 * exp(-0.5 * b * b)); }
-    case 15u: {
+    case B_GELU_BACKWARD: { return a * (0.5 * (1.0 + erf_approx(b * 0.7071067811865476)) + b * 0.3989422804014327 * exp(-0.5 * b * b)); }
+    case B_GELU_TANH_BACKWARD: {
       let k = 0.7978845608028654;
       let t = tanh(k * (b + 0.044715 * b * b * b));
       return a * (0.5 * (1.0 + t) + 0.5 * b * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * b * b));
     }
-    case 16u: { return select(0.0, a, b > 0.0); }
-    case 17u: { return a * b * (1.0 - b); }
-    case 18u: { return a * (1.0 - b * b); }
+    case B_THRESHOLD_BACKWARD: { return select(0.0, a, b > 0.0); }
+    case B_SIGMOID_BACKWARD: { return a * b * (1.0 - b); }
+    case B_TANH_BACKWARD: { return a * (1.0 - b * b); }
     default: { return a; }
   }
 }
 
 fn binary_i(a: i32, b: i32) -> i32 {
   switch OP {
-    case 0u: { return a + i32(pf(3u)) * b; }
-    case 1u: { return a - i32(pf(3u)) * b; }
-    case 2u: { return a * b; }
-    case 5u: { return select(0, 1, a == b); }
-    case 6u: { return select(0, 1, a != b); }
-    case 7u: { return select(0, 1, a < b); }
-    case 8u: { return select(0, 1, a <= b); }
-    case 9u: { return select(0, 1, a > b); }
-    case 10u: { return select(0, 1, a >= b); }
-    case 11u: { return max(a, b); }
-    case 12u: { return min(a, b); }
-    case 13u: { return b - a; }
+    case B_ADD: { return a + i32(pf(3u)) * b; }
+    case B_SUB: { return a - i32(pf(3u)) * b; }
+    case B_MUL: { return a * b; }
+    case B_EQ: { return select(0, 1, a == b); }
+    case B_NE: { return select(0, 1, a != b); }
+    case B_LT: { return select(0, 1, a < b); }
+    case B_LE: { return select(0, 1, a <= b); }
+    case B_GT: { return select(0, 1, a > b); }
+    case B_GE: { return select(0, 1, a >= b); }
+    case B_MAXIMUM: { return max(a, b); }
+    case B_MINIMUM: { return min(a, b); }
     default: { return a; }
   }
 }

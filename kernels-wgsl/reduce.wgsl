@@ -7,7 +7,7 @@
 // [9] chunks per row (a first pass of a long-row reduction: output row r*chunks+c reduces
 // elements [c*len, min((c+1)*len, total)) of row r), [10] total row length.
 
-override OP: u32 = 0u;  // 0 sum, 1 max, 2 min, 3 argmax, 4 argmin, 5 var, 6 prod
+override OP: u32 = R_SUM;  // one of the R_* codes (ops/kernel-codes.ts)
 
 @compute @workgroup_size(64)
 fn reduce_rows(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
@@ -20,7 +20,7 @@ fn reduce_rows(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgro
   let base = P[4] + (r / P[9]) * P[3] + start * es;
   let idt = P[7];
   let odt = P[8];
-  if (OP == 0u && idt != F32 && odt != F32) {
+  if (OP == R_SUM && idt != F32 && odt != F32) {
     var si: i32 = 0;
     for (var j = 0u; j < len; j++) {
       let b = ld(S1, base + j * es);
@@ -29,7 +29,7 @@ fn reduce_rows(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgro
     st(S0, P[6] + r, bitcast<u32>(si));
     return;
   }
-  if (OP == 5u) {
+  if (OP == R_VAR) {
     if (len == 0u) { st(S0, P[6] + r, 0x7fc00000u); return; }  // var of nothing is NaN, as in PyTorch
     var mean = 0.0;
     for (var j = 0u; j < len; j++) { mean += as_f32(ld(S1, base + j * es), idt); }
@@ -41,19 +41,19 @@ fn reduce_rows(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgro
   }
   var acc = as_f32(ld(S1, base), idt);
   var arg = 0u;
-  if (OP == 0u) { acc = 0.0; }
-  if (OP == 6u) { acc = 1.0; }
+  if (OP == R_SUM) { acc = 0.0; }
+  if (OP == R_PROD) { acc = 1.0; }
   for (var j = 0u; j < len; j++) {
     let v = as_f32(ld(S1, base + j * es), idt);
     switch OP {
-      case 0u: { acc += v; }
-      case 6u: { acc *= v; }
+      case R_SUM: { acc += v; }
+      case R_PROD: { acc *= v; }
       // NaN wins and sticks, as in PyTorch's max/min/argmax
-      case 1u, 3u: { if (!is_nan(acc) && (v > acc || is_nan(v))) { acc = v; arg = j; } }
+      case R_MAX, R_ARGMAX: { if (!is_nan(acc) && (v > acc || is_nan(v))) { acc = v; arg = j; } }
       default: { if (!is_nan(acc) && (v < acc || is_nan(v))) { acc = v; arg = j; } }
     }
   }
-  if (OP == 3u || OP == 4u) { st(S0, P[6] + r, arg); return; }
-  if (OP == 0u) { acc *= pf(2u); }
+  if (OP == R_ARGMAX || OP == R_ARGMIN) { st(S0, P[6] + r, arg); return; }
+  if (OP == R_SUM) { acc *= pf(2u); }
   st(S0, P[6] + r, from_f32(acc, odt));
 }

@@ -10,6 +10,16 @@ import { fileURLToPath } from "node:url";
 export const MAX_BINDINGS = 6;
 const dir = fileURLToPath(new URL("../../kernels-wgsl/", import.meta.url));
 const sources = new Map<string, string>();
+const shaderConstants = new Map<string, Record<string, number>>();
+
+/**
+ * Module-scope `const NAME: u32 = N;` declarations put in front of a shader: the op codes its switches
+ * name, declared by the op layer (ops/kernel-codes.ts) so that the numbers live in one place.
+ */
+export function defineShaderConstants(name: string, consts: Record<string, number>): void {
+  if (sources.has(name)) throw new Error(`internal: shader ${name} was compiled before its constants were defined`);
+  shaderConstants.set(name, consts);
+}
 
 interface PerDevice {
   paramsLayout: GPUBindGroupLayout;
@@ -30,7 +40,8 @@ export function shaderSource(name: string): string {
     const prelude = /^\/\/ gradlab: prelude (\w+)/.exec(own)?.[1] ?? "prelude";
     const enables = own.split("\n").filter((l) => l.startsWith("enable "));
     const body = own.split("\n").filter((l) => !l.startsWith("enable ")).join("\n");
-    src = [...enables, readFileSync(`${dir}${prelude}.wgsl`, "utf8"), body].join("\n");
+    const consts = Object.entries(shaderConstants.get(name) ?? {}).map(([k, v]) => `const ${k}: u32 = ${v}u;`);
+    src = [...enables, readFileSync(`${dir}${prelude}.wgsl`, "utf8"), ...consts, body].join("\n");
     sources.set(name, src);
   }
   return src;

@@ -5,14 +5,10 @@ import { promoteTypes, promoteWithScalar, type DType } from "../dtype.ts";
 import { RuntimeError, TypeError_ } from "../errors.ts";
 import { Tensor, type Scalar, type TensorOrScalar } from "../tensor.ts";
 import { elementwise } from "./launch.ts";
+import { BINARY_CODE, FUSED_FROM, UNARY_CODE, type BinaryKernel, type UnaryKernel } from "./kernel-codes.ts";
 
-const UNARY = { neg: 0, abs: 1, exp: 2, log: 3, sqrt: 4, rsqrt: 5, relu: 6, gelu: 7, gelu_tanh: 8, sigmoid: 9, tanh: 10, clamp: 11, copy: 12, fill: 14, sign: 17, gelu_grad: 18, gelu_tanh_grad: 19 } as const;
-const BINARY = {
-  add: 0, sub: 1, mul: 2, div: 3, pow: 4, eq: 5, ne: 6, lt: 7, le: 8, gt: 9, ge: 10, maximum: 11, minimum: 12,
-  gelu_backward: 14, gelu_tanh_backward: 15, threshold_backward: 16, sigmoid_backward: 17, tanh_backward: 18,
-} as const;
-export type UnaryOp = keyof typeof UNARY;
-export type BinaryOp = keyof typeof BINARY;
+export type UnaryOp = UnaryKernel;
+export type BinaryOp = BinaryKernel;
 const COMPARISON = new Set<BinaryOp>(["eq", "ne", "lt", "le", "gt", "ge"]);
 /** Unary ops whose result is floating even for integer inputs (ATen's "int-to-float" ops). */
 const FLOATING = new Set<UnaryOp>(["exp", "log", "sqrt", "rsqrt", "gelu", "gelu_tanh", "sigmoid", "tanh", "gelu_grad", "gelu_tanh_grad"]);
@@ -86,7 +82,7 @@ function checkInplaceShape(out: Tensor, shape: readonly number[]): void {
 }
 
 function unaryInto(op: UnaryOp, out: Tensor, x: Tensor | null, s0 = 0, s1 = 0): void {
-  elementwise("unary", { OP: UNARY[op] }, out, x ? [{ t: x, strides: stridesOver(x, out.shape) }] : [], [s0, s1]);
+  elementwise("unary", { OP: UNARY_CODE[op] }, out, x ? [{ t: x, strides: stridesOver(x, out.shape) }] : [], [s0, s1]);
 }
 
 export function unary(op: UnaryOp, x: Tensor): Tensor {
@@ -147,17 +143,17 @@ export function inplaceUnary<T extends Tensor>(op: UnaryOp, x: T): T {
 
 function resultType(op: BinaryOp, a: Tensor, b: TensorOrScalar): DType {
   const t = b instanceof Tensor ? promoteTypes(a.dtype, b.dtype) : promoteWithScalar(a.dtype, b);
-  if (op === "div" || BINARY[op] >= 14) return "float32";
+  if (op === "div" || BINARY_CODE[op] >= FUSED_FROM) return "float32";
   return t;
 }
 
 function binaryInto(op: BinaryOp, out: Tensor, a: Tensor, b: TensorOrScalar, alpha: number, compute: DType): void {
-  const intMath = compute !== "float32" && op !== "div" && op !== "pow" && BINARY[op] < 14 ? 1 : 0;
+  const intMath = compute !== "float32" && op !== "div" && op !== "pow" && BINARY_CODE[op] < FUSED_FROM ? 1 : 0;
   if (b instanceof Tensor) {
-    elementwise("binary", { OP: BINARY[op], B_SCALAR: 0, INT_MATH: intMath }, out,
+    elementwise("binary", { OP: BINARY_CODE[op], B_SCALAR: 0, INT_MATH: intMath }, out,
       [{ t: a, strides: stridesOver(a, out.shape) }, { t: b, strides: stridesOver(b, out.shape) }], [0, alpha]);
   } else {
-    elementwise("binary", { OP: BINARY[op], B_SCALAR: 1, INT_MATH: intMath }, out,
+    elementwise("binary", { OP: BINARY_CODE[op], B_SCALAR: 1, INT_MATH: intMath }, out,
       [{ t: a, strides: stridesOver(a, out.shape) }], [Number(b), alpha]);
   }
 }

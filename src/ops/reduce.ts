@@ -8,8 +8,10 @@ import { Tensor, numelOf, type DimArg, type ReduceOpts } from "../tensor.ts";
 import { coalesce, dispatch, f32bits, fitsOneBinding, maxBindingBytes } from "./launch.ts";
 import { contiguousOf, permute, reshape, wrapDim } from "./views.ts";
 import { unary } from "./elementwise.ts";
+import { REDUCE_CODE } from "./kernel-codes.ts";
 
-const OPS = { sum: 0, max: 1, min: 2, argmax: 3, argmin: 4, var: 5, prod: 6, mean: 0 } as const;
+/** mean is a sum scaled in the kernel. */
+const OPS = { ...REDUCE_CODE, mean: REDUCE_CODE.sum };
 type ReduceOp = keyof typeof OPS;
 const CHUNK = 1024;
 /** At most this many partial results per row: the first pass's scratch stays a few KiB (PyTorch's

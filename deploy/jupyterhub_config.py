@@ -1,0 +1,257 @@
+# JupyterHub configuration for a GradLab classroom on one machine (Debian 12's jupyterhub 3.0).
+#
+# Started by `gradlab classroom` (kernel/cli/classroom.ts), which sets the GRADLAB_CLASS_* variables
+# below; it can also be used directly: `GRADLAB_CLASS_PASSWORD=... jupyterhub -f deploy/jupyterhub_config.py`.
+#
+# What it sets up:
+# - a shared-password login for a fixed list of students (a workshop has no accounts to federate); each
+#   student is a local Unix user, created on first start, with a private home (mode 0700);
+# - the student's own JupyterLab 4 (the venv deploy/setup makes from the wheels the browser tier uses) with
+#   the GradLab kernel as the default, running as that user;
+# - the course notebooks copied into ~/course on every start, file by file, never over an existing file;
+# - per student: a memory cap and a CPU share/limit enforced by cgroups, GradLab's device capacity
+#   (GRADLAB_DEVICE_MEMORY) under that cap, and idle culling of kernels and servers by jupyter_server.
+import hmac
+import os
+import pwd
+import shutil
+import sys
+from pathlib import Path
+
+from jupyterhub.auth import LocalAuthenticator
+from jupyterhub.spawner import LocalProcessSpawner
+from traitlets import Unicode
+
+c = get_config()  # noqa: F821 (provided by JupyterHub when it loads this file)
+
+REPO = Path(os.environ.get("GRADLAB_REPO") or Path(__file__).resolve().parent.parent)
+VENV = Path(os.environ.get("GRADLAB_CLASSROOM_VENV", "/opt/gradlab-classroom/venv"))
+STATE = Path(os.environ.get("GRADLAB_CLASS_STATE", "/var/lib/gradlab-classroom"))
+CHP = os.environ.get(
+    "GRADLAB_CLASS_PROXY", "/opt/gradlab-classroom/chp/node_modules/.bin/configurable-http-proxy"
+)
+
+
+def env_int(name, default):
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        sys.exit(f"jupyterhub_config: {name}={raw!r} is not an integer")
+
+
+def env_float(name, default):
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        sys.exit(f"jupyterhub_config: {name}={raw!r} is not a number")
+
+
+# ---- students -------------------------------------------------------------------------------------
+def student_names():
+    listed = os.environ.get("GRADLAB_CLASS_USERS", "").strip()
+    if listed and not listed.isdigit():
+        names = [n.strip() for n in listed.split(",") if n.strip()]
+    else:
+        count = int(listed or "30")
+        prefix = os.environ.get("GRADLAB_CLASS_PREFIX", "student")
+        names = [f"{prefix}{i:02d}" for i in range(1, count + 1)]
+    for n in names:
+        # useradd's own rule (NAME_REGEX): lower case, digits, '-', '_'; a leading letter
+        if not (n[:1].isalpha() and n.islower() and all(ch.isalnum() or ch in "-_" for ch in n) and len(n) <= 32):
+            sys.exit(f"jupyterhub_config: {n!r} is not a valid Unix user name")
+    return names
+
+
+STUDENTS = student_names()
+PASSWORD = os.environ.get("GRADLAB_CLASS_PASSWORD", "")
+if len(PASSWORD) < 8:
+    sys.exit("jupyterhub_config: set GRADLAB_CLASS_PASSWORD (at least 8 characters) for the class login")
+
+
+class SharedPasswordAuthenticator(LocalAuthenticator):
+    """Every student on the list logs in with the class's shared password; a workshop hands out one
+    password on the board. Students are still separate Unix users (LocalAuthenticator creates them),
+    so file permissions and cgroups keep them apart."""
+
+    password = Unicode(config=True, help="The class's shared password")
+
+    async def authenticate(self, handler, data):
+        name = self.normalize_username((data or {}).get("username", ""))
+        given = (data or {}).get("password", "")
+        # constant-time comparison, as for any secret
+        if name in self.allowed_users and hmac.compare_digest(given.encode(), self.password.encode()):
+            return name
+        self.log.warning("Failed login for %r", name)
+        return None
+
+
+c.JupyterHub.authenticator_class = SharedPasswordAuthenticator
+c.SharedPasswordAuthenticator.password = PASSWORD
+c.Authenticator.allowed_users = set(STUDENTS)
+admins = {n.strip() for n in os.environ.get("GRADLAB_CLASS_ADMINS", "").split(",") if n.strip()}
+c.Authenticator.admin_users = admins
+c.LocalAuthenticator.create_system_users = True
+# A private home (0700): students cannot list or read each other's work or kernel connection files.
+# No login shell: the accounts exist only to run each student's server under their own uid.
+c.LocalAuthenticator.add_user_cmd = ["useradd", "--create-home", "-K", "HOME_MODE=0700", "--shell", "/usr/sbin/nologin"]
+
+# ---- network --------------------------------------------------------------------------------------
+# Loopback unless told otherwise: put a TLS-terminating proxy in front (docs/classroom.md) rather than
+# exposing plain HTTP, where the shared password would travel in clear text.
+c.JupyterHub.ip = os.environ.get("GRADLAB_CLASS_IP", "127.0.0.1")
+c.JupyterHub.port = env_int("GRADLAB_CLASS_PORT", 8000)
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = env_int("GRADLAB_CLASS_HUB_PORT", 0) or 0
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{env_int('GRADLAB_CLASS_PROXY_API_PORT', 8001)}"
+c.ConfigurableHTTPProxy.command = [CHP]
+c.ConfigurableHTTPProxy.should_start = True
+c.JupyterHub.cleanup_servers = True  # stop students' servers with the hub (a workshop ends with it)
+
+STATE.mkdir(parents=True, exist_ok=True, mode=0o700)
+os.chmod(STATE, 0o700)  # the database and cookie secret are secrets
+c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
+c.JupyterHub.pid_file = str(STATE / "jupyterhub.pid")
+
+# ---- the students' servers ------------------------------------------------------------------------
+MEM_LIMIT = env_int("GRADLAB_CLASS_MEM", 1536 * 2**20)  # bytes
+CPU_LIMIT = env_float("GRADLAB_CLASS_CPU", 1.0)  # cores one student may use at most
+# GradLab's device is host memory under lavapipe: keep its capacity well under the cgroup cap so a
+# student's tensors hit GradLab's own "out of memory" error (their kernel survives) before the
+# kernel's process hits the cgroup limit.
+DEVICE_MEMORY = env_int("GRADLAB_CLASS_DEVICE_MEMORY", MEM_LIMIT // 4)
+KERNEL_IDLE = env_int("GRADLAB_CLASS_KERNEL_IDLE", 30 * 60)  # seconds
+SERVER_IDLE = env_int("GRADLAB_CLASS_SERVER_IDLE", 60 * 60)  # seconds
+if DEVICE_MEMORY >= MEM_LIMIT:
+    sys.exit("jupyterhub_config: GRADLAB_CLASS_DEVICE_MEMORY must be below GRADLAB_CLASS_MEM")
+
+COURSE_SRC = REPO / "notebooks"
+COURSE_DIR = "course"
+
+
+def cgroup_base(controller):
+    """This process's own cgroup (v1) for a controller, so classroom cgroups nest under whatever limits
+    the hub itself runs in; None when that controller is not mounted or not writable."""
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if controller in controllers.split(","):
+                base = Path("/sys/fs/cgroup") / controller / path.lstrip("/") / "gradlab-classroom"
+                base.mkdir(exist_ok=True)
+                return base
+    except OSError:
+        return None
+    return None
+
+
+class ClassroomSpawner(LocalProcessSpawner):
+    """LocalProcessSpawner that also enforces mem_limit/cpu_limit (the base class only advertises them)
+    with a cgroup per student, and copies the course in before each start."""
+
+    def _cgroup_dirs(self):
+        dirs = []
+        mem = cgroup_base("memory")
+        if mem is not None:
+            d = mem / self.user.name
+            d.mkdir(exist_ok=True)
+            (d / "memory.limit_in_bytes").write_text(str(int(self.mem_limit)))
+            dirs.append(d)
+        cpu = cgroup_base("cpu")
+        if cpu is not None:
+            d = cpu / self.user.name
+            d.mkdir(exist_ok=True)
+            # equal weights: under contention every student gets the same share of the machine
+            (d / "cpu.shares").write_text("1024")
+            period = int((d / "cpu.cfs_period_us").read_text())
+            (d / "cpu.cfs_quota_us").write_text(str(int(period * self.cpu_limit)))
+            dirs.append(d)
+        return dirs
+
+    def make_preexec_fn(self, name):
+        drop_privileges = super().make_preexec_fn(name)
+        procs = [str(d / "cgroup.procs") for d in self._cgroups]
+
+        def preexec():
+            # join the student's cgroups while still root, before exec: every kernel the server starts
+            # inherits them, with no window in which a child runs outside
+            for p in procs:
+                with open(p, "w") as f:
+                    f.write(str(os.getpid()))
+            drop_privileges()
+
+        return preexec
+
+    def copy_course(self):
+        user = pwd.getpwnam(self.user.name)
+        home = Path(user.pw_dir)
+        os.chmod(home, 0o700)  # also for accounts that existed before the classroom
+        dest = home / COURSE_DIR
+        if not dest.exists():
+            dest.mkdir(mode=0o755)
+            os.chown(dest, user.pw_uid, user.pw_gid)
+        wanted = sorted(COURSE_SRC.glob("*.ipynb")) + [COURSE_SRC / "check.ts"]
+        for src in wanted:
+            target = dest / src.name
+            # a fresh copy only where the student has none: their edits are never overwritten; a
+            # deleted notebook comes back fresh on the next start
+            if target.exists() or target.is_symlink():
+                continue
+            shutil.copyfile(src, target)
+            os.chown(target, user.pw_uid, user.pw_gid)
+
+    async def start(self):
+        self.copy_course()
+        self._cgroups = self._cgroup_dirs()
+        if not self._cgroups:
+            self.log.warning("No writable cgroups: %s runs without a memory cap or CPU limit", self.user.name)
+        return await super().start()
+
+
+c.JupyterHub.spawner_class = ClassroomSpawner
+c.Spawner.mem_limit = MEM_LIMIT
+c.Spawner.cpu_limit = CPU_LIMIT
+c.Spawner.cmd = [str(VENV / "bin" / "jupyterhub-singleuser")]
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = "~/" + COURSE_DIR
+c.Spawner.http_timeout = env_int("GRADLAB_CLASS_HTTP_TIMEOUT", 120)  # 30 servers starting on 2 cores
+c.Spawner.start_timeout = env_int("GRADLAB_CLASS_START_TIMEOUT", 180)
+c.Spawner.args = [
+    "--MappingKernelManager.default_kernel_name=gradlab",
+    # jupyter_server's own culling: an idle kernel is shut down, then an idle server stops itself
+    f"--MappingKernelManager.cull_idle_timeout={KERNEL_IDLE}",
+    "--MappingKernelManager.cull_interval=60",
+    "--MappingKernelManager.cull_connected=True",
+    f"--ServerApp.shutdown_no_activity_timeout={SERVER_IDLE}",
+    # no terminals: the accounts have no shell on purpose
+    "--ServerApp.terminals_enabled=False",
+]
+c.Spawner.environment = {
+    "PATH": f"{VENV / 'bin'}:{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin",
+    "GRADLAB_DEVICE_MEMORY": str(DEVICE_MEMORY),
+    # kernel connection files (which hold each kernel's HMAC key) in the private home, not /tmp
+    "JUPYTER_RUNTIME_DIR": lambda spawner: os.path.join(pwd.getpwnam(spawner.user.name).pw_dir, ".local/share/jupyter/runtime"),
+    "NODE_NO_WARNINGS": "1",
+}
+
+# The hub's own API for the class simulation and tests: none by default. `gradlab classroom
+# --api-token` registers a service with admin rights on users and servers, for scripted classes.
+api_token = os.environ.get("GRADLAB_CLASS_API_TOKEN")
+if api_token:
+    c.JupyterHub.services = [{"name": "gradlab-classroom", "api_token": api_token}]
+    c.JupyterHub.load_roles = [
+        {
+            "name": "gradlab-classroom",
+            "scopes": ["admin:users", "admin:servers", "tokens", "access:servers", "read:metrics"],
+            "services": ["gradlab-classroom"],
+        }
+    ]
+
+# Bounded: a hub that cannot reach its proxy or a spawner stuck for minutes should fail, not hang.
+c.JupyterHub.init_spawners_timeout = 30
+c.JupyterHub.concurrent_spawn_limit = env_int("GRADLAB_CLASS_CONCURRENT_SPAWNS", 100)

@@ -4,7 +4,8 @@ const [cmd, ...args] = process.argv.slice(2);
 const USAGE = `usage:
   gradlab install [--user | --sys-prefix | --prefix DIR] [--name NAME]   write the Jupyter kernelspec
   gradlab kernel -f CONNECTION_FILE                                      run the kernel (Jupyter does this)
-  gradlab run NOTEBOOK.ipynb [-o OUT.ipynb | --inplace] [--timeout S]    execute a notebook headlessly`;
+  gradlab run NOTEBOOK.ipynb [-o OUT.ipynb | --inplace] [--timeout S]    execute a notebook headlessly
+  gradlab classroom [--users N] [--port N] ...                            a JupyterHub for a class (root; --help)`;
 
 async function main(): Promise<number> {
   switch (cmd) {
@@ -22,6 +23,7 @@ async function main(): Promise<number> {
       console.log(`Installed kernelspec gradlab in ${await installKernelspec(args)}`);
       return 0;
     }
+    case "classroom": return (await import("./classroom.ts")).classroomCli(args);
     case "run": {
       const { runNotebookCli } = await import("./run.ts");
       return runNotebookCli(args);

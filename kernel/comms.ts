@@ -1,8 +1,11 @@
 // Comms in both directions: targets registered by cells (frontend opens), comms opened by cells.
 import { randomUUID } from "node:crypto";
+import type { IOPub } from "./wire/protocol.ts";
 
 export type CommHandler = (comm: Comm, openMsg: { data: unknown; metadata: unknown; buffers: Buffer[] }) => void;
-type Publish = (type: string, content: object, metadata?: object, buffers?: Buffer[]) => void;
+type CommType = "comm_open" | "comm_msg" | "comm_close";
+/** publishes on iopub, under the parent of the request or cell being handled */
+export type Publish = <T extends CommType>(type: T, content: IOPub[T], metadata?: object, buffers?: Buffer[]) => void;
 
 export class Comm {
   private msgHandlers: ((data: any, msg: { metadata: unknown; buffers: Buffer[] }) => void)[] = [];

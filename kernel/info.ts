@@ -1,6 +1,7 @@
 // kernel_info_reply content, shared by the shell handler and the socket thread (control channel).
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import type { KernelMessage } from "@jupyterlab/services";
 import { PROTOCOL_VERSION } from "./wire/message.ts";
 import { join } from "node:path";
 import { REPO } from "./repo.ts";
@@ -16,7 +17,9 @@ const pkgVersion = (name: string) => {
 
 export const KERNEL_VERSION = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version as string;
 
-export function kernelInfo(): object {
+export type KernelInfo = KernelMessage.IInfoReply & { debugger: boolean };
+
+export function kernelInfo(): KernelInfo {
   const ts = pkgVersion("typescript");
   return {
     status: "ok",

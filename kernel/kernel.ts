@@ -1,85 +1,67 @@
-// The kernel process: shell on the main thread; everything that must work while a cell runs
-// (control, heartbeat, stdin, and iopub, so output streams during synchronous code) on the socket
-// thread; requests dispatched to handlers.
-import { InterruptError } from "./executor/errors.ts";
-import type { Worker } from "node:worker_threads";
-import { startWorker } from "./sockets/ts-worker.ts";
+// The kernel process: the top layer, wiring the others together. The socket server owns the sockets
+// (shell here; control, heartbeat, stdin and iopub on the socket thread, so output streams and
+// interrupts arrive during synchronous code); the session signs, replies and publishes; requests are
+// queued and dispatched to handlers, which see this class only as a HandlerContext.
+import { InterruptError, errorContent } from "./executor/errors.ts";
 import { randomUUID } from "node:crypto";
-import * as zmq from "zeromq";
-import { makeHeader, parse, serialize, Signer, type Message } from "./wire/message.ts";
+import { Signer, type Message } from "./wire/message.ts";
+import type { Channel, ErrorReply, IOPub, IOPubType, Replies, ReplyType } from "./wire/protocol.ts";
 import { endpoint, type ConnectionInfo } from "./sockets/connection.ts";
-import { SendQueue } from "./sockets/queue.ts";
-import { createShared, type FromWorker, type SharedState, type ToWorker } from "./sockets/shared.ts";
-import { OutputCapture, type CellContext } from "./executor/output.ts";
+import { SocketServer } from "./sockets/server.ts";
+import { Session } from "./session.ts";
+import { OutputCapture } from "./executor/output.ts";
 import { Executor } from "./executor/executor.ts";
-import { errorContent } from "./executor/errors.ts";
 import { History, defaultHistoryFile } from "./history.ts";
 import { CommManager } from "./comms.ts";
 import { installGlobals } from "./display/globals.ts";
 import { installPromiseInspect, PROMISE_HINT } from "./display/bundle.ts";
 import { kernelInfo } from "./info.ts";
-import { handlers } from "./handlers/index.ts";
+import { dispatch } from "./handlers/index.ts";
+import type { HandlerContext } from "./handlers/context.ts";
 import { log } from "./log.ts";
 import { languageService } from "./language/client.ts";
 import { loadTorch, loadedTorch } from "./executor/modules.ts";
 
 const realExit = process.exit.bind(process);
 
-export class Kernel {
-  readonly session = randomUUID();
-  readonly signer: Signer;
-  readonly shared: SharedState;
+export class Kernel implements HandlerContext {
   readonly capture: OutputCapture;
   readonly executor: Executor;
   readonly history = new History(defaultHistoryFile());
   readonly comms = new CommManager();
   readonly kernelInfo = kernelInfo();
   executionCount = 0;
-  /** display.on_cell_end callbacks for the running cell */
   cellEndHooks: (() => void)[] = [];
   /** after an error with stop_on_error: execute_requests that arrived up to this sequence number are aborted */
-  abortThrough = 0;
+  private abortThrough = 0;
   private seq = 0;
   /** sequence number of the request being handled */
-  currentSeq = 0;
-  /** the shell request being handled now */
-  current: Message | null = null;
+  private currentSeq = 0;
 
-  private shell = new zmq.Router({ linger: 0, sendHighWaterMark: 0, receiveHighWaterMark: 0 });
-  private shellOut = new SendQueue(this.shell);
-  /** parent headers in JSON, per request (streams carry them with every write) */
-  private parentJson = new WeakMap<object, string>();
-  private worker: Worker;
-  private queue: { msg: Message; channel: "shell" | "control"; seq: number }[] = [];
+  private readonly server: SocketServer;
+  private readonly session: Session;
+  private queue: { msg: Message; seq: number }[] = [];
   private processing = false;
-  private workerReady: Promise<void>;
-  private workerClosed: (() => void) | null = null;
   private shuttingDown = false;
 
   constructor(private readonly conn: ConnectionInfo, readonly baseDir = process.cwd()) {
-    this.signer = new Signer(conn.key, conn.signature_scheme);
-    const { sab, state } = createShared();
-    this.shared = state;
-    this.capture = new OutputCapture((ctx, name, text) => this.toWorker({ type: "stream", name, text, parent: this.jsonOf(ctx.parent) }));
-    this.executor = new Executor(state.irq, state.cell, state.cellTimes, state.cellSession, this.capture, baseDir);
+    const id = randomUUID();
+    const signer = new Signer(conn.key, conn.signature_scheme);
+    this.server = new SocketServer(conn, { session: id, signer, kernelInfo: this.kernelInfo }, {
+      request: (msg, channel) => this.enqueue(msg, channel),
+      interrupt: (cell) => this.executor.interrupt(cell),
+      shutdown: (restart) => void this.shutdown(restart),
+    });
+    this.session = new Session(id, signer, this.server);
+    const shared = this.server.shared;
+    this.capture = new OutputCapture((ctx, name, text) => this.session.stream(ctx.parent, name, text));
+    this.executor = new Executor(shared.irq, shared.cell, shared.cellTimes, shared.cellSession, this.capture, baseDir);
+    // the parent is read at each send: a comm a cell opened may send later, from a timer of another cell
     this.comms.publisher = () => (type, content, metadata = {}, buffers = []) =>
       this.publish(type, content, this.currentParent(), metadata, buffers);
-    this.worker = startWorker("control-worker", {
-      workerData: { conn, session: this.session, sab, kernelInfo: this.kernelInfo },
-    });
-    this.workerReady = new Promise((resolve) => {
-      this.worker.on("message", (m: FromWorker) => {
-        if (m.type === "ready") resolve();
-        else if (m.type === "closed") this.workerClosed?.();
-        else this.onWorker(m);
-      });
-    });
-    this.worker.on("error", (e: Error) => log(`socket thread died: ${e.stack ?? e}`));
-    this.worker.unref();
   }
 
   async start(): Promise<void> {
-    await this.shell.bind(endpoint(this.conn, this.conn.shell_port));
     this.capture.install();
     installGlobals(this);
     // a cell's value is awaited (the cell returns it), but a promise inside a value or passed to
@@ -87,7 +69,7 @@ export class Kernel {
     let hinted = -1;
     installPromiseInspect(() => {
       const cell = this.executionCount;
-      if (hinted === cell || !(this.capture.als.getStore() ?? this.current)) return;
+      if (hinted === cell || !(this.capture.als.getStore() ?? this.session.current)) return;
       hinted = cell;
       this.capture.write("stderr", PROMISE_HINT);
     });
@@ -97,7 +79,7 @@ export class Kernel {
     process.on("SIGINT", () => {
       // the helper, when running, also got this signal (clients signal the process group) and knows
       // when it arrived; this listener may run late, after the cell it was meant for
-      if (Atomics.load(this.shared.helper, 0) !== 1) this.executor.interrupt();
+      if (Atomics.load(this.server.shared.helper, 0) !== 1) this.executor.interrupt();
     });
     // code pasted from a script may end with process.exit(): that must not end the session
     process.exit = ((code?: number) => {
@@ -108,8 +90,7 @@ export class Kernel {
     process.on("uncaughtException", (e) => this.reportAsync("Uncaught", e));
     process.on("unhandledRejection", (e) => this.reportAsync("Unhandled promise rejection", e));
     process.on("SIGTERM", () => this.shutdown(false));
-    void this.shellLoop();
-    await this.workerReady;
+    await this.server.start();
     // warm up even if no client asks for kernel_info first
     setTimeout(() => this.warmUp(), 1500).unref();
     log(`kernel ${this.session} ready (${endpoint(this.conn, this.conn.shell_port)})`);
@@ -124,7 +105,7 @@ export class Kernel {
     this.warmed = true;
     const t0 = Date.now();
     setImmediate(() => {
-      languageService(this).warm();
+      languageService().warm();
       void loadTorch().then(async () => {
         const t = loadedTorch() as { webgpu?: { init?: () => unknown } } | null;
         try {
@@ -137,76 +118,41 @@ export class Kernel {
     });
   }
 
-  private onWorker(m: FromWorker): void {
-    if (m.type === "interrupt") this.executor.interrupt(m.cell);
-    else if (m.type === "shutdown") void this.shutdown(m.restart);
-    else if (m.type === "control") {
-      const r = parse(m.frames.map((f) => Buffer.from(f)), this.signer);
-      if (r.ok) this.enqueue(r.msg, "control");
-    }
-  }
-
-  private async shellLoop(): Promise<void> {
-    try {
-      for await (const frames of this.shell) {
-        const r = parse(frames, this.signer);
-        if (!r.ok) {
-          log(`shell: dropped message: ${r.reason}`);
-          continue;
-        }
-        this.enqueue(r.msg, "shell");
-      }
-    } catch (e) {
-      if (!this.shell.closed) log(`shell loop: ${(e as Error).stack}`);
-    }
-  }
-
-  /** the channel each request came on: its reply goes back there */
-  private channels = new WeakMap<Message, "shell" | "control">();
-
-  private enqueue(msg: Message, channel: "shell" | "control"): void {
-    this.channels.set(msg, channel);
-    this.queue.push({ msg, channel, seq: ++this.seq });
+  private enqueue(msg: Message, channel: Channel): void {
+    this.session.received(msg, channel);
+    this.queue.push({ msg, seq: ++this.seq });
     if (!this.processing) void this.process();
   }
 
+  /** One request at a time, in arrival order (shell and the control requests the socket thread
+   *  leaves to this thread share the queue). */
   private async process(): Promise<void> {
     this.processing = true;
     try {
       while (this.queue.length) {
-        const { msg, channel, seq } = this.queue.shift()!;
+        const { msg, seq } = this.queue.shift()!;
         this.currentSeq = seq;
-        await this.handle(msg, channel);
+        await this.handle(msg);
       }
     } finally {
       this.processing = false;
     }
   }
 
-  private async handle(msg: Message, channel: "shell" | "control"): Promise<void> {
-    const type = msg.header.msg_type;
-    this.current = msg;
+  private async handle(msg: Message): Promise<void> {
+    this.session.current = msg;
     try {
       this.publish("status", { execution_state: "busy" }, msg.header);
-      // own properties only: "constructor" or "__proto__" are unknown types, not Object's methods
-      const h = Object.hasOwn(handlers, type) ? handlers[type] : undefined;
-      if (h) await h(this, msg, channel);
-      else {
-        log(`unknown message type ${JSON.stringify(type).slice(0, 200)} on ${channel}`);
-        if (!/^comm_|_reply$/.test(type)) {
-          const replyType = `${type.replace(/_request$/, "")}_reply`;
-          this.reply(msg, replyType, { status: "error", ename: "UnknownMessageType", evalue: `unknown message type ${type.slice(0, 200)}`, traceback: [] }, channel);
-        }
-      }
+      await dispatch(this, msg, this.session.channelOf(msg));
     } catch (e) {
-      log(`handler ${String(type).slice(0, 200)} failed: ${(e as Error)?.stack ?? e}`);
+      log(`handler ${String(msg.header.msg_type).slice(0, 200)} failed: ${(e as Error)?.stack ?? e}`);
     } finally {
       try {
         this.publish("status", { execution_state: "idle" }, msg.header);
       } catch (e) {
         log(`cannot publish idle: ${(e as Error)?.message ?? e}`);
       }
-      this.current = null;
+      this.session.current = null;
     }
   }
 
@@ -218,33 +164,19 @@ export class Kernel {
   }
 
   currentParent(): object {
-    return this.capture.als.getStore()?.parent ?? this.current?.header ?? this.capture.last?.parent ?? {};
+    return this.capture.als.getStore()?.parent ?? this.session.current?.header ?? this.capture.last?.parent ?? {};
   }
 
-  reply(req: Message, type: string, content: object, channel: "shell" | "control" = this.channels.get(req) ?? "shell", metadata: object = {}): void {
-    let frames: Buffer[];
-    try {
-      frames = serialize(this.signer, makeHeader(type, this.session), req.header, metadata, content, req.identities);
-    } catch (e) {
-      // content that cannot be serialized (a user's cyclic value, a BigInt): say so rather than go silent
-      log(`cannot serialize ${type}: ${(e as Error)?.message ?? e}`);
-      frames = serialize(this.signer, makeHeader(type, this.session), req.header, {}, { status: "error", ename: "SerializationError", evalue: String((e as Error)?.message ?? e), traceback: [] }, req.identities);
-    }
-    if (channel === "shell") this.shellOut.send(frames);
-    else this.toWorker({ type: "control-send", frames });
+  reply<T extends ReplyType>(req: Message, type: T, content: Replies[T], metadata: object = {}): void {
+    this.session.reply(req, type, content, metadata);
   }
 
-  /** Publishes on iopub (through the socket thread, after everything posted before it). */
-  publish(type: string, content: object, parent: object, metadata: object = {}, buffers: Buffer[] = []): void {
-    const topic = Buffer.from(`kernel.${this.session}.${type}`);
-    const frames = serialize(this.signer, makeHeader(type, this.session), parent, metadata, content, [topic], buffers);
-    this.toWorker({ type: "iopub", frames });
+  replyError(req: Message, type: string, content: ErrorReply): void {
+    this.session.replyError(req, type, content);
   }
 
-  private jsonOf(parent: object): string {
-    let j = this.parentJson.get(parent);
-    if (j === undefined) this.parentJson.set(parent, (j = JSON.stringify(parent)));
-    return j;
+  publish<T extends IOPubType>(type: T, content: IOPub[T], parent: object, metadata: object = {}, buffers: Buffer[] = []): void {
+    this.session.publish(type, content, parent, metadata, buffers);
   }
 
   get aborting(): boolean {
@@ -262,22 +194,16 @@ export class Kernel {
     this.abortThrough = this.seq;
   }
 
-  toWorker(m: ToWorker): void {
-    try {
-      this.worker.postMessage(m);
-    } catch (e) {
-      log(`cannot post to the socket thread: ${(e as Error)?.message ?? e}`);
-    }
-  }
-
-  /** input_request on stdin, blocking this thread until the reply (or an interrupt) arrives. */
-  prompt(ctx: CellContext | null, prompt: string, password: boolean): string | null {
-    const req = ctx ?? this.capture.last;
-    if (!req || !(req as any).allowStdin) throw new Error("stdin is not available: this frontend does not support input requests");
+  /** input_request on stdin for the running cell (or the last one), blocking this thread until the
+   *  reply (or an interrupt) arrives. */
+  prompt(prompt: string, password: boolean): string | null {
+    const req = this.capture.als.getStore() ?? this.capture.last;
+    if (!req || !req.allowStdin) throw new Error("stdin is not available: this frontend does not support input requests");
     if (this.executor.interruptRequested) throw new InterruptError();
-    const ctl = this.shared.stdinCtl;
+    const shared = this.server.shared;
+    const ctl = shared.stdinCtl;
     Atomics.store(ctl, 0, 0);
-    this.toWorker({ type: "input_request", prompt, password, parent: req.parent, identities: req.identities });
+    this.server.inputRequest(prompt, password, req.parent, req.identities);
     while (Atomics.load(ctl, 0) === 0) Atomics.wait(ctl, 0, 0, 1000);
     const state = Atomics.load(ctl, 0);
     Atomics.store(ctl, 0, 1);
@@ -286,22 +212,15 @@ export class Kernel {
       throw new InterruptError();
     }
     if (state !== 1) return null;
-    return Buffer.from(this.shared.stdinData.subarray(0, Atomics.load(ctl, 1))).toString("utf8");
+    return Buffer.from(shared.stdinData.subarray(0, Atomics.load(ctl, 1))).toString("utf8");
   }
 
   async shutdown(restart: boolean): Promise<void> {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
     log(`shutting down${restart ? " for restart" : ""}`);
-    this.publish("shutdown_reply", { status: "ok", restart }, this.current?.header ?? {});
-    await Promise.race([this.shellOut.flushed(), new Promise((r) => setTimeout(r, 500))]);
-    // close every zeromq socket, in both threads, before exiting: exiting with sockets open aborts.
-    // The socket thread sends what is queued on iopub and control first.
-    const closed = new Promise<void>((r) => (this.workerClosed = r));
-    this.toWorker({ type: "close" });
-    await Promise.race([closed, new Promise((r) => setTimeout(r, 1500))]);
-    await this.worker.terminate();
-    this.shell.close();
+    this.publish("shutdown_reply", { status: "ok", restart }, this.session.current?.header ?? {});
+    await this.server.close();
     realExit(0);
   }
 }

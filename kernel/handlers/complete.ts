@@ -1,7 +1,6 @@
 // complete_request and inspect_request: the TypeScript language service (types, signatures, docs)
 // merged with live values.
-import type { Kernel } from "../kernel.ts";
-import type { Message } from "../wire/message.ts";
+import type { HandlerContext, Request } from "./context.ts";
 import { liveCompletions, liveInspect } from "../language/live.ts";
 import { languageService } from "../language/client.ts";
 
@@ -16,11 +15,11 @@ export function cursorIn(code: string, pos: unknown): number {
   return Math.min(code.length, Math.max(0, Math.trunc(n)));
 }
 
-export async function completeRequest(k: Kernel, msg: Message): Promise<void> {
+export async function completeRequest(k: HandlerContext, msg: Request<"complete_request">): Promise<void> {
   const code = String(msg.content?.code ?? "");
   const cursor = cursorIn(code, msg.content?.cursor_pos);
   const live = liveCompletions(code, cursor);
-  const ts = code.length <= LS_MAX_CODE ? await languageService(k).complete(code, cursor) : null;
+  const ts = code.length <= LS_MAX_CODE ? await languageService().complete(code, cursor) : null;
   const seen = new Set<string>();
   const matches: string[] = [];
   const types: { start: number; end: number; text: string; type: string }[] = [];
@@ -45,13 +44,13 @@ export async function completeRequest(k: Kernel, msg: Message): Promise<void> {
   });
 }
 
-export async function inspectRequest(k: Kernel, msg: Message): Promise<void> {
+export async function inspectRequest(k: HandlerContext, msg: Request<"inspect_request">): Promise<void> {
   const code = String(msg.content?.code ?? "");
   const cursor = cursorIn(code, msg.content?.cursor_pos);
   // on no name (e.g. just after `torch.matmul(` or between its arguments) describe the callee, as
   // IPython does
   const at = nameAt(code, cursor) ? cursor : calleeEnd(code, cursor) ?? cursor;
-  const text = await inspectText(k, code, at);
+  const text = await inspectText(code, at);
   k.reply(msg, "inspect_reply", text == null ? { status: "ok", found: false, data: {}, metadata: {} } : { status: "ok", found: true, data: { "text/plain": text }, metadata: {} });
 }
 
@@ -84,8 +83,8 @@ export function calleeEnd(code: string, cursor: number): number | null {
 }
 
 /** Type signature and docs from TypeScript, then the live value; null when nothing is known. */
-export async function inspectText(k: Kernel, code: string, cursor: number): Promise<string | null> {
-  const ts = code.length <= LS_MAX_CODE ? await languageService(k).inspect(code, cursor) : null;
+export async function inspectText(code: string, cursor: number): Promise<string | null> {
+  const ts = code.length <= LS_MAX_CODE ? await languageService().inspect(code, cursor) : null;
   const live = liveInspect(code, cursor);
   const parts: string[] = [];
   if (ts?.signature) parts.push(ts.signature);

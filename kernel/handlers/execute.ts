@@ -1,6 +1,5 @@
 // execute_request: execute_input, streams, execute_result / error, reply; stop_on_error aborts the queue.
-import type { Kernel } from "../kernel.ts";
-import type { Message } from "../wire/message.ts";
+import type { HandlerContext, Request } from "./context.ts";
 import { toBundle, plain } from "../display/bundle.ts";
 import { errorContent, type ErrorContent } from "../executor/errors.ts";
 import type { CellContext } from "../executor/output.ts";
@@ -17,9 +16,9 @@ const TYPECHECK_WAIT_MS = Number(process.env.GRADLAB_TYPECHECK_WAIT_MS ?? 0);
 
 /** Type-checks a TypeScript cell in the language-service thread while it runs. The first TypeScript
  *  cell only starts loading the checker. */
-function typeCheck(k: Kernel, code: string): Promise<TsDiagnostic[] | null> | null {
+function typeCheck(code: string): Promise<TsDiagnostic[] | null> | null {
   if (!TYPECHECK || isPlainJs(code)) return null;
-  const ls = languageService(k);
+  const ls = languageService();
   if (!ls.loaded) {
     ls.warm();
     return null;
@@ -29,7 +28,7 @@ function typeCheck(k: Kernel, code: string): Promise<TsDiagnostic[] | null> | nu
 
 /** Publishes the cell's type warnings: before its reply when they are ready by then (or within
  *  TYPECHECK_WAIT_MS), otherwise when they come. */
-async function reportTypeErrors(k: Kernel, pending: Promise<TsDiagnostic[] | null>, label: string, parent: object): Promise<void> {
+async function reportTypeErrors(k: HandlerContext, pending: Promise<TsDiagnostic[] | null>, label: string, parent: object): Promise<void> {
   const show = (diags: TsDiagnostic[] | null) => {
     if (!diags?.length) return;
     const text = diags
@@ -53,18 +52,18 @@ async function reportTypeErrors(k: Kernel, pending: Promise<TsDiagnostic[] | nul
 }
 
 /** `name?` shows what inspection knows about name in the pager, as IPython does. */
-async function pageHelp(k: Kernel, msg: Message, name: string, storeHistory: boolean, started: string): Promise<void> {
+async function pageHelp(k: HandlerContext, msg: Request<"execute_request">, name: string, storeHistory: boolean, started: string): Promise<void> {
   if (storeHistory) k.executionCount++;
-  const text = (await inspectText(k, name, name.length)) ?? `No information about ${name}`;
+  const text = (await inspectText(name, name.length)) ?? `No information about ${name}`;
   k.reply(msg, "execute_reply", {
     status: "ok",
     execution_count: k.executionCount,
     payload: [{ source: "page", data: { "text/plain": text }, start: 0 }],
     user_expressions: {},
-  }, undefined, { status: "ok", started });
+  }, { status: "ok", started });
 }
 
-export async function executeRequest(k: Kernel, msg: Message): Promise<void> {
+export async function executeRequest(k: HandlerContext, msg: Request<"execute_request">): Promise<void> {
   const c = msg.content ?? {};
   const code = String(c.code ?? "");
   const silent = !!c.silent;
@@ -73,7 +72,7 @@ export async function executeRequest(k: Kernel, msg: Message): Promise<void> {
   const started = new Date().toISOString();
 
   if (k.aborting) {
-    k.reply(msg, "execute_reply", { status: "aborted", execution_count: k.executionCount }, undefined, { status: "aborted", started });
+    k.reply(msg, "execute_reply", { status: "aborted", execution_count: k.executionCount }, { status: "aborted", started });
     return;
   }
   const help = code.length < 1000 ? /^\s*([A-Za-z_$][\w$.]*)\s*\?\s*$/.exec(code) : null;
@@ -99,10 +98,10 @@ const DECLARES = /^\s*(?:export\s+)?(?:declare\s+)?(?:const|let|var|function|asy
 interface CellRun { code: string; silent: boolean; stopOnError: boolean; started: string; count: number; ctx: CellContext; label: string; storeHistory: boolean }
 
 /** Runs the cell and replies; returns whether it was interrupted. */
-async function runCell(k: Kernel, msg: Message, r: CellRun): Promise<boolean> {
+async function runCell(k: HandlerContext, msg: Request<"execute_request">, r: CellRun): Promise<boolean> {
   const { code, silent, stopOnError, started, count, ctx, label, storeHistory } = r;
   const c = msg.content ?? {};
-  const diagnostics = silent ? null : typeCheck(k, code);
+  const diagnostics = silent ? null : typeCheck(code);
   const outcome = await k.executor.run(code, label, ctx);
   runCellEndHooks(k, ctx);
   if (diagnostics) await reportTypeErrors(k, diagnostics, label, msg.header);
@@ -120,20 +119,20 @@ async function runCell(k: Kernel, msg: Message, r: CellRun): Promise<boolean> {
   }
   if (!error) {
     const user_expressions = await userExpressions(k, c.user_expressions, ctx);
-    k.reply(msg, "execute_reply", { status: "ok", execution_count: count, payload: [], user_expressions }, undefined, { status: "ok", started });
+    k.reply(msg, "execute_reply", { status: "ok", execution_count: count, payload: [], user_expressions }, { status: "ok", started });
   } else {
     if (!silent) k.publish("error", error, msg.header);
     if (stopOnError) await k.abortQueued();
-    k.reply(msg, "execute_reply", { status: "error", execution_count: count, ...error, payload: [], user_expressions: {} }, undefined, { status: "error", started });
+    k.reply(msg, "execute_reply", { status: "error", execution_count: count, ...error, payload: [], user_expressions: {} }, { status: "error", started });
   }
   if (storeHistory) k.history.add(count, code, resultText);
   // later cells see this one's declarations; a cell that declares nothing adds nothing to check
-  if (!error && !silent && DECLARES.test(code)) languageService(k).addCell(code);
+  if (!error && !silent && DECLARES.test(code)) languageService().addCell(code);
   return error?.ename === "KeyboardInterrupt";
 }
 
 /** display.on_cell_end callbacks, in the cell's output context; an error in one goes to stderr. */
-function runCellEndHooks(k: Kernel, ctx: CellContext): void {
+function runCellEndHooks(k: HandlerContext, ctx: CellContext): void {
   const hooks = k.cellEndHooks;
   k.cellEndHooks = [];
   for (const fn of hooks) {
@@ -147,7 +146,7 @@ function runCellEndHooks(k: Kernel, ctx: CellContext): void {
   }
 }
 
-async function userExpressions(k: Kernel, exprs: unknown, ctx: CellContext): Promise<Record<string, unknown>> {
+async function userExpressions(k: HandlerContext, exprs: unknown, ctx: CellContext): Promise<Record<string, unknown>> {
   const out: Record<string, unknown> = {};
   if (!exprs || typeof exprs !== "object") return out;
   for (const [name, expr] of Object.entries(exprs as Record<string, string>)) {

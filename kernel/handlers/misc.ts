@@ -1,16 +1,13 @@
 // kernel_info, is_complete, history, comms, shutdown.
-import type { Kernel } from "../kernel.ts";
-import type { Message } from "../wire/message.ts";
+import type { HandlerContext, Request } from "./context.ts";
 import { stripTypes, CellSyntaxError } from "../executor/transform.ts";
 
-type Channel = "shell" | "control";
-
-export function kernelInfoRequest(k: Kernel, msg: Message, ch: Channel): void {
-  k.reply(msg, "kernel_info_reply", k.kernelInfo, ch);
+export function kernelInfoRequest(k: HandlerContext, msg: Request<"kernel_info_request">): void {
+  k.reply(msg, "kernel_info_reply", k.kernelInfo);
   k.warmUp();
 }
 
-export function isCompleteRequest(k: Kernel, msg: Message): void {
+export function isCompleteRequest(k: HandlerContext, msg: Request<"is_complete_request">): void {
   const code = String(msg.content?.code ?? "");
   k.reply(msg, "is_complete_reply", isComplete(code));
 }
@@ -20,7 +17,7 @@ export function isCompleteRequest(k: Kernel, msg: Message): void {
 export const IS_COMPLETE_MAX_LINES = 10_000;
 export const IS_COMPLETE_MAX_BYTES = 1 << 20;
 
-export function isComplete(code: string): { status: "complete" | "incomplete" | "invalid" | "unknown"; indent?: string } {
+export function isComplete(code: string): { status: "complete" | "invalid" | "unknown" } | { status: "incomplete"; indent: string } {
   if (code.length > IS_COMPLETE_MAX_BYTES) return { status: "unknown" };
   let lines = 1;
   for (let i = code.indexOf("\n"); i >= 0; i = code.indexOf("\n", i + 1)) if (++lines > IS_COMPLETE_MAX_LINES) return { status: "unknown" };
@@ -40,7 +37,7 @@ export function isComplete(code: string): { status: "complete" | "incomplete" | 
   }
 }
 
-export function historyRequest(k: Kernel, msg: Message): void {
+export function historyRequest(k: HandlerContext, msg: Request<"history_request">): void {
   const c = msg.content ?? {};
   const output = !!c.output;
   let history: unknown[] = [];
@@ -51,12 +48,12 @@ export function historyRequest(k: Kernel, msg: Message): void {
   k.reply(msg, "history_reply", { status: "ok", history });
 }
 
-export function commInfoRequest(k: Kernel, msg: Message): void {
-  k.reply(msg, "comm_info_reply", { status: "ok", comms: k.comms.info(msg.content?.target_name) });
+export function commInfoRequest(k: HandlerContext, msg: Request<"comm_info_request">): void {
+  k.reply(msg, "comm_info_reply", { status: "ok", comms: k.comms.info(typeof msg.content?.target_name === "string" ? msg.content.target_name : undefined) });
 }
 
 /** Runs comm callbacks as if in a cell: their output and errors go to the frontend, attributed to this message. */
-function inCommContext(k: Kernel, msg: Message, fn: () => boolean): boolean {
+function inCommContext(k: HandlerContext, msg: Request<"comm_open" | "comm_msg" | "comm_close">, fn: () => boolean): boolean {
   const ctx = { parent: msg.header, identities: msg.identities, executionCount: k.executionCount, allowStdin: false };
   return k.capture.als.run(ctx, () => {
     try {
@@ -68,7 +65,7 @@ function inCommContext(k: Kernel, msg: Message, fn: () => boolean): boolean {
   });
 }
 
-export function commOpen(k: Kernel, msg: Message): void {
+export function commOpen(k: HandlerContext, msg: Request<"comm_open">): void {
   const ok = inCommContext(k, msg, () => k.comms.open(msg.content, msg.metadata, msg.buffers));
   if (!ok) {
     // no such target: tell the frontend the comm is closed, as ipykernel does
@@ -76,16 +73,16 @@ export function commOpen(k: Kernel, msg: Message): void {
   }
 }
 
-export function commMsg(k: Kernel, msg: Message): void {
+export function commMsg(k: HandlerContext, msg: Request<"comm_msg">): void {
   inCommContext(k, msg, () => k.comms.msg(msg.content, msg.metadata, msg.buffers));
 }
 
-export function commClose(k: Kernel, msg: Message): void {
+export function commClose(k: HandlerContext, msg: Request<"comm_close">): void {
   inCommContext(k, msg, () => k.comms.close(msg.content));
 }
 
-export async function shutdownRequest(k: Kernel, msg: Message, ch: Channel): Promise<void> {
+export async function shutdownRequest(k: HandlerContext, msg: Request<"shutdown_request">): Promise<void> {
   const restart = !!msg.content?.restart;
-  k.reply(msg, "shutdown_reply", { status: "ok", restart }, ch);
+  k.reply(msg, "shutdown_reply", { status: "ok", restart });
   await k.shutdown(restart);
 }

@@ -2,7 +2,6 @@
 // first time it is needed, so it never delays kernel start or a cell.
 import type { Worker } from "node:worker_threads";
 import { startWorker } from "../sockets/ts-worker.ts";
-import type { Kernel } from "../kernel.ts";
 import { log } from "../log.ts";
 
 export interface TsCompletion { entries: { name: string; kind: string }[] }
@@ -85,6 +84,6 @@ class LanguageClient {
 }
 
 let client: LanguageClient | null = null;
-export function languageService(_k?: Kernel): LanguageClient {
+export function languageService(): LanguageClient {
   return (client ??= new LanguageClient());
 }

@@ -11,12 +11,18 @@ import { endpoint, type ConnectionInfo } from "./connection.ts";
 import { SendQueue } from "./queue.ts";
 import { dateMicros, fromSab, hash32, type FromWorker, type ToWorker } from "./shared.ts";
 import { log } from "../log.ts";
+import type { KernelMessage } from "@jupyterlab/services";
+
+import type { Replies, ReplyType } from "../wire/protocol.ts";
+import type { KernelInfo } from "../info.ts";
+
+type ControlMessageType = KernelMessage.ControlMessageType;
 
 const { conn, session, sab, kernelInfo } = workerData as {
   conn: ConnectionInfo;
   session: string;
   sab: SharedArrayBuffer;
-  kernelInfo: object;
+  kernelInfo: KernelInfo;
 };
 const shared = fromSab(sab);
 const signer = new Signer(conn.key, conn.signature_scheme);
@@ -77,7 +83,7 @@ function publish(type: string, content: object, parent: object): void {
   iopubOut.send(serialize(signer, makeHeader(type, session), parent, {}, content, [topic(type)]));
 }
 
-function reply(q: SendQueue, req: Message, type: string, content: object) {
+function reply<T extends ReplyType>(q: SendQueue, req: Message, type: T, content: Replies[T]) {
   q.send(serialize(signer, makeHeader(type, session), req.header, {}, content, req.identities));
 }
 
@@ -132,20 +138,22 @@ async function serve(name: string, sock: AsyncIterable<Buffer[]>, handle: (frame
 }
 const controlLoop = () => serve("control", control, onControl);
 
-function onControl(frames: Buffer[]) {
-  const r = parse(frames, signer);
-  if (!r.ok) {
-    log(`control: dropped message: ${r.reason}`);
-    return;
-  }
-  const msg = r.msg;
-  const t = msg.header.msg_type;
-  publish("status", { execution_state: "busy" }, msg.header);
-  if (t === "interrupt_request") {
+/** What the socket thread answers itself on control, at once, whatever the main thread is doing (a
+ *  cell in `while (true) {}` included). Each returns whether it is done with the message (then its
+ *  idle status follows); any other type, and any type not in this table (debug_request, unknown
+ *  ones), goes to the main thread's queue and handlers. */
+const ANSWERED_WHILE_BUSY: Partial<Record<ControlMessageType | "kernel_info_request" | "shutdown_request", (msg: Message) => boolean>> = {
+  interrupt_request(msg) {
     const requestedUs = dateMicros(msg.header.date);
     interrupt(Number.isFinite(requestedUs) ? { requestedUs, session: msg.header.session } : {});
     reply(controlOut, msg, "interrupt_reply", { status: "ok" });
-  } else if (t === "shutdown_request") {
+    return true;
+  },
+  kernel_info_request(msg) {
+    reply(controlOut, msg, "kernel_info_reply", kernelInfo);
+    return true;
+  },
+  shutdown_request(msg) {
     const restart = !!msg.content?.restart;
     reply(controlOut, msg, "shutdown_reply", { status: "ok", restart });
     void controlOut.flushed().then(() => {
@@ -154,15 +162,26 @@ function onControl(frames: Buffer[]) {
       // If the main thread is stuck in a cell, do not wait for it forever.
       setTimeout(() => process.kill(process.pid, "SIGKILL"), 2000).unref();
     });
+    // no idle: the kernel is going away (the main thread publishes shutdown_reply on iopub)
+    return false;
+  },
+};
+
+function onControl(frames: Buffer[]) {
+  const r = parse(frames, signer);
+  if (!r.ok) {
+    log(`control: dropped message: ${r.reason}`);
     return;
-  } else if (t === "kernel_info_request") {
-    reply(controlOut, msg, "kernel_info_reply", kernelInfo);
-  } else {
-    // anything else (debug_request, unknown types) is handled by the main thread
+  }
+  const msg = r.msg;
+  const type = msg.header.msg_type;
+  const answer = Object.hasOwn(ANSWERED_WHILE_BUSY, type) ? ANSWERED_WHILE_BUSY[type as keyof typeof ANSWERED_WHILE_BUSY] : undefined;
+  if (!answer) {
     post({ type: "control", frames: frames.map((f) => new Uint8Array(f)) });
     return;
   }
-  publish("status", { execution_state: "idle" }, msg.header);
+  publish("status", { execution_state: "busy" }, msg.header);
+  if (answer(msg)) publish("status", { execution_state: "idle" }, msg.header);
 }
 
 const stdinLoop = () => serve("stdin", stdin, onStdin);

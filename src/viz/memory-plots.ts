@@ -112,9 +112,11 @@ export class MemoryTimelineView extends Display {
     const g = globalThis as { display?: ((o: unknown, opts: object) => unknown) & { on_cell_end?: (fn: () => void) => void } };
     if (handle) this.handle = handle;
     else if (g.display) {
-      const h = g.display(this, { display_id: true });
-      if (h && typeof (h as Promise<unknown>).then === "function") void (h as Promise<{ update(o: unknown): unknown }>).then((x) => (this.handle = x));
-      else this.handle = h as { update(o: unknown): unknown };
+      const h = g.display(this, { display_id: true }) as { update?(o: unknown): unknown; then?: Promise<unknown>["then"] } | undefined;
+      // GradLab's display() returns a promise that already carries the handle's update(), so a loop
+      // that never awaits still redraws; a host whose promise resolves to the handle gets it later
+      if (typeof h?.update === "function") this.handle = h as { update(o: unknown): unknown };
+      else if (typeof h?.then === "function") void h.then((x) => (this.handle = x as { update(o: unknown): unknown }));
       g.display.on_cell_end?.(() => this.flush());
     }
     this.last = Date.now();

@@ -1,0 +1,130 @@
+// The socket server: owns all five sockets. Shell lives on the main thread (its requests run cells);
+// control, heartbeat, stdin and iopub live on the socket thread (control-worker.ts), so they keep
+// working while a cell holds the main thread, even in `while (true) {}`. Above this layer nothing
+// sees zeromq or the worker: requests come in as verified messages, and frames go out by channel.
+import type { Worker } from "node:worker_threads";
+import * as zmq from "zeromq";
+import { parse, type Message, type Signer } from "../wire/message.ts";
+import type { Channel } from "../wire/protocol.ts";
+import { endpoint, type ConnectionInfo } from "./connection.ts";
+import { SendQueue } from "./queue.ts";
+import { createShared, type FromWorker, type SharedState, type ToWorker } from "./shared.ts";
+import { startWorker } from "./ts-worker.ts";
+import { log } from "../log.ts";
+import type { KernelInfo } from "../info.ts";
+
+export interface ServerEvents {
+  /** a verified request from shell, or a control request the socket thread leaves to the main thread */
+  request(msg: Message, channel: Channel): void;
+  /** the socket thread set the interrupt flag for cell `cell` (interrupt_request or SIGINT) */
+  interrupt(cell: number): void;
+  /** a shutdown_request on control (already answered there) */
+  shutdown(restart: boolean): void;
+}
+
+export interface ServerOptions {
+  session: string;
+  signer: Signer;
+  /** kernel_info_reply content: the socket thread answers it on control while a cell runs */
+  kernelInfo: KernelInfo;
+}
+
+export class SocketServer {
+  /** memory shared with the socket thread: interrupt flag, running cell, stdin hand-off */
+  readonly shared: SharedState;
+  private readonly shell = new zmq.Router({ linger: 0, sendHighWaterMark: 0, receiveHighWaterMark: 0 });
+  private readonly shellOut = new SendQueue(this.shell);
+  private readonly worker: Worker;
+  private readonly workerReady: Promise<void>;
+  private workerClosed: (() => void) | null = null;
+
+  constructor(private readonly conn: ConnectionInfo, private readonly opts: ServerOptions, private readonly events: ServerEvents) {
+    const { sab, state } = createShared();
+    this.shared = state;
+    this.worker = startWorker("control-worker", {
+      workerData: { conn, session: opts.session, sab, kernelInfo: opts.kernelInfo },
+    });
+    this.workerReady = new Promise((resolve) => {
+      this.worker.on("message", (m: FromWorker) => {
+        if (m.type === "ready") resolve();
+        else if (m.type === "closed") this.workerClosed?.();
+        else this.fromWorker(m);
+      });
+    });
+    this.worker.on("error", (e: Error) => log(`socket thread died: ${e.stack ?? e}`));
+    this.worker.unref();
+  }
+
+  /** Binds shell and waits for the socket thread to bind the other four. */
+  async start(): Promise<void> {
+    await this.shell.bind(endpoint(this.conn, this.conn.shell_port));
+    void this.shellLoop();
+    await this.workerReady;
+  }
+
+  private fromWorker(m: Exclude<FromWorker, { type: "ready" | "closed" }>): void {
+    if (m.type === "interrupt") this.events.interrupt(m.cell);
+    else if (m.type === "shutdown") this.events.shutdown(m.restart);
+    else if (m.type === "control") {
+      const r = parse(m.frames.map((f) => Buffer.from(f)), this.opts.signer);
+      if (r.ok) this.events.request(r.msg, "control");
+    }
+  }
+
+  private async shellLoop(): Promise<void> {
+    try {
+      for await (const frames of this.shell) {
+        const r = parse(frames, this.opts.signer);
+        if (!r.ok) {
+          log(`shell: dropped message: ${r.reason}`);
+          continue;
+        }
+        this.events.request(r.msg, "shell");
+      }
+    } catch (e) {
+      if (!this.shell.closed) log(`shell loop: ${(e as Error).stack}`);
+    }
+  }
+
+  /** Sends a signed reply on the channel its request came on. */
+  send(channel: Channel, frames: Buffer[]): void {
+    if (channel === "shell") this.shellOut.send(frames);
+    else this.post({ type: "control-send", frames });
+  }
+
+  /** Publishes signed frames on iopub, after everything posted before them. */
+  iopub(frames: Buffer[]): void {
+    this.post({ type: "iopub", frames });
+  }
+
+  /** Text a cell wrote; the socket thread coalesces it into stream messages (parent: header JSON). */
+  stream(name: "stdout" | "stderr", text: string, parent: string): void {
+    this.post({ type: "stream", name, text, parent });
+  }
+
+  /** Asks the client on stdin; the reply arrives in `shared.stdinData` (see Kernel.prompt). */
+  inputRequest(prompt: string, password: boolean, parent: object, identities: Uint8Array[]): void {
+    this.post({ type: "input_request", prompt, password, parent, identities });
+  }
+
+  /** Closes every socket in both threads (exiting with zeromq sockets open aborts). What is queued
+   *  on shell, control and iopub is sent first, within bounds, so a stuck client cannot hold us. */
+  async close(): Promise<void> {
+    await Promise.race([this.shellOut.flushed(), delay(500)]);
+    const closed = new Promise<void>((r) => (this.workerClosed = r));
+    this.post({ type: "close" });
+    await Promise.race([closed, delay(1500)]);
+    await this.worker.terminate();
+    this.shell.close();
+  }
+
+  private post(m: ToWorker): void {
+    try {
+      this.worker.postMessage(m);
+    } catch (e) {
+      log(`cannot post to the socket thread: ${(e as Error)?.message ?? e}`);
+    }
+  }
+}
+
+const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -50,7 +50,8 @@ fn reduce_rows(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgro
       case R_PROD: { acc *= v; }
       // NaN wins and sticks, as in PyTorch's max/min/argmax
       case R_MAX, R_ARGMAX: { if (!is_nan(acc) && (v > acc || is_nan(v))) { acc = v; arg = j; } }
-      default: { if (!is_nan(acc) && (v < acc || is_nan(v))) { acc = v; arg = j; } }
+      case R_MIN, R_ARGMIN: { if (!is_nan(acc) && (v < acc || is_nan(v))) { acc = v; arg = j; } }
+      default: {}  // R_VAR returned above
     }
   }
   if (OP == R_ARGMAX || OP == R_ARGMIN) { st(S0, P[6] + r, arg); return; }

@@ -10,15 +10,8 @@ import { AutogradMeta } from "./autograd/meta.ts";
 import type { AccumulateGrad, Node } from "./autograd/node.ts";
 import * as ag from "./autograd/tensor-autograd.ts";
 import { readBlock } from "./device/scheduler.ts";
-import * as ew from "./ops/elementwise.ts";
-import * as red from "./ops/reduce.ts";
-import * as vw from "./ops/views.ts";
-import * as idx from "./ops/indexing.ts";
-import * as pw from "./autograd/functions/pointwise.ts";
-import * as rd from "./autograd/functions/reductions.ts";
-import * as al from "./autograd/functions/linalg.ts";
-import * as sh from "./autograd/functions/shape.ts";
-import { instrument } from "./ops/op-context.ts";
+import { wrapDim } from "./dims.ts";
+import { runOp } from "./ops/op-context.ts";
 
 export type Shape = readonly number[];
 export type Scalar = number | boolean;
@@ -135,10 +128,10 @@ export class Tensor {
   dim(): number { return this.shape.length; }
   numel(): number { return numelOf(this.shape); }
   size(dim?: number): number | number[] {
-    return dim === undefined ? [...this.shape] : this.shape[vw.wrapDim(dim, this.ndim)];
+    return dim === undefined ? [...this.shape] : this.shape[wrapDim(dim, this.ndim)];
   }
   stride(dim?: number): number | number[] {
-    return dim === undefined ? [...this._strides] : this._strides[vw.wrapDim(dim, this.ndim)];
+    return dim === undefined ? [...this._strides] : this._strides[wrapDim(dim, this.ndim)];
   }
   storage_offset(): number { return this._offset; }
   element_size(): number { return ELEMENT_SIZE; }
@@ -222,31 +215,6 @@ export class Tensor {
     return { "text/plain": text, "text/html": tensorHtml(this, values) };
   }
 
-  // ---- views (share storage and version counter) ----
-  view(...shape: Array<number | number[]>): Tensor { return sh.view(this, vw.flatShape(shape)); }
-  reshape(...shape: Array<number | number[]>): Tensor { return sh.reshape(this, vw.flatShape(shape)); }
-  view_as(other: Tensor): Tensor { return sh.view(this, other.shape); }
-  flatten(start = 0, end = -1): Tensor { return sh.flatten(this, start, end); }
-  transpose(d0: number, d1: number): Tensor { return sh.transpose(this, d0, d1); }
-  t(): Tensor { return sh.t(this); }
-  get T(): Tensor { return sh.permute(this, this.shape.map((_, i) => this.ndim - 1 - i)); }
-  get mT(): Tensor { return sh.transpose(this, -2, -1); }
-  permute(...dims: Array<number | number[]>): Tensor { return sh.permute(this, vw.flatShape(dims)); }
-  expand(...sizes: Array<number | number[]>): Tensor { return sh.expand(this, vw.flatShape(sizes)); }
-  expand_as(other: Tensor): Tensor { return sh.expand(this, other.shape); }
-  unsqueeze(dim: number): Tensor { return sh.unsqueeze(this, dim); }
-  squeeze(dim?: number): Tensor { return sh.squeeze(this, dim); }
-  narrow(dim: number, start: number, length: number): Tensor { return sh.narrow(this, dim, start, length); }
-  select(dim: number, index: number): Tensor { return sh.select(this, dim, index); }
-  slice(dim: number, start?: number, end?: number, step = 1): Tensor { return sh.slice(this, dim, start, end, step); }
-  /** Python's `x[...]`, from a NumPy-style string: `x.getitem(":, 1:3")`, `x.getitem("0, ..., None")`. */
-  getitem(index: string | number): Tensor { return idx.getitem(this, index, sh); }
-  /** Python's `x[...] = value` (in place: bumps the version counter). */
-  setitem(index: string | number, value: TensorOrScalar): this { idx.setitem(this, index, value, sh); return this; }
-  contiguous(): Tensor { return this.check().is_contiguous() ? this._alias() : sh.clone(this); }
-  clone(): Tensor { return sh.clone(this); }
-  /** A new tensor sharing storage and version counter, outside the graph (requires_grad false). */
-  detach(): Tensor { return vw.makeView(this, this.shape, this._strides, this._offset, false); }
   /**
    * Another handle to this same tensor (same storage and autograd identity). `keepBase = false` is for
    * handles the runtime keeps inside a graph (saved variables): they must not hold the base's handle,
@@ -255,10 +223,6 @@ export class Tensor {
   _alias(keepBase = true): Tensor {
     return new Tensor(this.check().storage, this.shape, this._strides, this._offset, this.dtype, this._versionCounter, keepBase ? this._base : null, this._meta);
   }
-  to(dtype: DType): Tensor { return dtype === this.dtype ? this._alias() : pw.cast(this, dtype); }
-  float(): Tensor { return this.to("float32"); }
-  int(): Tensor { return this.to("int32"); }
-  bool(): Tensor { return this.to("bool"); }
   cuda(): Tensor { return this._alias(); }
   cpu(): Tensor { return this._alias(); }
 
@@ -278,84 +242,11 @@ export class Tensor {
   _accumulator(): AccumulateGrad { return ag.accumulator(this); }
   _accumulateGrad(g: Tensor): void { ag.accumulateGrad(this, g); }
   backward(gradient?: Tensor | null, opts?: { retain_graph?: boolean; create_graph?: boolean; inputs?: Tensor[] }): void {
-    ag.backward(this, gradient ?? null, opts);
+    // An op context, so that what backward allocates is attributed to "backward" on this tensor's device.
+    runOp("backward", this.storage.device, () => ag.backward(this, gradient ?? null, opts));
   }
   register_hook(fn: (grad: Tensor) => Tensor | void): { remove(): void } { return ag.registerHook(this, fn); }
   register_post_accumulate_grad_hook(fn: (t: Tensor) => void): { remove(): void } { return ag.registerPostAccumulateHook(this, fn); }
 
-  // ---- elementwise ----
-  add(other: TensorOrScalar, opts?: { alpha?: number }): Tensor { return pw.binary("add", this, other, opts?.alpha); }
-  sub(other: TensorOrScalar, opts?: { alpha?: number }): Tensor { return pw.binary("sub", this, other, opts?.alpha); }
-  /** Python's `other - self` for a number (2 - x). */
-  rsub(other: number, opts?: { alpha?: number }): Tensor { return pw.rsub(this, other, opts?.alpha); }
-  mul(other: TensorOrScalar): Tensor { return pw.binary("mul", this, other); }
-  div(other: TensorOrScalar): Tensor { return pw.binary("div", this, other); }
-  pow(exponent: TensorOrScalar): Tensor { return pw.binary("pow", this, exponent); }
-  maximum(other: Tensor): Tensor { return pw.binary("maximum", this, other); }
-  minimum(other: Tensor): Tensor { return pw.binary("minimum", this, other); }
-  eq(other: TensorOrScalar): Tensor { return ew.binary("eq", this, other); }
-  ne(other: TensorOrScalar): Tensor { return ew.binary("ne", this, other); }
-  lt(other: TensorOrScalar): Tensor { return ew.binary("lt", this, other); }
-  le(other: TensorOrScalar): Tensor { return ew.binary("le", this, other); }
-  gt(other: TensorOrScalar): Tensor { return ew.binary("gt", this, other); }
-  ge(other: TensorOrScalar): Tensor { return ew.binary("ge", this, other); }
-  neg(): Tensor { return pw.unary("neg", this); }
-  abs(): Tensor { return pw.unary("abs", this); }
-  exp(): Tensor { return pw.unary("exp", this); }
-  log(): Tensor { return pw.unary("log", this); }
-  sqrt(): Tensor { return pw.unary("sqrt", this); }
-  rsqrt(): Tensor { return pw.unary("rsqrt", this); }
-  relu(): Tensor { return pw.unary("relu", this); }
-  sigmoid(): Tensor { return pw.unary("sigmoid", this); }
-  tanh(): Tensor { return pw.unary("tanh", this); }
-  gelu(opts?: { approximate?: "none" | "tanh" }): Tensor { return pw.gelu(this, opts?.approximate); }
-  clamp(min?: number | null | { min?: number; max?: number }, max?: number | null): Tensor { return pw.clamp(this, min, max); }
-  where(condition: Tensor, other: TensorOrScalar): Tensor { return pw.where(condition, this, other); }
-
-  // ---- in place (bump the version counter) ----
-  add_(other: TensorOrScalar, opts?: { alpha?: number }): this { return pw.binaryInplace("add", this, other, opts?.alpha); }
-  sub_(other: TensorOrScalar, opts?: { alpha?: number }): this { return pw.binaryInplace("sub", this, other, opts?.alpha); }
-  mul_(other: TensorOrScalar): this { return pw.binaryInplace("mul", this, other); }
-  div_(other: TensorOrScalar): this { return pw.binaryInplace("div", this, other); }
-  relu_(): this { return pw.unaryInplace("relu", this); }
-  clamp_(min?: number | null | { min?: number; max?: number }, max?: number | null): this { return pw.clampInplace(this, min, max); }
-  zero_(): this { return pw.fillInplace(this, 0, "ZeroBackward0"); }
-  fill_(value: Scalar): this { return pw.fillInplace(this, value, "FillBackward2"); }
-  copy_(src: Tensor): this { return pw.copyInplace(this, src); }
-
-  // ---- reductions ----
-  sum(dim?: DimArg | ReduceOpts, opts?: ReduceOpts): Tensor { return rd.sumOrMean("sum", this, dim, opts); }
-  mean(dim?: DimArg | ReduceOpts, opts?: ReduceOpts): Tensor { return rd.sumOrMean("mean", this, dim, opts); }
-  prod(dim?: number, opts?: ReduceOpts): Tensor { return rd.prod(this, dim, opts); }
-  max(): Tensor;
-  max(dim: number, opts?: ReduceOpts): { values: Tensor; indices: Tensor };
-  max(dim?: number, opts?: ReduceOpts): Tensor | { values: Tensor; indices: Tensor } { return rd.minmax("max", this, dim, opts); }
-  min(): Tensor;
-  min(dim: number, opts?: ReduceOpts): { values: Tensor; indices: Tensor };
-  min(dim?: number, opts?: ReduceOpts): Tensor | { values: Tensor; indices: Tensor } { return rd.minmax("min", this, dim, opts); }
-  argmax(dim?: number, opts?: ReduceOpts): Tensor { return red.arg("argmax", this, dim, opts); }
-  argmin(dim?: number, opts?: ReduceOpts): Tensor { return red.arg("argmin", this, dim, opts); }
-  var(dim?: DimArg | (ReduceOpts & { correction?: number; unbiased?: boolean }), opts?: ReduceOpts & { correction?: number; unbiased?: boolean }): Tensor {
-    return rd.variance(this, dim, opts);
-  }
-  std(dim?: DimArg | (ReduceOpts & { correction?: number; unbiased?: boolean }), opts?: ReduceOpts & { correction?: number; unbiased?: boolean }): Tensor {
-    return rd.variance(this, dim, opts, true);
-  }
-  softmax(dim: number): Tensor { return rd.softmax(this, dim, false); }
-  log_softmax(dim: number): Tensor { return rd.softmax(this, dim, true); }
-
-  // ---- linear algebra ----
-  matmul(other: Tensor): Tensor { return al.matmul(this, other); }
-  mm(other: Tensor): Tensor { return al.mm(this, other); }
-  bmm(other: Tensor): Tensor { return al.bmm(this, other); }
 }
 
-// Every op method runs in an op context (ops/op-context.ts): device, op name, cleanup on error.
-instrument(Tensor.prototype, [
-  "view", "reshape", "view_as", "flatten", "transpose", "t", "T", "mT", "permute", "expand", "expand_as", "unsqueeze",
-  "squeeze", "narrow", "select", "slice", "getitem", "setitem", "contiguous", "clone", "detach", "to", "float", "int", "bool",
-  "add", "sub", "rsub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "neg", "abs", "exp",
-  "log", "sqrt", "rsqrt", "relu", "sigmoid", "tanh", "gelu", "clamp", "where", "add_", "sub_", "mul_", "div_", "relu_",
-  "clamp_", "zero_", "fill_", "copy_", "sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "softmax",
-  "log_softmax", "matmul", "mm", "bmm", "backward",
-], (self) => (self as Tensor).storage.device);

@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { describe, it, expect } from "vitest";
 import * as torch from "../src/index.ts";
+import { OP_TABLE } from "../src/api/install.ts";
 import type { Tensor } from "../src/index.ts";
 
 type Step = [string, string, any[], Record<string, any>?];
@@ -49,7 +50,6 @@ class MyLinearFunction extends torch.autograd.Function {
 
 // ---------------------------------------------------------------- the step language (mirrors gen_autograd.py)
 
-const UNARY = new Set(["neg", "abs", "exp", "log", "sqrt", "rsqrt", "relu", "sigmoid", "tanh", "contiguous", "clone", "t", "detach", "zero_", "relu_"]);
 
 function walk(root: Tensor, env: Map<string, any>): any[] {
   const leaves = [...env].filter(([, v]) => v instanceof torch.Tensor && v.is_leaf && v.requires_grad) as Array<[string, Tensor]>;
@@ -133,7 +133,8 @@ function call(op: string, a: any[], kw: Record<string, any>, env: Map<string, an
     case "is_inference_mode_enabled": return torch.is_inference_mode_enabled();
     case "graph": return walk(x, env);
   }
-  if (UNARY.has(op)) return x[op]();
+  // Every other op is a method of the op table, called with the step's positional arguments.
+  if (OP_TABLE.has(op)) return x[op](...a.slice(1));
   throw new Error(`unknown op ${op}`);
 }
 

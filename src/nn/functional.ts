@@ -10,12 +10,9 @@ import * as rd from "../autograd/functions/reductions.ts";
 import * as al from "../autograd/functions/linalg.ts";
 import * as nnf from "../autograd/functions/nn.ts";
 
-export const relu = (x: Tensor) => x.relu();
-export const gelu = (x: Tensor, opts?: { approximate?: "none" | "tanh" }) => x.gelu(opts);
-export const sigmoid = (x: Tensor) => x.sigmoid();
-export const tanh = (x: Tensor) => x.tanh();
-export const softmax = (x: Tensor, dim: number) => x.softmax(dim);
-export const log_softmax = (x: Tensor, dim: number) => x.log_softmax(dim);
+// The activations are the op table's (one declaration for torch.relu, F.relu and x.relu()).
+export { relu, sigmoid, tanh, softmax, log_softmax } from "../api/functions.ts";
+export { gelu } from "../api/methods.ts";
 
 /** Layer norm output with the per-row statistics PyTorch's native_layer_norm also returns. */
 export function native_layer_norm(x: Tensor, normalized_shape: number[], weight: Tensor | null, bias: Tensor | null, eps: number): [Tensor, Tensor, Tensor] {

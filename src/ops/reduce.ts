@@ -6,7 +6,8 @@ import { dtypeCode, type DType } from "../dtype.ts";
 import { IndexError, RuntimeError } from "../errors.ts";
 import { Tensor, numelOf, type DimArg, type ReduceOpts } from "../tensor.ts";
 import { coalesce, dispatch, f32bits, fitsOneBinding, maxBindingBytes } from "./launch.ts";
-import { contiguousOf, permute, reshape, wrapDim } from "./views.ts";
+import { contiguousOf, permute, reshape } from "./views.ts";
+import { wrapDim } from "../dims.ts";
 import { unary } from "./elementwise.ts";
 import { REDUCE_CODE } from "./kernel-codes.ts";
 

@@ -3,15 +3,8 @@
 
 import { IndexError, RuntimeError } from "../errors.ts";
 import { contiguousStrides, numelOf, Tensor, type Shape } from "../tensor.ts";
+import { wrapDim } from "../dims.ts";
 import { copyOf } from "./elementwise.ts";
-
-export function wrapDim(dim: number, ndim: number): number {
-  const n = Math.max(ndim, 1);
-  if (!Number.isInteger(dim) || dim < -n || dim >= n) {
-    throw new IndexError(`Dimension out of range (expected to be in range of [${-n}, ${n - 1}], but got ${dim})`);
-  }
-  return dim < 0 ? dim + n : dim;
-}
 
 /** Accepts `view(2, 3)` and `view([2, 3])`. */
 export function flatShape(args: Array<number | number[] | readonly number[]>): number[] {

@@ -4,7 +4,7 @@
 import * as red from "../../ops/reduce.ts";
 import * as F from "../../nn/functional.ts";
 import { Tensor, numelOf, type DimArg, type ReduceOpts } from "../../tensor.ts";
-import { wrapDim } from "../../ops/views.ts";
+import { wrapDim } from "../../dims.ts";
 import { tensor } from "../../ops/creation.ts";
 import { RuntimeError } from "../../errors.ts";
 import { asOp } from "../../ops/op-context.ts";

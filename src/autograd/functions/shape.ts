@@ -2,6 +2,7 @@
 // (ViewBackward0, TBackward0, SliceBackward0, ...), whose backward puts the gradient back in shape.
 
 import * as vw from "../../ops/views.ts";
+import { wrapDim } from "../../dims.ts";
 import * as ew from "../../ops/elementwise.ts";
 import { Tensor, type Shape } from "../../tensor.ts";
 import { attach, needsGrad, sumTo, type Saves } from "../record.ts";
@@ -60,7 +61,7 @@ export function clone(x: Tensor): Tensor {
 export function flatten(x: Tensor, start: number, end: number): Tensor {
   // ATen returns the input itself when there is nothing to merge: the same tensor (same grad_fn, same
   // .grad, no memory), as another handle, so that disposing the result does not dispose the input
-  if (x.ndim > 0 && vw.wrapDim(start, x.ndim) === vw.wrapDim(end, x.ndim)) return x._alias();
+  if (x.ndim > 0 && wrapDim(start, x.ndim) === wrapDim(end, x.ndim)) return x._alias();
   const probe = vw.flatten(x, start, end);
   const shape = [...probe.shape];
   probe.dispose();
@@ -79,8 +80,8 @@ function asView(x: Tensor, out: Tensor): Tensor {
 }
 
 export function transpose(x: Tensor, d0: number, d1: number): Tensor {
-  const a = vw.wrapDim(d0, Math.max(x.ndim, 1));
-  const b = vw.wrapDim(d1, Math.max(x.ndim, 1));
+  const a = wrapDim(d0, Math.max(x.ndim, 1));
+  const b = wrapDim(d1, Math.max(x.ndim, 1));
   return viewOp(x, asView(x, vw.transpose(x, d0, d1)), "TransposeBackward0", (g) => g.transpose(a, b), { dim0: a, dim1: b });
 }
 
@@ -91,7 +92,7 @@ export function t(x: Tensor): Tensor {
 export function permute(x: Tensor, dims: number[]): Tensor {
   const out = vw.permute(x, dims);
   const nd = x.ndim; // not x itself in the closure: the formula below would share it (see attach)
-  const w = dims.map((d) => vw.wrapDim(d, nd));
+  const w = dims.map((d) => wrapDim(d, nd));
   const inverse = w.map((_, i) => w.indexOf(i));
   return viewOp(x, out, "PermuteBackward0", (g) => g.permute(inverse), { dims: w });
 }
@@ -102,7 +103,7 @@ export function expand(x: Tensor, shape: Shape): Tensor {
 }
 
 export function unsqueeze(x: Tensor, dim: number): Tensor {
-  const d = vw.wrapDim(dim, x.ndim + 1);
+  const d = wrapDim(dim, x.ndim + 1);
   return viewOp(x, vw.unsqueeze(x, dim), "UnsqueezeBackward0", (g) => g.squeeze(d), { dim: d });
 }
 
@@ -112,7 +113,7 @@ export function squeeze(x: Tensor, dim?: number, name?: string): Tensor {
   const out = name === "SqueezeBackward3" ? unview(vw.squeeze(x, dim)) : vw.squeeze(x, dim);
   if (name === "SqueezeBackward3") out._bump_version(); // ATen's squeeze_ wrote it in place
   return viewOp(x, out, name ?? (dim === undefined ? "SqueezeBackward0" : "SqueezeBackward1"), (g) => g.reshape(s), {
-    dim: dim === undefined ? undefined : vw.wrapDim(dim, Math.max(x.ndim, 1)),
+    dim: dim === undefined ? undefined : wrapDim(dim, Math.max(x.ndim, 1)),
     self_sizes: s,
   });
 }
@@ -128,7 +129,7 @@ export function slice(x: Tensor, dim: number, start?: number, end?: number, step
   const out = vw.slice(x, dim, start, end, step);
   if (!needsGrad(x)) return out;
   const s = sizes(x);
-  const d = vw.wrapDim(dim, x.ndim);
+  const d = wrapDim(dim, x.ndim);
   // The actual bounds, from the view's offset and length.
   const st = x._strides[d] === 0 ? 0 : (out._offset - x._offset) / x._strides[d];
   const en = Math.min(st + out.shape[d] * step, s[d]);
@@ -136,7 +137,7 @@ export function slice(x: Tensor, dim: number, start?: number, end?: number, step
 }
 
 export function narrow(x: Tensor, dim: number, start: number, length: number): Tensor {
-  const d = vw.wrapDim(dim, x.ndim);
+  const d = wrapDim(dim, x.ndim);
   const s0 = start < 0 ? start + x.shape[d] : start;
   vw.narrow(x, dim, start, length).dispose(); // the checks and errors of narrow itself
   return slice(x, d, s0, s0 + length, 1);
@@ -146,7 +147,7 @@ export function select(x: Tensor, dim: number, index: number): Tensor {
   const out = vw.select(x, dim, index);
   if (!needsGrad(x)) return out;
   const s = sizes(x);
-  const d = vw.wrapDim(dim, x.ndim);
+  const d = wrapDim(dim, x.ndim);
   const i = index < 0 ? index + s[d] : index;
   return viewOp(x, out, "SelectBackward0", (g) => intoZeros(s, (z) => vw.select(z, d, i), g), { dim: d, index: i, self_sizes: s });
 }

@@ -1,0 +1,61 @@
+// What the op table (api/functions.ts, api/methods.ts) declares for each op, and how a declaration
+// becomes a `torch.*` function and a Tensor method (api/install.ts). Modelled on PyTorch's
+// native_functions.yaml (which function/method exists) with derivatives.yaml (which node, what it saves).
+
+import type { Tensor } from "../tensor.ts";
+import { runOp } from "../ops/op-context.ts";
+import type { MemoryDevice } from "../memory/devices.ts";
+
+/** An op whose outputs never require grad (comparisons, argmax, creation): declared, not forgotten. */
+export const NOT_DIFFERENTIABLE = "not differentiable";
+
+// biome-ignore lint/suspicious/noExplicitAny: an op's arguments are whatever its impl declares.
+type Impl = (self: Tensor, ...args: any[]) => unknown;
+
+export interface OpDef {
+  /** The differentiable implementation, self first (the method's `this`, the function's first argument). */
+  readonly impl: Impl;
+  /**
+   * The backward nodes the op may record (PyTorch's names; several where the arguments choose, as
+   * sum / sum(dim)), none for an op that returns its input itself (x.to(x.dtype)), or NOT_DIFFERENTIABLE.
+   * test/op-table.test.ts runs every op and checks it.
+   */
+  readonly grad: readonly string[] | typeof NOT_DIFFERENTIABLE;
+  /** The `_saved_*` names of its node(s), as PyTorch shows them. */
+  readonly saves?: readonly string[];
+  /**
+   * How the op appears on Tensor: a method (the default) with the function's arguments after self,
+   * a property getter (x.T), or a method with other arguments (x.where(cond, y) = torch.where(cond, x, y)).
+   */
+  readonly method?: "getter" | Impl;
+}
+
+/** A declared op: callable as its `torch.*` function, carrying its declaration and its method's type. */
+export type Op<F extends Impl, M> = F & { readonly def: OpDef; readonly __method?: M };
+
+/** Tensor's method type for a function taking self first. */
+export type MethodOf<F> = F extends (self: Tensor, ...args: infer A) => infer R ? (...args: A) => R : never;
+
+/** Each op's name, the key it is declared under (set by api/install.ts, which walks the table). */
+const names = new WeakMap<OpDef, string>();
+export const nameOp = (def: OpDef, name: string) => names.set(def, name);
+
+const deviceOf = (args: unknown[]): MemoryDevice | null => {
+  const t = args.find((a) => a !== null && typeof a === "object" && "storage" in (a as object)) as { storage: { device: MemoryDevice } } | undefined;
+  return t?.storage.device ?? null;
+};
+
+/**
+ * Declares an op. The function form runs in an op context (ops/op-context.ts) on the device of its
+ * first tensor argument, as the method form does on its own.
+ */
+export function op<F extends Impl, M = MethodOf<F>>(def: OpDef & { impl: F }): Op<F, M> {
+  const f = ((...args: unknown[]) => runOp(names.get(def) ?? "op", deviceOf(args), () => def.impl(...(args as [Tensor])))) as unknown as Op<F, M>;
+  Object.defineProperty(f, "def", { value: def });
+  return f;
+}
+
+/** A method-only op that reads as a property (x.T, x.mT). */
+export function getter(def: OpDef & { impl: (self: Tensor) => Tensor }): Op<(self: Tensor) => Tensor, Tensor> {
+  return op<(self: Tensor) => Tensor, Tensor>({ ...def, method: "getter" });
+}

@@ -89,6 +89,11 @@ export class MemoryTimelineView extends Display {
   get summary(): Series {
     return this.s;
   }
+  /** The Vega-Lite spec, for hosts that find plots by duck typing (Deno's Jupyter kernel calls `toSpec()`
+   *  on objects without a Jupyter.display method). */
+  toSpec(): object {
+    return this.spec;
+  }
   get spec(): object {
     return timelineSpec(this.s, this.opts);
   }
@@ -176,6 +181,11 @@ export class MemoryStagesView extends Display {
     super();
     this.rows = rows.map((r) => ({ stage: r[0], allocated: parseBytes(r[1]), peak: r.length > 2 ? parseBytes(r[2] as number | string) : null }));
   }
+  /** The Vega-Lite spec, for hosts that find plots by duck typing (Deno's Jupyter kernel calls `toSpec()`
+   *  on objects without a Jupyter.display method). */
+  toSpec(): object {
+    return this.spec;
+  }
   get spec(): object {
     const max = Math.max(0, ...this.rows.map((r) => Math.max(r.allocated, r.peak ?? 0)));
     const u = unitFor(max);
@@ -216,6 +226,11 @@ export class CompareRunsView extends Display {
   constructor(runs: Record<string, EventsLike | PartialEvent[]>, readonly opts: TimelineOptions = {}) {
     super();
     this.runs = Object.entries(runs).map(([k, v]) => [k, seriesOf(v, opts, 300)]);
+  }
+  /** The Vega-Lite spec, for hosts that find plots by duck typing (Deno's Jupyter kernel calls `toSpec()`
+   *  on objects without a Jupyter.display method). */
+  toSpec(): object {
+    return this.spec;
   }
   get spec(): object {
     const u = unitFor(Math.max(0, ...this.runs.map(([, s]) => s.peak.bytes)));

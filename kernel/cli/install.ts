@@ -1,9 +1,8 @@
 // gradlab install [--user | --sys-prefix | --prefix DIR] [--name NAME]: writes the kernelspec.
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
-import { REPO, jupyterUserDataDir, kernelArgv } from "./paths.ts";
+import { KERNEL_MAIN, REPO, jupyterUserDataDir, kernelArgv } from "./paths.ts";
 
 export async function installKernelspec(args: string[]): Promise<string> {
   let name = "gradlab";
@@ -20,9 +19,7 @@ export async function installKernelspec(args: string[]): Promise<string> {
   base ??= jupyterUserDataDir();
   const spec = JSON.parse(readFileSync(join(REPO, "kernel.json"), "utf8"));
   spec.argv = kernelArgv();
-  // build the kernel bundle now rather than at the first kernel start
-  const { ensureBundle } = (await import(pathToFileURL(join(REPO, "kernel", "cli", "start.mjs")).href)) as { ensureBundle(): Promise<string> };
-  await ensureBundle();
+  if (!existsSync(KERNEL_MAIN)) throw new Error(`the built kernel ${KERNEL_MAIN} is missing: run npm run build`);
   const dir = join(base, "kernels", name);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "kernel.json"), JSON.stringify(spec, null, 2) + "\n");

@@ -45,7 +45,7 @@ main().then(
     if (code >= 0) process.exit(code);
   },
   (e) => {
-    console.error(`gradlab: ${e?.message ?? e}`);
+    console.error(`gradlab: ${process.env.GRADLAB_DEBUG ? e?.stack : e?.message ?? e}`);
     process.exit(1);
   },
 );

@@ -1,25 +1,20 @@
-// Where things are: this checkout, the tsx loader, Node flags the kernel needs, Jupyter's data dirs.
-import { createRequire } from "node:module";
+// Where things are: the package, the built kernel the kernelspec starts, Jupyter's data dirs.
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { homedir } from "node:os";
 import { REPO } from "../repo.ts";
 
 export { REPO };
-export const MAIN = join(REPO, "kernel", "cli", "main.ts");
+/** The built kernel's entry (this file's own build, whether this runs from dist/ or from sources). */
+export const KERNEL_MAIN = join(REPO, "dist", "kernel", "cli", "main.js");
 
-export function tsxLoaderUrl(): string {
-  return pathToFileURL(createRequire(join(REPO, "package.json")).resolve("tsx")).href;
-}
-
-/** The kernelspec's argv: the bundled kernel, started without tsx (see start.mjs). */
+/**
+ * The kernelspec's argv: the built kernel (`npm run build` emits dist/), with the two V8 flags that let
+ * the runtime reclaim unreachable tensors synchronously (src/memory/lifetime.ts; it can switch them on
+ * itself, but flags given at start-up cover code that runs before the runtime loads). No tsx: it is
+ * registered only when a cell imports a TypeScript file.
+ */
 export function kernelArgv(): string[] {
-  return [process.execPath, "--expose-gc", "--harmony-weak-refs-with-cleanup-some", join(REPO, "kernel", "cli", "start.mjs"), "kernel", "-f", "{connection_file}"];
-}
-
-/** The argv that starts the kernel (or any gradlab command) from TypeScript sources under tsx. */
-export function nodeArgv(...args: string[]): string[] {
-  return [process.execPath, "--expose-gc", "--harmony-weak-refs-with-cleanup-some", "--import", tsxLoaderUrl(), MAIN, ...args];
+  return [process.execPath, "--expose-gc", "--harmony-weak-refs-with-cleanup-some", KERNEL_MAIN, "kernel", "-f", "{connection_file}"];
 }
 
 export function jupyterUserDataDir(): string {

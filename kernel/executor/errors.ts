@@ -15,7 +15,6 @@ interface CellRecord { label: string; source: string; mapJson: string | null; wr
 const cells = new Map<string, CellRecord>();
 
 const RED = "\x1b[31m", GREEN = "\x1b[32m", BOLD = "\x1b[1m", RESET = "\x1b[0m";
-export const CELL_FILE = /gradlab-cell-(\d+)\.js/;
 
 export function registerCell(filename: string, label: string, source: string, map: string | null, code: string): void {
   const wrapperLine = code.split("\n").length; // the line holding the wrapper's `})()`
@@ -64,11 +63,11 @@ function context(cell: CellRecord, line: number): string[] {
 
 const REPO_DIR = REPO.replace(/\/$/, "");
 /** GradLab's own code (the runtime, the kernel, their packages): not the user's, never shown. */
-const isRuntimeFrame = (line: string) => line.includes(`${REPO_DIR}/src/`) || line.includes(`${REPO_DIR}/node_modules/`) || line.includes(`${REPO_DIR}/kernel/`);
+const isRuntimeFrame = (line: string) => [`${REPO_DIR}/src/`, `${REPO_DIR}/dist/`, `${REPO_DIR}/node_modules/`, `${REPO_DIR}/kernel/`].some((dir) => line.includes(dir));
 /** Frames in the user's own files show paths relative to the notebook's directory. */
 const relativePaths = (line: string) => line.split(`file://${process.cwd()}/`).join("").split(`${process.cwd()}/`).join("");
 
-const INTERNAL = /\(node:|at node:|\/kernel\/[\w/-]+\.ts|node_modules\/(tsx|esbuild|\.cache\/gradlab-kernel)\//;
+const INTERNAL = /\(node:|at node:|\/kernel\/[\w/-]+\.[jt]s|node_modules\/(tsx|esbuild)\//;
 
 export function errorContent(err: unknown): ErrorContent {
   if (err instanceof InterruptError) return { ename: "KeyboardInterrupt", evalue: "Execution interrupted", traceback: [`${RED}KeyboardInterrupt${RESET}: Execution interrupted`] };

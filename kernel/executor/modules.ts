@@ -1,22 +1,21 @@
 // Resolving `import` in cells: npm packages and relative files against the notebook's directory,
-// `node:` builtins, and "gradlab" as the runtime in this repository.
+// `node:` builtins, and "gradlab" as the runtime this kernel belongs to.
 import { builtinModules, createRequire } from "node:module";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { REPO } from "../repo.ts";
+import { exports as resolveExports } from "resolve.exports";
+import { RUNTIME_MODULE } from "../repo.ts";
 import { ensureTsx } from "../sockets/ts-worker.ts";
 
 /** The runtime preloaded as `torch` (GRADLAB_RUNTIME overrides it, for tests). */
-export const RUNTIME_ENTRY = process.env.GRADLAB_RUNTIME
-  ? resolve(process.env.GRADLAB_RUNTIME)
-  : join(REPO, "src", "index.ts");
+export const RUNTIME_ENTRY = process.env.GRADLAB_RUNTIME ? resolve(process.env.GRADLAB_RUNTIME) : RUNTIME_MODULE;
 
 let torchState: { promise?: Promise<unknown>; mod?: unknown; error?: unknown } = {};
 
 /** Starts (once) and awaits the runtime import; never throws. */
 export async function loadTorch(): Promise<void> {
-  torchState.promise ??= ensureTsx().then(() => import(pathToFileURL(RUNTIME_ENTRY).href)).then(
+  torchState.promise ??= importFile(RUNTIME_ENTRY).then(
     (m) => (torchState.mod = m),
     (e) => (torchState.error = e),
   );
@@ -38,50 +37,45 @@ export function torchOrThrow(): unknown {
 }
 
 export async function importForCell(spec: string, baseDir: string): Promise<any> {
-  await ensureTsx(); // a package or file may be TypeScript
   if (spec === "gradlab") {
     await loadTorch();
     return torchOrThrow();
   }
   if (spec.startsWith("node:") || builtinModules.includes(spec)) return import(spec);
-  if (spec.startsWith("./") || spec.startsWith("../") || spec.startsWith("/")) {
-    return import(pathToFileURL(resolve(baseDir, spec)).href);
-  }
+  if (spec.startsWith("./") || spec.startsWith("../") || spec.startsWith("/")) return importFile(resolve(baseDir, spec));
   if (/^[a-z]+:/.test(spec)) return import(spec);
-  const path = resolveBare(spec, baseDir);
-  return import(path ? pathToFileURL(path).href : spec);
+  const path = resolvePackage(spec, baseDir);
+  return path ? importFile(path) : import(spec); // not under the notebook: the kernel's own packages
 }
 
-function resolveBare(spec: string, baseDir: string): string | null {
-  try {
-    return createRequire(join(baseDir, "noop.js")).resolve(spec);
-  } catch {
-    // ESM-only packages: read the "exports" map by hand
-  }
+/** Files Node imports by itself; anything else (`.ts`, `.mts`, `.tsx`, or no extension, which tsx
+ *  resolves to a `.ts` file) needs tsx, registered on first use so the kernel starts without it. */
+const PLAIN_JS = /\.(?:[cm]?js|json|node)$/;
+
+function importFile(path: string): Promise<any> {
+  const load = () => import(pathToFileURL(path).href);
+  return PLAIN_JS.test(path) ? load() : ensureTsx().then(load);
+}
+
+/**
+ * The file a bare specifier (`pkg`, `pkg/sub`, `@scope/pkg/sub`) names from `baseDir`, or null when no
+ * `node_modules` above baseDir holds the package. A package with an `exports` map is resolved as Node's
+ * `import` does (conditions "node", "import", "default", in the map's own order; a subpath it does not
+ * export is an error naming it); one without is resolved as `require` would (main, index.js, files).
+ */
+export function resolvePackage(spec: string, baseDir: string): string | null {
   const parts = spec.split("/");
-  const pkgName = spec.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
-  const sub = "." + spec.slice(pkgName.length);
-  for (let dir = baseDir; ; dir = dirname(dir)) {
-    const pkgDir = join(dir, "node_modules", pkgName);
-    if (existsSync(join(pkgDir, "package.json"))) {
-      const pkg = JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8"));
-      const target = pickExport(pkg.exports, sub) ?? (sub === "." ? pkg.module ?? pkg.main ?? "index.js" : sub);
+  const name = spec.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
+  for (let dir = resolve(baseDir); ; dir = dirname(dir)) {
+    const pkgDir = join(dir, "node_modules", name);
+    const pkgJson = join(pkgDir, "package.json");
+    if (existsSync(pkgJson)) {
+      const pkg = JSON.parse(readFileSync(pkgJson, "utf8"));
+      if (pkg.exports == null) return createRequire(join(dir, "noop.js")).resolve(spec);
+      const target = resolveExports(pkg, `.${spec.slice(name.length)}`)?.[0];
+      if (!target) throw new Error(`Cannot resolve "${spec}": ${pkgJson} exports no match for it`);
       return join(pkgDir, target);
     }
     if (dirname(dir) === dir) return null;
   }
-}
-
-function pickExport(exp: any, sub: string): string | null {
-  if (exp == null) return null;
-  if (typeof exp === "string") return sub === "." ? exp : null;
-  const entry = Object.keys(exp).some((k) => k.startsWith(".")) ? exp[sub] : sub === "." ? exp : null;
-  const cond = (e: any): string | null => {
-    if (e == null) return null;
-    if (typeof e === "string") return e;
-    if (Array.isArray(e)) return e.map(cond).find((x) => x) ?? null;
-    for (const k of ["node", "import", "module", "default"]) if (k in e) { const r = cond(e[k]); if (r) return r; }
-    return null;
-  };
-  return cond(entry);
 }

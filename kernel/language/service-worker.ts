@@ -2,9 +2,10 @@
 // declares the kernel's globals (torch, display, ...) and one file holding every cell run so far
 // followed by the cell being edited.
 import { parentPort, workerData } from "node:worker_threads";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { createRequire } from "node:module";
 import ts from "typescript";
-import { REPO } from "../repo.ts";
+import { REPO, RUNTIME_MODULE } from "../repo.ts";
 
 const repo = REPO;
 const baseDir = process.cwd();
@@ -14,7 +15,7 @@ const CELLS = join(baseDir, "__gradlab_cells.ts");
 
 // \`torch\` is the runtime module as a UMD global: a namespace for types and values both, as
 // \`import * as torch from "gradlab"\` would give (\`let t: torch.Tensor\`, \`torch.nn.Module\`, \`torch.tensor(...)\`).
-const torchText = `export * from ${JSON.stringify(join(repo, "src/index.ts"))};
+const torchText = `export * from ${JSON.stringify(RUNTIME_MODULE)};
 export as namespace torch;
 `;
 
@@ -118,8 +119,17 @@ const options: ts.CompilerOptions = {
   types: ["node"],
   // the cells file is a module; let it see the UMD global \`torch\`
   allowUmdGlobalAccess: true,
-  typeRoots: [join(repo, "node_modules/@types")],
+  typeRoots: [typesDir()],
 };
+
+/** Where npm put @types/node: the checkout's node_modules, or the one an installed gradlab sits in. */
+function typesDir(): string {
+  try {
+    return dirname(dirname(createRequire(join(repo, "package.json")).resolve("@types/node/package.json")));
+  } catch {
+    return join(repo, "node_modules/@types"); // not installed: cells then see no Node types
+  }
+}
 
 function cellsText(): { text: string; offset: number } {
   const prefix = stubs() + history.map((c) => c + "\n;\n").join("");

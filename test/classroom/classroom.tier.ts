@@ -1,0 +1,174 @@
+// The classroom tier (npm run test:classroom, in .ci/run; as root, after deploy/setup): `gradlab classroom`
+// brings a real JupyterHub up on 127.0.0.1; two students log in through the hub's login form, get API
+// tokens, start their servers and run notebook 01 cell by cell over the proxied kernel websocket; then
+// one student tries to reach the other's server, kernel, home and connection files, and fails.
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { spawnSync } from "node:child_process";
+import { readFileSync, readdirSync } from "node:fs";
+import { networkInterfaces } from "node:os";
+import { join } from "node:path";
+import {
+  codeCells, execute, homeOf, hubApi, login, openNotebook, processesOf, serverSettings, startClassroom, startServer,
+  stopServer, uidOf, userApi, WebSocket, type Classroom,
+} from "./hub.ts";
+
+const NB = "01_dynamic_graph.ipynb";
+const DEVICE_MEMORY = 256 * 2 ** 20;
+const MEM = 1536 * 2 ** 20;
+
+let cls: Classroom;
+let a: string;
+let b: string;
+const tokens: Record<string, string> = {};
+const notebooks: Record<string, Awaited<ReturnType<typeof openNotebook>>> = {};
+
+beforeAll(async () => {
+  cls = await startClassroom({ students: 2, prefix: "gltest", mem: "1536M", deviceMemory: "256M", removeAccounts: true });
+  [a, b] = cls.students;
+}, 180_000);
+
+afterAll(async () => {
+  for (const nb of Object.values(notebooks)) await nb.close().catch(() => {});
+  await cls?.stop();
+}, 120_000);
+
+describe("classroom", () => {
+  test("the hub listens on 127.0.0.1 only", async () => {
+    expect((await fetch(`${cls.base}/hub/api`)).status).toBe(200);
+    const outside = Object.values(networkInterfaces()).flat().find((i) => i && i.family === "IPv4" && !i.internal);
+    if (outside) {
+      const err = await fetch(`http://${outside.address}:${cls.port}/hub/api`).then(() => null, (e) => e);
+      expect(err?.cause?.code).toBe("ECONNREFUSED");
+    }
+  });
+
+  test("the login takes the shared password, and only for students on the list", async () => {
+    await expect(login(cls.base, a, "not-the-password")).rejects.toThrow(/login of gltest01 failed/);
+    await expect(login(cls.base, "gltest99", cls.password)).rejects.toThrow(/login of gltest99 failed/);
+    for (const s of cls.students) tokens[s] = await login(cls.base, s, cls.password);
+    expect(tokens[a]).not.toBe(tokens[b]);
+  });
+
+  test("each student gets a private home with the course, and a server of their own in their own cgroups", async () => {
+    await Promise.all(cls.students.map((s) => startServer(cls.base, tokens[s], s)));
+    for (const s of cls.students) {
+      const home = homeOf(s);
+      const { uid } = uidOf(s);
+      const st = spawnSync("stat", ["-c", "%a %u", home], { encoding: "utf8" }).stdout.trim();
+      expect(st).toBe(`700 ${uid}`);
+      const course = readdirSync(join(home, "course"));
+      expect(course).toContain(NB);
+      expect(course).toContain("check.ts");
+      const pids = processesOf(uid);
+      expect(pids.length).toBeGreaterThan(0);
+      for (const pid of pids) {
+        const cg = readFileSync(`/proc/${pid}/cgroup`, "utf8");
+        const mem = /:memory:(.*)$/m.exec(cg)?.[1];
+        expect(mem?.endsWith(`/gradlab-classroom/${s}`)).toBe(true);
+        expect(Number(readFileSync(`/sys/fs/cgroup/memory${mem}/memory.limit_in_bytes`, "utf8"))).toBe(MEM);
+      }
+    }
+  }, 300_000);
+
+  test("both students run notebook 01 cell by cell through the hub", async () => {
+    await Promise.all(cls.students.map(async (s) => {
+      const cells = await codeCells(cls.base, tokens[s], s, NB);
+      expect(cells.length).toBeGreaterThan(3);
+      notebooks[s] = await openNotebook(serverSettings(cls.base, tokens[s], s), NB);
+      for (const [i, code] of cells.entries()) {
+        const r = await execute(notebooks[s].session, code);
+        expect({ student: s, cell: i, error: r.error }).toEqual({ student: s, cell: i, error: undefined });
+      }
+    }));
+  }, 400_000);
+
+  test("each kernel has the per-student device capacity and its own HMAC key, in a file only its student can read", async () => {
+    const keys = new Set<string>();
+    for (const s of cls.students) {
+      const r = await execute(notebooks[s].session, "(await torch.cuda.get_device_properties(0)).total_memory");
+      const result = r.outputs.find((m) => m.header.msg_type === "execute_result")?.content as { data: Record<string, string> };
+      expect(result.data["text/plain"]).toBe(String(DEVICE_MEMORY));
+      const id = notebooks[s].session.kernel!.id;
+      const file = join(homeOf(s), ".local/share/jupyter/runtime", `kernel-${id}.json`);
+      const conn = JSON.parse(readFileSync(file, "utf8")) as { key: string; signature_scheme: string };
+      expect(conn.signature_scheme).toBe("hmac-sha256");
+      expect(conn.key.length).toBeGreaterThanOrEqual(32);
+      keys.add(conn.key);
+      expect(spawnSync("stat", ["-c", "%a %U", file], { encoding: "utf8" }).stdout.trim()).toBe(`600 ${s}`);
+    }
+    expect(keys.size).toBe(2);
+  });
+
+  test("student A cannot reach B's server, kernel or hub record", async () => {
+    const t = tokens[a];
+    for (const path of ["/api/contents", `/api/contents/${NB}`, "/api/kernels", "/lab"]) {
+      const r = await fetch(`${cls.base}/user/${b}${path}`, { headers: { authorization: `token ${t}` }, redirect: "manual" });
+      // the server sends A's token to the hub, which says it is not B's: 403 (a browser gets a redirect to login)
+      expect([403, 302]).toContain(r.status);
+      if (r.status === 302) expect(r.headers.get("location")).not.toContain(`/user/${b}/api`);
+    }
+    // the hub answers 404 or 403 depending on whether the scope lets A know B exists; never 2xx
+    for (const [path, method] of [[`/users/${b}`, "GET"], [`/users/${b}/server`, "DELETE"], [`/users/${b}/server`, "POST"], [`/users/${b}/tokens`, "POST"]]) {
+      expect([403, 404]).toContain((await hubApi(cls.base, t, path, { method, body: method === "POST" ? "{}" : undefined })).status);
+    }
+    // B's kernel's websocket with A's token
+    const kid = notebooks[b].session.kernel!.id;
+    const status = await new Promise<number>((res) => {
+      const ws = new WebSocket(`${cls.base.replace("http", "ws")}/user/${b}/api/kernels/${kid}/channels?token=${t}`);
+      ws.on("unexpected-response", (_req: unknown, resp: { statusCode: number }) => { res(resp.statusCode); ws.terminate(); });
+      ws.on("open", () => { res(101); ws.close(); });
+      ws.on("error", () => {});
+    });
+    expect(status).toBe(403);
+    // A's own server is still A's
+    expect((await userApi(cls.base, t, a, "/contents")).status).toBe(200);
+  });
+
+  test("code in A's kernel cannot read B's home or B's kernel connection file", async () => {
+    const bHome = homeOf(b);
+    const bConn = join(bHome, ".local/share/jupyter/runtime", `kernel-${notebooks[b].session.kernel!.id}.json`);
+    for (const target of [bConn, join(bHome, "course", NB)]) {
+      const r = await execute(notebooks[a].session, `import { readFileSync } from "node:fs";\nreadFileSync(${JSON.stringify(target)}, "utf8")`);
+      expect(r.status).toBe("error");
+      expect(r.error).toMatch(/EACCES/);
+    }
+    const ls = await execute(notebooks[a].session, `import { readdirSync } from "node:fs";\nreaddirSync(${JSON.stringify(bHome)})`);
+    expect(ls.error).toMatch(/EACCES/);
+    // and outside any kernel, as A's Unix user
+    const { uid, gid } = uidOf(a);
+    const cat = spawnSync("cat", [bConn], { uid, gid, encoding: "utf8" });
+    expect(cat.status).not.toBe(0);
+    expect(cat.stderr).toMatch(/Permission denied/);
+  });
+
+  test("one student's out-of-memory stays theirs: A's kernel reports it, B's kernel carries on", async () => {
+    const floats = Math.ceil((DEVICE_MEMORY * 1.5) / 4);
+    const oom = await execute(notebooks[a].session, `const big = torch.zeros([${floats}]);`);
+    expect(oom.status).toBe("error");
+    expect(oom.error).toMatch(/out of memory/);
+    const after = await execute(notebooks[a].session, "1 + 1");
+    expect(after.status).toBe("ok");
+    const other = await execute(notebooks[b].session, "torch.ones([4]).sum().item()");
+    expect(other.error).toBeUndefined();
+  });
+
+  test("a restart keeps the student's edits and brings back a deleted notebook fresh", async () => {
+    const t = tokens[a];
+    await notebooks[a].close();
+    delete notebooks[a];
+    const nb = (await (await userApi(cls.base, t, a, `/contents/${NB}?content=1`)).json()) as { content: { cells: { source: string }[] } };
+    nb.content.cells[0].source = "# my own notes";
+    const put = await userApi(cls.base, t, a, `/contents/${NB}`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ type: "notebook", format: "json", content: nb.content }),
+    });
+    expect(put.status).toBe(200);
+    expect((await userApi(cls.base, t, a, "/contents/00_overview.ipynb", { method: "DELETE" })).status).toBe(204);
+    await stopServer(cls.base, t, a);
+    await startServer(cls.base, t, a);
+    const again = (await (await userApi(cls.base, t, a, `/contents/${NB}?content=1`)).json()) as { content: { cells: { source: string }[] } };
+    expect(again.content.cells[0].source).toBe("# my own notes");
+    expect((await userApi(cls.base, t, a, "/contents/00_overview.ipynb")).status).toBe(200);
+  }, 300_000);
+});

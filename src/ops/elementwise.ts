@@ -5,13 +5,10 @@ import { promoteTypes, promoteWithScalar, type DType } from "../dtype.ts";
 import { RuntimeError, TypeError_ } from "../errors.ts";
 import { Tensor, type Scalar, type TensorOrScalar } from "../tensor.ts";
 import { elementwise } from "./launch.ts";
-import { BINARY_CODE, FUSED_FROM, UNARY_CODE, type BinaryKernel, type UnaryKernel } from "./kernel-codes.ts";
+import { BINARY_CODE, UNARY_CODE, binaryIntMath, binaryResult, floatingResult, type BinaryKernel, type UnaryKernel } from "./kernel-codes.ts";
 
 export type UnaryOp = UnaryKernel;
 export type BinaryOp = BinaryKernel;
-const COMPARISON = new Set<BinaryOp>(["eq", "ne", "lt", "le", "gt", "ge"]);
-/** Unary ops whose result is floating even for integer inputs (ATen's "int-to-float" ops). */
-const FLOATING = new Set<UnaryOp>(["exp", "log", "sqrt", "rsqrt", "gelu", "gelu_tanh", "sigmoid", "tanh", "gelu_grad", "gelu_tanh_grad"]);
 
 const typeName: Record<DType, string> = { float32: "Float", int32: "Int", bool: "Bool" };
 
@@ -90,7 +87,7 @@ export function unary(op: UnaryOp, x: Tensor): Tensor {
   if (op === "neg" && x.dtype === "bool") {
     throw new RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
   }
-  const dtype = FLOATING.has(op) ? "float32" : x.dtype;
+  const dtype = floatingResult(op) ? "float32" : x.dtype;
   const out = Tensor.empty(x.shape, dtype);
   unaryInto(op, out, x);
   return out;
@@ -143,12 +140,11 @@ export function inplaceUnary<T extends Tensor>(op: UnaryOp, x: T): T {
 
 function resultType(op: BinaryOp, a: Tensor, b: TensorOrScalar): DType {
   const t = b instanceof Tensor ? promoteTypes(a.dtype, b.dtype) : promoteWithScalar(a.dtype, b);
-  if (op === "div" || BINARY_CODE[op] >= FUSED_FROM) return "float32";
-  return t;
+  return binaryResult(op) === "float" ? "float32" : t;
 }
 
 function binaryInto(op: BinaryOp, out: Tensor, a: Tensor, b: TensorOrScalar, alpha: number, compute: DType): void {
-  const intMath = compute !== "float32" && op !== "div" && op !== "pow" && BINARY_CODE[op] < FUSED_FROM ? 1 : 0;
+  const intMath = compute !== "float32" && binaryIntMath(op) ? 1 : 0;
   if (b instanceof Tensor) {
     elementwise("binary", { OP: BINARY_CODE[op], B_SCALAR: 0, INT_MATH: intMath }, out,
       [{ t: a, strides: stridesOver(a, out.shape) }, { t: b, strides: stridesOver(b, out.shape) }], [0, alpha]);
@@ -170,7 +166,7 @@ export function binary(op: BinaryOp, a: Tensor, b: TensorOrScalar, alpha = 1): T
   checkOperand(b, op);
   const shape = b instanceof Tensor ? broadcastShapes(a.shape, b.shape) : [...a.shape];
   const compute = resultType(op, a, b);
-  const out = Tensor.empty(shape, COMPARISON.has(op) ? "bool" : compute);
+  const out = Tensor.empty(shape, binaryResult(op) === "bool" ? "bool" : compute);
   binaryInto(op, out, a, b, alpha, compute);
   return out;
 }

@@ -6,21 +6,37 @@
 
 import { defineShaderConstants } from "../device/pipelines.ts";
 
-/** elementwise.wgsl `unary_op`: one input (or none: fill), scalars s0/s1. */
-export const UNARY_KERNELS = [
-  "neg", "abs", "exp", "log", "sqrt", "rsqrt", "relu", "gelu", "gelu_tanh", "sigmoid", "tanh", "clamp", "copy", "fill",
-  "sign", "gelu_grad", "gelu_tanh_grad",
-] as const;
-/** elementwise.wgsl `binary_f` / `binary_i`. The fused backward kernels come last (see FUSED_FROM). */
-export const BINARY_KERNELS = [
-  "add", "sub", "mul", "div", "pow", "eq", "ne", "lt", "le", "gt", "ge", "maximum", "minimum",
-  "gelu_backward", "gelu_tanh_backward", "threshold_backward", "sigmoid_backward", "tanh_backward",
-] as const;
+/**
+ * elementwise.wgsl `unary_op`: one input (or none: fill), scalars s0/s1; with each kernel's result dtype:
+ * the input's, or float32 even for integer inputs (ATen's "int-to-float" ops).
+ */
+const UNARY_RESULT = {
+  neg: "input", abs: "input", exp: "float", log: "float", sqrt: "float", rsqrt: "float", relu: "input", gelu: "float",
+  gelu_tanh: "float", sigmoid: "float", tanh: "float", clamp: "input", copy: "input", fill: "input", sign: "input",
+  gelu_grad: "float", gelu_tanh_grad: "float",
+} as const;
+export const UNARY_KERNELS = Object.keys(UNARY_RESULT) as Array<keyof typeof UNARY_RESULT>;
+export const floatingResult = (k: UnaryKernel) => UNARY_RESULT[k] === "float";
+/**
+ * elementwise.wgsl `binary_f` / `binary_i`, with each kernel's result dtype (the operands' promoted type,
+ * float32, or bool) and whether integer operands are computed in i32 (`binary_i`) or through f32.
+ * The fused backward kernels (one allocation, as PyTorch's threshold_backward etc.) are float-only.
+ */
+const BINARY_KINDS = {
+  add: ["promote", "int"], sub: ["promote", "int"], mul: ["promote", "int"], div: ["float", "f32"], pow: ["promote", "f32"],
+  eq: ["bool", "int"], ne: ["bool", "int"], lt: ["bool", "int"], le: ["bool", "int"], gt: ["bool", "int"], ge: ["bool", "int"],
+  maximum: ["promote", "int"], minimum: ["promote", "int"],
+  gelu_backward: ["float", "f32"], gelu_tanh_backward: ["float", "f32"], threshold_backward: ["float", "f32"],
+  sigmoid_backward: ["float", "f32"], tanh_backward: ["float", "f32"],
+} as const;
+export const BINARY_KERNELS = Object.keys(BINARY_KINDS) as Array<keyof typeof BINARY_KINDS>;
+export const binaryResult = (k: BinaryKernel): "promote" | "float" | "bool" => BINARY_KINDS[k][0];
+export const binaryIntMath = (k: BinaryKernel): boolean => BINARY_KINDS[k][1] === "int";
 /** reduce.wgsl `reduce_rows`. */
 export const REDUCE_KERNELS = ["sum", "max", "min", "argmax", "argmin", "var", "prod"] as const;
 
-export type UnaryKernel = (typeof UNARY_KERNELS)[number];
-export type BinaryKernel = (typeof BINARY_KERNELS)[number];
+export type UnaryKernel = keyof typeof UNARY_RESULT;
+export type BinaryKernel = keyof typeof BINARY_KINDS;
 export type ReduceKernel = (typeof REDUCE_KERNELS)[number];
 
 function codes<K extends string>(list: readonly K[]): Record<K, number> {
@@ -29,8 +45,6 @@ function codes<K extends string>(list: readonly K[]): Record<K, number> {
 export const UNARY_CODE = codes(UNARY_KERNELS);
 export const BINARY_CODE = codes(BINARY_KERNELS);
 export const REDUCE_CODE = codes(REDUCE_KERNELS);
-/** Binary kernels from this code on are fused backward formulas: always float, never integer math. */
-export const FUSED_FROM = BINARY_CODE.gelu_backward;
 
 /** The WGSL name of a code: U_NEG, B_THRESHOLD_BACKWARD, R_ARGMAX. */
 export const wgslName = (prefix: "U" | "B" | "R", name: string) => `${prefix}_${name.toUpperCase()}`;

@@ -212,6 +212,15 @@ class ClassroomSpawner(LocalProcessSpawner):
             self.log.warning("No writable cgroups: %s runs without a memory cap or CPU limit", self.user.name)
         return await super().start()
 
+    async def stop(self, now=False):
+        await super().stop(now=now)
+        # an empty cgroup can go; one that still holds a straggler stays (rmdir refuses), and is reused
+        for d in getattr(self, "_cgroups", []):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+
 
 c.JupyterHub.spawner_class = ClassroomSpawner
 c.Spawner.mem_limit = MEM_LIMIT

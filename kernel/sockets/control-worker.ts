@@ -9,6 +9,7 @@ import * as zmq from "zeromq";
 import { makeHeader, parse, serialize, serializeJson, Signer, type Message } from "../wire/message.ts";
 import { endpoint, type ConnectionInfo } from "./connection.ts";
 import { SendQueue } from "./queue.ts";
+import { StreamCoalescer } from "./streams.ts";
 import { dateMicros, fromSab, hash32, type FromWorker, type ToWorker } from "./shared.ts";
 import { log } from "../log.ts";
 import type { KernelMessage } from "@jupyterlab/services";
@@ -44,39 +45,16 @@ const subscribed = new Promise<void>((r) => (firstSubscriber = r));
 setTimeout(() => firstSubscriber(), 5000).unref();
 const iopubOut = new SendQueue(iopub, subscribed);
 
-// ---- iopub: streams coalesced here, so text leaves within FLUSH_MS whatever the main thread does ----
-const FLUSH_MS = 8;
-const MAX_CHUNK = 256 * 1024;
-let pending: { parent: string; name: string; text: string }[] = [];
-let pendingBytes = 0;
-let flushTimer: NodeJS.Timeout | null = null;
-
+// ---- iopub: streams coalesced here, so text leaves within 8 ms whatever the main thread does ----
 function topic(type: string): Buffer {
   return Buffer.from(`kernel.${session}.${type}`);
 }
 
-function flushStreams(): void {
-  if (flushTimer) {
-    clearTimeout(flushTimer);
-    flushTimer = null;
-  }
-  const p = pending;
-  pending = [];
-  pendingBytes = 0;
-  for (const { parent, name, text } of p) {
-    const header = JSON.stringify(makeHeader("stream", session));
-    iopubOut.send(serializeJson(signer, [header, parent, "{}", JSON.stringify({ name, text })], [topic("stream")]));
-  }
-}
-
-function stream(name: string, text: string, parent: string): void {
-  const tail = pending[pending.length - 1];
-  if (tail && tail.parent === parent && tail.name === name && tail.text.length < MAX_CHUNK) tail.text += text;
-  else pending.push({ parent, name, text });
-  pendingBytes += text.length;
-  if (pendingBytes >= MAX_CHUNK * 4) flushStreams();
-  else flushTimer ??= setTimeout(flushStreams, FLUSH_MS);
-}
+const streams = new StreamCoalescer(({ parent, name, text }) => {
+  const header = JSON.stringify(makeHeader("stream", session));
+  iopubOut.send(serializeJson(signer, [header, parent, "{}", JSON.stringify({ name, text })], [topic("stream")]));
+});
+const flushStreams = () => streams.flush();
 
 function publish(type: string, content: object, parent: object): void {
   flushStreams();
@@ -213,7 +191,7 @@ parentPort!.on("message", (m: ToWorker) => {
 
 function fromMain(m: ToWorker): void {
   try {
-    if (m.type === "stream") stream(m.name, m.text, m.parent);
+    if (m.type === "stream") streams.write(m.name, m.text, m.parent);
     else if (m.type === "iopub") {
       flushStreams();
       iopubOut.send(m.frames.map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength)));

@@ -1,0 +1,89 @@
+// The cell transform in process, without a kernel or the runtime: redeclaration across cells,
+// top-level await, the interrupt checks in loops and functions, the last expression as the value.
+import { beforeAll, describe, expect, it } from "vitest";
+import { runInThisContext } from "node:vm";
+import { IRQ, RT, transformCell, CellSyntaxError } from "../../kernel/executor/transform.ts";
+
+const g = globalThis as Record<string, any>;
+const irq = new Int32Array(new SharedArrayBuffer(4));
+class Interrupted extends Error {}
+
+beforeAll(() => {
+  g[IRQ] = irq;
+  g[RT] = {
+    import: (spec: string) => import(spec),
+    defaultExport: (m: { default?: unknown }) => (m && "default" in m ? m.default : m),
+    namedExport: (m: Record<string, unknown>, name: string) => m[name],
+    // as the executor does for the running cell: a set flag stops the cell by throwing
+    interrupted: () => {
+      if (Atomics.load(irq, 0) !== 0) throw new Interrupted("interrupted");
+    },
+  };
+});
+
+let n = 0;
+async function cell(source: string): Promise<{ value: unknown; hasValue: boolean }> {
+  const t = transformCell(source, `cell${++n}.ts`);
+  for (const name of t.names) if (!(name in g)) g[name] = undefined;
+  const value = await (runInThisContext(t.code, { filename: `fast-cell${n}.js` }) as Promise<unknown>);
+  return { value, hasValue: t.hasTopLevelValue && value !== undefined };
+}
+
+describe("cell transform", () => {
+  it("top-level declarations persist across cells and may be declared again, const included", async () => {
+    await cell("const a: number = 1; let b = 2; function f() { return 'f1' } class C { v = 1 }");
+    expect([g.a, g.b, g.f(), new g.C().v]).toEqual([1, 2, "f1", 1]);
+    await cell("const a = 'again'; let b: string = 'b2'; function f() { return 'f2' } class C { v = 2 }");
+    expect([g.a, g.b, g.f(), new g.C().v]).toEqual(["again", "b2", "f2", 2]);
+    // destructuring declares each name
+    await cell("const { p, q: [r] } = { p: 1, q: [2] }");
+    expect([g.p, g.r]).toEqual([1, 2]);
+  });
+
+  it("the last expression is the cell's value; a declaration, an empty cell or a trailing `;` statement has none", async () => {
+    expect(await cell("const v = 20\nv + 1")).toEqual({ value: 21, hasValue: true });
+    expect(await cell("'a' + 'b'")).toEqual({ value: "ab", hasValue: true }); // esbuild would drop it
+    expect((await cell("const w = 3")).hasValue).toBe(false);
+    expect((await cell("// nothing")).hasValue).toBe(false);
+    expect(await cell("if (true) { 5 }")).toMatchObject({ hasValue: false });
+  });
+
+  it("top-level await works, in expressions and declarations, and the value is awaited", async () => {
+    const r = await cell("const t = await new Promise<number>((res) => setTimeout(() => res(5), 1)); t * 2");
+    expect(r).toEqual({ value: 10, hasValue: true });
+    expect(g.t).toBe(5);
+    expect((await cell("await Promise.resolve('done')")).value).toBe("done");
+  });
+
+  it("every loop body and function entry checks the interrupt flag", async () => {
+    // trip() sets the flag on its third call, from inside the loop or function: only a check in the
+    // loop body or at function entry can stop these (without one they never end)
+    let calls = 0;
+    g.trip = () => void (++calls === 3 && Atomics.store(irq, 0, 1));
+    const loops = {
+      for: "for (;;) { trip() }",
+      while: "while (true) trip()",
+      doWhile: "do { trip() } while (true)",
+      forOf: "for (const x of (function* () { for (;;) yield 1 })()) trip()",
+      forIn: "const big: Record<string, number> = {}; for (let i = 0; i < 10; i++) big['k' + i] = i; for (const k in big) trip(); throw new Error('ran out')",
+      recursion: "function down(k: number): number { trip(); return down(k + 1) } down(0)",
+      arrow: "const spin = (): void => { trip(); spin() }; spin()",
+      method: "const o = { m(): void { trip(); this.m() } }; o.m()",
+    };
+    for (const [name, src] of Object.entries(loops)) {
+      calls = 0;
+      try {
+        await expect(cell(src), name).rejects.toBeInstanceOf(Interrupted);
+        expect(calls, name).toBe(3);
+      } finally {
+        Atomics.store(irq, 0, 0);
+      }
+    }
+    // and with the flag clear, the checks change nothing
+    expect((await cell("let s = 0; for (let i = 0; i < 5; i++) { s += i } s")).value).toBe(10);
+  });
+
+  it("a syntax error is a CellSyntaxError with esbuild's message", () => {
+    expect(() => transformCell("const = 1", "bad.ts")).toThrow(CellSyntaxError);
+  });
+});

@@ -31,7 +31,7 @@ async function plain(v: Value): Promise<unknown> {
   return isTensorLike(v) ? await v.tolist() : v;
 }
 
-function close(a: unknown, b: unknown, tol: number): void {
+function close(a: unknown, b: unknown, tol: number): boolean {
   if (typeof a === "number" && typeof b === "number") {
     if (Number.isNaN(a) || Number.isNaN(b)) return Number.isNaN(a) && Number.isNaN(b);
     return Math.abs(a - b) <= tol * (1 + Math.abs(b));

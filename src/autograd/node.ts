@@ -6,6 +6,7 @@ import type { Tensor } from "../tensor.ts";
 import { activeSavedTensorsHooks, type PackHooks } from "./saved-hooks.ts";
 import { retainNode } from "./meta.ts";
 import { tuple } from "../pystr.ts";
+import { pyName } from "./names.ts";
 import { graph } from "../viz/graph.ts";
 import { owned } from "../memory/lifetime.ts";
 import { setCategory } from "../memory/category.ts";
@@ -226,7 +227,7 @@ export abstract class Node {
 
   /** str(node): the Python class name, without the C++ namespace that name() keeps for hand-written nodes. */
   toString(): string {
-    return `<${this.name().replace(/^torch::autograd::/, "")} object at ${this.address}>`;
+    return `<${pyName(this.name())} object at ${this.address}>`;
   }
   [Symbol.for("nodejs.util.inspect.custom")](): string {
     return this.toString();

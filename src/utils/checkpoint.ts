@@ -15,6 +15,7 @@ import { get_rng_state, set_rng_state } from "../ops/creation.ts";
 import { owned, scope } from "../memory/lifetime.ts";
 import { enable_grad } from "../autograd/grad-mode.ts";
 import { saved_tensors_hooks } from "../autograd/saved-hooks.ts";
+import { pyName } from "../autograd/names.ts";
 
 export const CheckpointPolicy = {
   MUST_SAVE: "MUST_SAVE",
@@ -36,7 +37,7 @@ export interface SelectiveContexts {
 
 /** The op behind a node name, as a policy sees it: AddmmBackward0 -> "addmm", NativeLayerNormBackward0 -> "native_layer_norm". */
 export function opOfNode(nodeName: string): string {
-  return nodeName.replace(/^torch::autograd::/, "").replace(/Backward\d*$/, "").replace(/([a-z0-9])([A-Z])/g, "$1_$2").toLowerCase();
+  return pyName(nodeName).replace(/Backward\d*$/, "").replace(/([a-z0-9])([A-Z])/g, "$1_$2").toLowerCase();
 }
 
 /** A policy function, or the list of ops whose outputs to save (everything else is recomputed). */

@@ -34,8 +34,7 @@ export function pictureHtml(svg: string, png: { base64: string; width: number; h
   return `<picture class="gradlab-figure"><source type="image/svg+xml" srcset="data:image/svg+xml;base64,${svg64}">` +
     `<img src="data:image/png;base64,${png.base64}" width="${png.width}" height="${png.height}" alt="${esc(alt)}"></picture>`;
 }
-/** A Python class name from a node's name() (AccumulateGrad's is C++-qualified). */
-export const pyName = (name: string) => name.replace(/^torch::autograd::/, "");
+export { pyName } from "../autograd/names.ts";
 
 export const TABLE_STYLE =
   "border-collapse:collapse;font-family:monospace;font-size:12px";

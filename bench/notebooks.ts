@@ -12,9 +12,10 @@
 //   npx tsx bench/notebooks.ts --json out.json      also write every figure as JSON
 //   npx tsx bench/notebooks.ts --cpu-prof DIR 06    the kernel runs with node --cpu-prof (a .cpuprofile per
 //                                                   thread in DIR; open in Chrome DevTools or speedscope)
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { KernelClient } from "../kernel/cli/client.ts";
 import { kernelArgv, REPO } from "../kernel/cli/paths.ts";
 import type { Message } from "../kernel/wire/message.ts";
@@ -44,6 +45,9 @@ const files = readdirSync(dir)
   .filter((f) => prefixes.length === 0 || prefixes.some((p) => f.startsWith(p)))
   .sort();
 if (files.length === 0) throw new Error(`no notebook in ${dir} matches ${prefixes.join(" ")}`);
+// The kernel runs from dist/: rebuild it first if a source changed, as bin/gradlab.js does, so that the
+// figures are those of the current sources (and no notebook pays for the build).
+if (existsSync(join(REPO, "tsconfig.build.json"))) (await import(pathToFileURL(join(REPO, "bin", "build.mjs")).href)).ensureBuilt();
 
 const TICK = 100; // USER_HZ on Linux; /proc/<pid>/stat counts CPU time in these ticks
 /** CPU seconds (user + system, every thread) that process `pid` has used so far. */

@@ -22,13 +22,65 @@ def start(**kw):
     return start_new_kernel(kernel_name="gradlab", startup_timeout=60, **kw)
 
 
+# iopub messages execute_running() read while waiting for a cell to start, for collect() to see
+_read_ahead = []
+
+
+def next_iopub(kc, timeout):
+    if _read_ahead:
+        return _read_ahead.pop(0)
+    return kc.get_iopub_msg(timeout=timeout)
+
+
+RUNNING = "<<cell running>>"
+
+
+def execute_running(kc, code, past_sigint_grace=False, timeout=TIMEOUT):
+    """Sends code and returns its msg_id once the cell is seen running: it prints a marker first, and
+    this waits for that on iopub. An interrupt that reaches the kernel before the cell starts is for
+    no cell and is dropped, so interrupting after a fixed sleep races the kernel (on a loaded machine
+    the cell had not started yet). A SIGINT the kernel stamps within 250 ms of a cell's start is taken
+    as meant for the cell before (sockets/control-worker.ts), so for SIGINT the cell spins past that
+    before printing the marker."""
+    prelude = 'console.log("%s");' % RUNNING
+    if past_sigint_grace:
+        prelude = "{ const t = Date.now() + 300; while (Date.now() < t) {} } " + prelude
+    msg_id = kc.execute(prelude + "\n" + code)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        m = kc.get_iopub_msg(timeout=timeout)
+        _read_ahead.append(m)
+        if (m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "stream"
+                and RUNNING in m["content"]["text"]):
+            return msg_id
+        if m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+            raise RuntimeError("the cell ended before it was seen running: " + code)
+    raise TimeoutError("the cell was never seen running: " + code)
+
+
+def barrier(km, s):
+    """Returns once the kernel has handled everything sent before on the raw socket s: a signed
+    kernel_info_request sent after them is answered in order (dropped messages get no reply)."""
+    header = header_json("kernel_info_request", "barrier-%d" % id(s))
+    parts = [header, b"{}", b"{}", b"{}"]
+    sig = hmac.new(km.session.key, digestmod=hashlib.sha256)
+    for p in parts:
+        sig.update(p)
+    s.send_multipart([b"<IDS|MSG>", sig.hexdigest().encode()] + parts)
+    deadline = time.time() + TIMEOUT
+    while time.time() < deadline:
+        if s.poll(int(TIMEOUT * 1000)) and b"barrier-%d" % id(s) in b"".join(s.recv_multipart()):
+            return
+    raise TimeoutError("no reply to the barrier request")
+
+
 def collect(kc, msg_id, timeout=TIMEOUT, stamp=False):
     """iopub messages for msg_id up to and including its idle status; with stamp, each carries the
     time it was received (ms)."""
     out = []
     deadline = time.time() + timeout
     while time.time() < deadline:
-        m = kc.get_iopub_msg(timeout=timeout)
+        m = next_iopub(kc, timeout)
         if m["parent_header"].get("msg_id") != msg_id:
             continue
         out.append({"type": m["msg_type"], "content": m["content"], **({"t": time.time() * 1000} if stamp else {})})
@@ -184,8 +236,7 @@ def heartbeat_ok(km):
 
 
 def interrupt_case(km, kc, code, sigint=False):
-    msg_id = kc.execute(code)
-    time.sleep(0.5)
+    msg_id = execute_running(kc, code, past_sigint_grace=sigint)
     hb = heartbeat_ok(km)
     info = kc.session.msg("kernel_info_request", {})
     kc.control_channel.send(info)
@@ -292,7 +343,7 @@ def scenario_security(km, kc):
     s.send_multipart([b"<IDS|MSG>", b"0" * 64] + parts)  # wrong signature
     s.send_multipart([b"<IDS|MSG>", good.hexdigest().encode(), parts[0]])  # truncated
     s.send_multipart([b"<IDS|MSG>"] + [b"garbage"] * 5)  # malformed
-    time.sleep(0.5)
+    barrier(km, s)
     s.close()
     res["forged_ran"] = result_text(run(kc, "globalThis.forged ?? false")[1])
     mid = send_shell(kc, "no_such_request", {})
@@ -403,8 +454,7 @@ def scenario_interrupt_state(km, kc):
     """Runtime state after interrupted cells (real runtime): grad mode, anomaly mode; try/finally runs."""
     res = {}
     def interrupted(code, sig=False):
-        mid = kc.execute(code)
-        time.sleep(0.4)
+        mid = execute_running(kc, code, past_sigint_grace=sig)
         if sig:
             km.signal_kernel(signal.SIGINT)
         else:
@@ -467,7 +517,8 @@ def scenario_hostile(km, kc):
     # deep content and parent_header too
     socks.append(raw_send(km, km.shell_port, [header_json("execute_request", "deep-content"), b"{}", b"{}", ('{"code": "1", "x": ' + "{\"a\":" * 50000 + "1" + "}" * 50000 + "}").encode()]))
     socks.append(raw_send(km, km.shell_port, [header_json("kernel_info_request", "deep-parent"), ("[" * 20000 + "]" * 20000).encode(), b"{}", b"{}"]))
-    time.sleep(0.5)
+    for s in socks:
+        barrier(km, s)
     for s in socks:
         s.close()
     mid = kc.kernel_info()
@@ -506,7 +557,8 @@ def scenario_hostile(km, kc):
     s = raw_send(km, km.control_port, [header_json("kernel_info_request", "badsig"), b"{}", b"{}", b"{}"])
     s.send_multipart([b"<IDS|MSG>", b"0" * 64, b"{}", b"{}", b"{}", b"{}"])
     s2 = raw_send(km, km.shell_port, [b"not json", b"{}", b"{}", b"{}"])
-    time.sleep(0.8)
+    barrier(km, s)
+    barrier(km, s2)
     s.close()
     s2.close()
     leaked = []
@@ -520,8 +572,7 @@ def scenario_hostile(km, kc):
     res["leaked_to_cells"] = leaked
     # still fully working: execute and interrupt
     res["alive"] = result_text(run(kc, "'alive'")[1])
-    mid = kc.execute("while (true) {}")
-    time.sleep(0.4)
+    mid = execute_running(kc, "while (true) {}")
     km.interrupt_kernel()
     res["interrupt_after"] = reply_for(kc, mid).get("ename")
     return res
@@ -599,8 +650,8 @@ def scenario_interrupt_memory(km, kc):
     for i in range(rounds):
         code = ("for (;;) torch.no_grad(() => torch.ones([4]).add(1).dispose())" if i % 2 == 0 else
                 "for (;;) { const t = torch.ones([256], { requires_grad: true }).mul(2).sum(); t.backward() }")
-        mid = kc.execute(code)
-        time.sleep(0.3 + (i % 5) * 0.05)
+        mid = execute_running(kc, code)
+        time.sleep((i % 5) * 0.05)  # a different point in the loop each round
         km.interrupt_kernel()
         reply = reply_for(kc, mid, timeout=30)
         collect(kc, mid)
@@ -815,8 +866,7 @@ def scenario_fuzz(km, kc):
     unanswered = [m for m, v in sent.items() if not isinstance(v, dict)]
     res = {"sent": total, "expected_replies": len(sent), "unanswered": unanswered[:20], "kinds": kinds}
     res["alive"] = result_text(run(kc, "'alive'")[1])
-    mid = kc.execute("while (true) {}")
-    time.sleep(0.4)
+    mid = execute_running(kc, "while (true) {}")
     km.interrupt_kernel()
     res["interrupt_after"] = reply_for(kc, mid).get("ename")
     return res

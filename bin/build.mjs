@@ -31,7 +31,9 @@ function files(p) {
     return [];
   }
   if (!st.isDirectory()) return [`${p}:${st.size}:${st.mtimeMs}`];
-  return readdirSync(p).sort().flatMap((e) => files(join(p, e)));
+  return readdirSync(p)
+    .sort()
+    .flatMap((e) => files(join(p, e)));
 }
 
 /** size and mtime of every input, and the Node version (cheap: ~300 stats). */
@@ -87,7 +89,8 @@ function lock() {
     } catch {
       // the holder has not written its pid yet
     }
-    if (holder && !alive(holder)) rmSync(LOCK, { recursive: true, force: true }); // it died mid-build
+    // a holder that died mid-build leaves its lock behind
+    if (holder && !alive(holder)) rmSync(LOCK, { recursive: true, force: true });
     else if (Date.now() > deadline) throw new Error(`dist/ is being rebuilt by process ${holder} for over 3 minutes (lock ${LOCK})`);
     else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
   }
@@ -122,6 +125,7 @@ export function ensureBuilt() {
 }
 
 if (process.argv[1] && pathToFileURL(process.argv[1]).href === import.meta.url) {
-  if (process.argv[2] === "--if-stale") ensureBuilt(); // npm's prepare (npm ci, npm install): never fails on a type error
+  // --if-stale: npm's prepare (npm ci, npm install), which must not fail on a type error
+  if (process.argv[2] === "--if-stale") ensureBuilt();
   else process.exit(build());
 }

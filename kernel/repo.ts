@@ -10,7 +10,7 @@ export const FROM_SOURCE = import.meta.url.endsWith(".ts");
 /** The package root: package.json, kernel.json, kernel/assets, node_modules in a checkout. */
 export const REPO: string = resolve(dirname(fileURLToPath(import.meta.url)), FROM_SOURCE ? ".." : "../..");
 /** The root of the code that is running: REPO itself (sources) or REPO/dist (built). */
-export const CODE_ROOT: string = FROM_SOURCE ? REPO : join(REPO, "dist");
+const CODE_ROOT: string = FROM_SOURCE ? REPO : join(REPO, "dist");
 /** The runtime preloaded as `torch` and its types for the language service: `src/index.ts` beside
  *  the kernel's sources, `dist/src/index.js` (+ `index.d.ts`) beside the built kernel. */
 export const RUNTIME_MODULE: string = join(CODE_ROOT, "src", FROM_SOURCE ? "index.ts" : "index.js");

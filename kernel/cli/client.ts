@@ -50,15 +50,26 @@ export class KernelClient {
   async start(argv: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; stderr?: "inherit" | "ignore" } = {}): Promise<void> {
     const ports = await Promise.all([1, 2, 3, 4, 5].map(freePort));
     this.conn = {
-      transport: "tcp", ip: "127.0.0.1", key: randomBytes(32).toString("hex"), signature_scheme: "hmac-sha256",
-      shell_port: ports[0], iopub_port: ports[1], stdin_port: ports[2], control_port: ports[3], hb_port: ports[4],
+      transport: "tcp",
+      ip: "127.0.0.1",
+      key: randomBytes(32).toString("hex"),
+      signature_scheme: "hmac-sha256",
+      shell_port: ports[0],
+      iopub_port: ports[1],
+      stdin_port: ports[2],
+      control_port: ports[3],
+      hb_port: ports[4],
     };
     this.signer = new Signer(this.conn.key, this.conn.signature_scheme);
     this.dir = mkdtempSync(join(tmpdir(), "gradlab-run-"));
     const file = join(this.dir, "kernel.json");
     writeFileSync(file, JSON.stringify(this.conn), { mode: 0o600 });
     const args = argv.map((a) => a.replace("{connection_file}", file));
-    this.proc = spawn(args[0], args.slice(1), { cwd: opts.cwd, env: { ...(opts.env ?? process.env), JPY_PARENT_PID: String(process.pid) }, stdio: ["ignore", "inherit", opts.stderr ?? "inherit"] });
+    this.proc = spawn(args[0], args.slice(1), {
+      cwd: opts.cwd,
+      env: { ...(opts.env ?? process.env), JPY_PARENT_PID: String(process.pid) },
+      stdio: ["ignore", "inherit", opts.stderr ?? "inherit"],
+    });
     this.exited = new Promise((r) => this.proc!.on("exit", (code) => r(code)));
     this.shell.connect(endpoint(this.conn, this.conn.shell_port));
     this.control.connect(endpoint(this.conn, this.conn.control_port));
@@ -88,15 +99,19 @@ export class KernelClient {
 
   request(channel: "shell" | "control", type: string, content: object, onIopub?: (m: Message) => void): Pending {
     const header = makeHeader(type, this.session, "gradlab-run");
-    const reply = new Promise<Message>((r) => this.replies.set(header.msg_id, (m) => {
-      this.replies.delete(header.msg_id);
-      r(m);
-    }));
-    const idle = new Promise<void>((r) => this.idles.set(header.msg_id, () => {
-      this.idles.delete(header.msg_id);
-      this.listeners.delete(header.msg_id);
-      r();
-    }));
+    const reply = new Promise<Message>((r) =>
+      this.replies.set(header.msg_id, (m) => {
+        this.replies.delete(header.msg_id);
+        r(m);
+      }),
+    );
+    const idle = new Promise<void>((r) =>
+      this.idles.set(header.msg_id, () => {
+        this.idles.delete(header.msg_id);
+        this.listeners.delete(header.msg_id);
+        r();
+      }),
+    );
     if (onIopub) this.listeners.set(header.msg_id, onIopub);
     const frames = serialize(this.signer, header, {}, {}, content);
     (channel === "shell" ? this.shellOut : this.controlOut).send(frames);
@@ -108,7 +123,9 @@ export class KernelClient {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       const p = this.request("shell", "kernel_info_request", {});
-      const exited = this.exited.then((c) => { throw new Error(`kernel exited with status ${c} before it was ready`); });
+      const exited = this.exited.then((c) => {
+        throw new Error(`kernel exited with status ${c} before it was ready`);
+      });
       const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 1000));
       const reply = await Promise.race([p.reply, timeout, exited]);
       if (reply === "timeout") continue;
@@ -119,9 +136,19 @@ export class KernelClient {
   }
 
   execute(code: string, onIopub: (m: Message) => void, opts: { allow_stdin?: boolean; stop_on_error?: boolean } = {}) {
-    return this.request("shell", "execute_request", {
-      code, silent: false, store_history: true, user_expressions: {}, allow_stdin: opts.allow_stdin ?? false, stop_on_error: opts.stop_on_error ?? true,
-    }, onIopub);
+    return this.request(
+      "shell",
+      "execute_request",
+      {
+        code,
+        silent: false,
+        store_history: true,
+        user_expressions: {},
+        allow_stdin: opts.allow_stdin ?? false,
+        stop_on_error: opts.stop_on_error ?? true,
+      },
+      onIopub,
+    );
   }
 
   interrupt(): Pending {

@@ -22,7 +22,7 @@ export async function installKernelspec(args: string[]): Promise<string> {
   if (!existsSync(KERNEL_MAIN)) throw new Error(`the built kernel ${KERNEL_MAIN} is missing: run npm run build`);
   const dir = join(base, "kernels", name);
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, "kernel.json"), JSON.stringify(spec, null, 2) + "\n");
+  writeFileSync(join(dir, "kernel.json"), `${JSON.stringify(spec, null, 2)}\n`);
   // the Launcher's tile and the kernel picker's icon
   for (const logo of ["logo-32x32.png", "logo-64x64.png", "logo-svg.svg"]) copyFileSync(join(REPO, "kernel", "assets", logo), join(dir, logo));
   return dir;

@@ -23,7 +23,8 @@ async function main(): Promise<number> {
       console.log(`Installed kernelspec gradlab in ${await installKernelspec(args)}`);
       return 0;
     }
-    case "classroom": return (await import("./classroom.ts")).classroomCli(args);
+    case "classroom":
+      return (await import("./classroom.ts")).classroomCli(args);
     case "run": {
       const { runNotebookCli } = await import("./run.ts");
       return runNotebookCli(args);
@@ -45,7 +46,7 @@ main().then(
     if (code >= 0) process.exit(code);
   },
   (e) => {
-    console.error(`gradlab: ${process.env.GRADLAB_DEBUG ? e?.stack : e?.message ?? e}`);
+    console.error(`gradlab: ${process.env.GRADLAB_DEBUG ? e?.stack : (e?.message ?? e)}`);
     process.exit(1);
   },
 );

@@ -7,11 +7,26 @@ import { KernelClient } from "./client.ts";
 import { kernelArgv } from "./paths.ts";
 import type { Message } from "../wire/message.ts";
 
-interface Output { output_type: string; [k: string]: unknown }
-interface Cell { cell_type: string; source: string | string[]; outputs?: Output[]; execution_count?: number | null; metadata?: object; id?: string }
-interface Notebook { cells: Cell[]; metadata: Record<string, unknown>; nbformat: number; nbformat_minor: number }
+interface Output {
+  output_type: string;
+  [k: string]: unknown;
+}
+interface Cell {
+  cell_type: string;
+  source: string | string[];
+  outputs?: Output[];
+  execution_count?: number | null;
+  metadata?: object;
+  id?: string;
+}
+interface Notebook {
+  cells: Cell[];
+  metadata: Record<string, unknown>;
+  nbformat: number;
+  nbformat_minor: number;
+}
 
-export interface RunOptions {
+interface RunOptions {
   notebook: string;
   output?: string;
   timeoutS?: number;
@@ -39,7 +54,7 @@ const dim = (s: string) => (process.stderr.isTTY ? `\x1b[2m${s}\x1b[0m` : s);
 const text = (s: string | string[]) => (Array.isArray(s) ? s.join("") : s);
 const lines = (s: string) => s.split(/(?<=\n)/);
 
-export async function runNotebook(opts: RunOptions): Promise<number> {
+async function runNotebook(opts: RunOptions): Promise<number> {
   const out = opts.out ?? ((s: string) => process.stdout.write(s));
   const err = opts.err ?? ((s: string) => process.stderr.write(s));
   const path = resolve(opts.notebook);
@@ -58,7 +73,7 @@ export async function runNotebook(opts: RunOptions): Promise<number> {
     });
     const info = await client.ready();
     // Ctrl-C interrupts the running cell (which then fails the run) instead of orphaning the kernel
-    process.on("SIGINT", onSigint = () => void client.interrupt());
+    process.on("SIGINT", (onSigint = () => void client.interrupt()));
     nb.metadata.kernelspec = { name: "gradlab", display_name: "GradLab (TypeScript · WebGPU)", language: "typescript" };
     nb.metadata.language_info = info.content.language_info;
     for (const c of code) {
@@ -69,7 +84,7 @@ export async function runNotebook(opts: RunOptions): Promise<number> {
       const cell = code[i];
       const src = text(cell.source);
       const first = src.split("\n").find((l) => l.trim()) ?? "";
-      err(dim(`[${i + 1}/${code.length}] ${first.slice(0, 70)}`) + "\n");
+      err(`${dim(`[${i + 1}/${code.length}] ${first.slice(0, 70)}`)}\n`);
       if (!src.trim()) continue;
       const r = await executeCell(client, cell, displays, src, opts.timeoutS, out, err);
       if (r === "error") {
@@ -91,7 +106,7 @@ export async function runNotebook(opts: RunOptions): Promise<number> {
     await client.shutdown().catch(() => client.close());
   }
   if (opts.output) {
-    writeFileSync(resolve(opts.output), JSON.stringify(nb, null, 1) + "\n");
+    writeFileSync(resolve(opts.output), `${JSON.stringify(nb, null, 1)}\n`);
     err(`gradlab run: wrote ${opts.output}\n`);
   }
   if (status === 0) err(`gradlab run: ${code.length} cells ok in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
@@ -101,8 +116,13 @@ export async function runNotebook(opts: RunOptions): Promise<number> {
 type Displays = Map<string, { outputs: Output[]; output: Output }[]>;
 
 async function executeCell(
-  client: KernelClient, cell: Cell, displays: Displays, src: string, timeoutS: number | undefined,
-  out: (s: string) => void, err: (s: string) => void,
+  client: KernelClient,
+  cell: Cell,
+  displays: Displays,
+  src: string,
+  timeoutS: number | undefined,
+  out: (s: string) => void,
+  err: (s: string) => void,
 ): Promise<"ok" | "error" | "timeout"> {
   const outputs: Output[] = (cell.outputs = []);
   let clearPending = false;
@@ -128,9 +148,10 @@ async function executeCell(
       case "execute_result": {
         const plain = c.data?.["text/plain"];
         if (plain !== undefined) out(`${m.header.msg_type === "execute_result" ? `Out[${c.execution_count}]: ` : ""}${plain}\n`);
-        const o: Output = m.header.msg_type === "execute_result"
-          ? { output_type: "execute_result", execution_count: c.execution_count, data: nbData(c.data), metadata: c.metadata ?? {} }
-          : { output_type: "display_data", data: nbData(c.data), metadata: c.metadata ?? {} };
+        const o: Output =
+          m.header.msg_type === "execute_result"
+            ? { output_type: "execute_result", execution_count: c.execution_count, data: nbData(c.data), metadata: c.metadata ?? {} }
+            : { output_type: "display_data", data: nbData(c.data), metadata: c.metadata ?? {} };
         add(o, c.transient?.display_id);
         break;
       }
@@ -148,7 +169,7 @@ async function executeCell(
         }
         break;
       case "error":
-        err((c.traceback as string[]).join("\n") + "\n");
+        err(`${(c.traceback as string[]).join("\n")}\n`);
         add({ output_type: "error", ename: c.ename, evalue: c.evalue, traceback: c.traceback });
         break;
     }

@@ -9,9 +9,9 @@ import { RUNTIME_MODULE } from "../repo.ts";
 import { ensureTsx } from "../sockets/ts-worker.ts";
 
 /** The runtime preloaded as `torch` (GRADLAB_RUNTIME overrides it, for tests). */
-export const RUNTIME_ENTRY = process.env.GRADLAB_RUNTIME ? resolve(process.env.GRADLAB_RUNTIME) : RUNTIME_MODULE;
+const RUNTIME_ENTRY = process.env.GRADLAB_RUNTIME ? resolve(process.env.GRADLAB_RUNTIME) : RUNTIME_MODULE;
 
-let torchState: { promise?: Promise<unknown>; mod?: unknown; error?: unknown } = {};
+const torchState: { promise?: Promise<unknown>; mod?: unknown; error?: unknown } = {};
 
 /** Starts (once) and awaits the runtime import; never throws. */
 export async function loadTorch(): Promise<void> {

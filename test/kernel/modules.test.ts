@@ -38,7 +38,9 @@ describe("packages with an exports map resolve as Node's import does", () => {
   });
 
   test("conditions are taken in the map's own order, and a browser-only branch is skipped", () => {
-    const dir = pkg("ordered", { exports: { browser: "./browser.js", node: { import: "./node.mjs", default: "./node.cjs" }, default: "./any.js" } }, ["node.mjs"]);
+    const dir = pkg("ordered", { exports: { browser: "./browser.js", node: { import: "./node.mjs", default: "./node.cjs" }, default: "./any.js" } }, [
+      "node.mjs",
+    ]);
     expect(resolvePackage("ordered", nb)).toBe(join(dir, "node.mjs"));
   });
 

@@ -51,7 +51,18 @@ afterAll(() => {
 
 test("the tarball holds the built runtime, kernel, shaders and kernelspec assets, and no sources or tests", () => {
   const files = packed.files.map((f) => f.path);
-  for (const f of ["package.json", "bin/gradlab.js", "kernel.json", "kernel/assets/logo-64x64.png", "dist/src/index.js", "dist/src/index.d.ts", "dist/kernel/cli/main.js", "dist/kernel/sockets/control-worker.js", "dist/kernel/language/service-worker.js", "dist/kernels-wgsl/elementwise.wgsl"]) {
+  for (const f of [
+    "package.json",
+    "bin/gradlab.js",
+    "kernel.json",
+    "kernel/assets/logo-64x64.png",
+    "dist/src/index.js",
+    "dist/src/index.d.ts",
+    "dist/kernel/cli/main.js",
+    "dist/kernel/sockets/control-worker.js",
+    "dist/kernel/language/service-worker.js",
+    "dist/kernels-wgsl/elementwise.wgsl",
+  ]) {
     expect(files, f).toContain(f);
   }
   expect(files.filter((f) => /^(src|test|bench|notebooks|kernel\/(?!assets\/))\/|\.ts$(?<!\.d\.ts)|tsbuildinfo|sources-stamp/.test(f))).toEqual([]);
@@ -59,36 +70,54 @@ test("the tarball holds the built runtime, kernel, shaders and kernelspec assets
 });
 
 test("plain Node ESM imports the runtime (namespace and named imports) and computes on the device", () => {
-  writeFileSync(join(app, "use.mjs"), [
-    'import * as torch from "gradlab";',
-    'import { tensor, Tensor } from "gradlab";',
-    "const x = tensor([[1, 2], [3, 4]], { requires_grad: true });",
-    "const loss = x.mul(x).sum();",
-    "loss.backward();",
-    "console.log(JSON.stringify({ grad: await x.grad.tolist(), fn: loss.grad_fn.name(), isTensor: x instanceof Tensor, same: torch.tensor === tensor, allocated: torch.cuda.memory_allocated() > 0 }));",
-  ].join("\n"));
+  writeFileSync(
+    join(app, "use.mjs"),
+    [
+      'import * as torch from "gradlab";',
+      'import { tensor, Tensor } from "gradlab";',
+      "const x = tensor([[1, 2], [3, 4]], { requires_grad: true });",
+      "const loss = x.mul(x).sum();",
+      "loss.backward();",
+      "console.log(JSON.stringify({ grad: await x.grad.tolist(), fn: loss.grad_fn.name(), isTensor: x instanceof Tensor, same: torch.tensor === tensor, allocated: torch.cuda.memory_allocated() > 0 }));",
+    ].join("\n"),
+  );
   const r = JSON.parse(sh(process.execPath, ["use.mjs"], app).trim().split("\n").pop()!);
-  expect(r).toEqual({ grad: [[2, 4], [6, 8]], fn: "SumBackward0", isTensor: true, same: true, allocated: true });
+  expect(r).toEqual({
+    grad: [
+      [2, 4],
+      [6, 8],
+    ],
+    fn: "SumBackward0",
+    isTensor: true,
+    same: true,
+    allocated: true,
+  });
 });
 
 test("TypeScript resolves the package's types (strict, no skipLibCheck)", () => {
-  writeFileSync(join(app, "tsconfig.json"), JSON.stringify({
-    compilerOptions: { module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", strict: true, noEmit: true, skipLibCheck: false, types: ["node"] },
-    files: ["use.ts"],
-  }));
-  writeFileSync(join(app, "use.ts"), [
-    'import * as torch from "gradlab";',
-    'import type { Tensor } from "gradlab";',
-    "const x: Tensor = torch.ones(2, 3);",
-    "const rows: number = x.shape[0];",
-    "const model = new torch.nn.Linear(3, 4);",
-    "const y: Tensor = model.forward(x);",
-    "// @ts-expect-error: the types are real, so a method that does not exist is an error",
-    "x.no_such_method();",
-    "// @ts-expect-error: and a tensor is not a number",
-    "const n: number = y;",
-    "export { rows, n };",
-  ].join("\n"));
+  writeFileSync(
+    join(app, "tsconfig.json"),
+    JSON.stringify({
+      compilerOptions: { module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", strict: true, noEmit: true, skipLibCheck: false, types: ["node"] },
+      files: ["use.ts"],
+    }),
+  );
+  writeFileSync(
+    join(app, "use.ts"),
+    [
+      'import * as torch from "gradlab";',
+      'import type { Tensor } from "gradlab";',
+      "const x: Tensor = torch.ones(2, 3);",
+      "const rows: number = x.shape[0];",
+      "const model = new torch.nn.Linear(3, 4);",
+      "const y: Tensor = model.forward(x);",
+      "// @ts-expect-error: the types are real, so a method that does not exist is an error",
+      "x.no_such_method();",
+      "// @ts-expect-error: and a tensor is not a number",
+      "const n: number = y;",
+      "export { rows, n };",
+    ].join("\n"),
+  );
   // the TypeScript that came with the package (a dependency of the kernel)
   sh(process.execPath, [join(app, "node_modules", "typescript", "bin", "tsc"), "-p", "."], app);
 });
@@ -98,17 +127,30 @@ test("npx gradlab install writes a kernelspec that runs the installed build, and
   const env = { JUPYTER_PATH: join(prefix, "share", "jupyter"), JUPYTER_DATA_DIR: join(dir, "jupyter-data"), GRADLAB_HISTORY_FILE: join(dir, "history.jsonl") };
   expect(sh("npx", ["--no-install", "gradlab", "install", "--prefix", prefix], app, env)).toMatch(/Installed kernelspec gradlab/);
   const spec = JSON.parse(readFileSync(join(prefix, "share", "jupyter", "kernels", "gradlab", "kernel.json"), "utf8"));
-  expect(spec.argv).toEqual([process.execPath, "--expose-gc", "--harmony-weak-refs-with-cleanup-some", join(app, "node_modules", "gradlab", "dist", "kernel", "cli", "main.js"), "kernel", "-f", "{connection_file}"]);
+  expect(spec.argv).toEqual([
+    process.execPath,
+    "--expose-gc",
+    "--harmony-weak-refs-with-cleanup-some",
+    join(app, "node_modules", "gradlab", "dist", "kernel", "cli", "main.js"),
+    "kernel",
+    "-f",
+    "{connection_file}",
+  ]);
 
   const cell = (source: string) => ({ cell_type: "code", metadata: {}, execution_count: null, outputs: [], source });
   writeFileSync(join(app, "helper.ts"), "export const scale = (n: number): number => n * 10;\n");
-  writeFileSync(join(app, "nb.ipynb"), JSON.stringify({
-    cells: [
-      cell("const x = torch.tensor([1, 2, 3], {requires_grad: true})\nconst y = x.pow(2).sum()\ny.backward()\nconsole.log(await x.grad.tolist())"),
-      cell('import { scale } from "./helper.ts"\nscale((await y.item()))'),
-    ],
-    metadata: {}, nbformat: 4, nbformat_minor: 5,
-  }));
+  writeFileSync(
+    join(app, "nb.ipynb"),
+    JSON.stringify({
+      cells: [
+        cell("const x = torch.tensor([1, 2, 3], {requires_grad: true})\nconst y = x.pow(2).sum()\ny.backward()\nconsole.log(await x.grad.tolist())"),
+        cell('import { scale } from "./helper.ts"\nscale((await y.item()))'),
+      ],
+      metadata: {},
+      nbformat: 4,
+      nbformat_minor: 5,
+    }),
+  );
   sh("npx", ["--no-install", "gradlab", "run", "nb.ipynb", "-o", "out.ipynb"], app, env);
   const outputs = JSON.parse(readFileSync(join(app, "out.ipynb"), "utf8")).cells.map((c: any) => c.outputs);
   expect(outputs[0]).toEqual([{ output_type: "stream", name: "stdout", text: ["[ 2, 4, 6 ]\n"] }]);

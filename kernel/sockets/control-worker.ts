@@ -104,11 +104,14 @@ async function heartbeat() {
   for await (const frames of hb) await hb.send(frames);
 }
 
-/** Hands each message of a socket to its handler; a handler that throws costs that message, not the loop. */
-async function serve(name: string, sock: AsyncIterable<Buffer[]>, handle: (frames: Buffer[]) => void) {
+/** Hands each verified message of a socket to its handler (a forged or malformed one is dropped and
+ *  logged); a handler that throws costs that message, not the loop. */
+async function serve(name: string, sock: AsyncIterable<Buffer[]>, handle: (msg: Message, frames: Buffer[]) => void) {
   for await (const frames of sock) {
     try {
-      handle(frames);
+      const r = parse(frames, signer);
+      if (r.ok) handle(r.msg, frames);
+      else log(`${name}: dropped message: ${r.reason}`);
     } catch (e) {
       log(`${name}: failed to handle a message: ${(e as Error)?.message ?? e}`);
     }
@@ -145,13 +148,7 @@ const ANSWERED_WHILE_BUSY: Partial<Record<ControlMessageType | "kernel_info_requ
   },
 };
 
-function onControl(frames: Buffer[]) {
-  const r = parse(frames, signer);
-  if (!r.ok) {
-    log(`control: dropped message: ${r.reason}`);
-    return;
-  }
-  const msg = r.msg;
+function onControl(msg: Message, frames: Buffer[]) {
   const type = msg.header.msg_type;
   const answer = Object.hasOwn(ANSWERED_WHILE_BUSY, type) ? ANSWERED_WHILE_BUSY[type as keyof typeof ANSWERED_WHILE_BUSY] : undefined;
   if (!answer) {
@@ -164,18 +161,13 @@ function onControl(frames: Buffer[]) {
 
 const stdinLoop = () => serve("stdin", stdin, onStdin);
 
-function onStdin(frames: Buffer[]) {
-  const r = parse(frames, signer);
-  if (!r.ok) {
-    log(`stdin: dropped message: ${r.reason}`);
-    return;
-  }
-  if (r.msg.header.msg_type !== "input_reply") {
-    log(`stdin: unexpected ${r.msg.header.msg_type}`);
+function onStdin(msg: Message) {
+  if (msg.header.msg_type !== "input_reply") {
+    log(`stdin: unexpected ${msg.header.msg_type}`);
     return;
   }
   if (Atomics.load(shared.stdinCtl, 0) !== 0) return; // nobody is waiting (interrupted)
-  const bytes = Buffer.from(String(r.msg.content?.value ?? ""), "utf8");
+  const bytes = Buffer.from(String(msg.content?.value ?? ""), "utf8");
   const n = Math.min(bytes.length, shared.stdinData.length);
   shared.stdinData.set(bytes.subarray(0, n));
   Atomics.store(shared.stdinCtl, 1, n);

@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -74,16 +75,17 @@ def barrier(km, s):
     raise TimeoutError("no reply to the barrier request")
 
 
-def collect(kc, msg_id, timeout=TIMEOUT, stamp=False):
-    """iopub messages for msg_id up to and including its idle status; with stamp, each carries the
-    time it was received (ms)."""
+def collect(kc, msg_id, timeout=TIMEOUT, on_message=None):
+    """iopub messages for msg_id up to and including its idle status; on_message sees each as it arrives."""
     out = []
     deadline = time.time() + timeout
     while time.time() < deadline:
         m = next_iopub(kc, timeout)
         if m["parent_header"].get("msg_id") != msg_id:
             continue
-        out.append({"type": m["msg_type"], "content": m["content"], **({"t": time.time() * 1000} if stamp else {})})
+        out.append({"type": m["msg_type"], "content": m["content"]})
+        if on_message:
+            on_message(m)
         if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
             return out
     raise TimeoutError("no idle for " + msg_id)
@@ -353,34 +355,34 @@ def scenario_security(km, kc):
     return res
 
 
-def timed_collect(kc, msg_id, timeout=TIMEOUT):
-    return collect(kc, msg_id, timeout, stamp=True)
-
-
 # A busy loop (no await) that calls f(i, now) every 100 ms, n times.
 BUSY = "function every100(n: number, f: (i: number, now: number) => void) { let last = 0; for (let i = 0; i < n; ) { const now = Date.now(); if (now - last >= 100) { f(i, now); last = now; i++ } } }\n"
+# Spins (never yielding to the event loop) until a file exists: a cell that waits for the driver.
+WAIT_FOR = ('import { existsSync as __exists } from "node:fs";\n'
+            "function waitFor(path: string) { const until = Date.now() + 15_000; while (!__exists(path)) if (Date.now() > until) throw new Error(`${path} never came: the output before it did not reach the client`) }\n")
 
 
 def scenario_streaming(km, kc):
+    """Output leaves the kernel while a cell runs synchronous code: after each line (or display update)
+    the cell spins until the driver, having received it, creates a file. The cell can only finish if
+    every message reached the client while it was still busy; no timings are compared."""
     res = {}
-    run(kc, BUSY)
-    # prints: each line carries the kernel's clock when printed (same machine, same clock as ours)
-    msg_id = kc.execute("every100(12, (i, now) => console.log(`tick ${i} ${now}`)); 'done'")
-    outs = timed_collect(kc, msg_id)
-    ticks = []
-    for o in outs:
-        if o["type"] == "stream":
-            for line in o["content"]["text"].splitlines():
-                _, i, printed = line.split()
-                ticks.append({"i": int(i), "latency": o["t"] - int(printed), "t": o["t"]})
-    end = next(o["t"] for o in outs if o["type"] == "execute_result")
-    res["print"] = {"ticks": ticks, "types": [o["type"] for o in outs], "result_t": end}
+    run(kc, BUSY + WAIT_FOR)
+    go = tempfile.mkdtemp(prefix="gradlab-go-")
+    def release(m):
+        # the file for each step whose message arrived
+        text = m["content"].get("text", "") if m["msg_type"] == "stream" else m["content"].get("data", {}).get("text/plain", "")
+        for step in re.findall(r"(?:tick|step:) (\d+)", text):
+            open(os.path.join(go, m["msg_type"] + "-" + step), "w").close()
+    msg_id = kc.execute("for (let i = 0; i < 12; i++) { console.log(`tick ${i}`); waitFor(%s + `/stream-${i}`) } 'done'" % json.dumps(go))
+    outs = collect(kc, msg_id, on_message=release)
+    res["print"] = {"texts": [o["content"]["text"] for o in outs if o["type"] == "stream"], "types": [o["type"] for o in outs]}
     # display_id updates and clear_output while the loop runs
     msg_id = kc.execute("const h = display({ step: -1 }, { display_id: 'live' });\n"
-                        "every100(6, (i, now) => h.update({ step: i, now }));\n"
-                        "clear_output({ wait: true }); console.log('after clear'); 'end'")
-    outs = timed_collect(kc, msg_id)
-    res["display"] = [{"type": o["type"], "t": o["t"], "data": o["content"].get("data", {}).get("text/plain"),
+                        "for (let i = 0; i < 6; i++) { h.update({ step: i }); waitFor(%s + `/update_display_data-${i}`) }\n"
+                        "clear_output({ wait: true }); console.log('after clear'); 'end'" % json.dumps(go))
+    outs = collect(kc, msg_id, on_message=release)
+    res["display"] = [{"type": o["type"], "data": o["content"].get("data", {}).get("text/plain"),
                        "text": o["content"].get("text")} for o in outs if o["type"] != "status"]
     # display.on_cell_end: a throttled plot's last redraw lands before the cell's result
     msg_id = kc.execute("const h2 = display('first', { display_id: 'd2' }); display.on_cell_end(() => h2.update('last')); 'r'")

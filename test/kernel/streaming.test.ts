@@ -1,5 +1,6 @@
 // Output and display updates leave the kernel while a cell runs synchronous code (issue 10): driven
-// by Debian's jupyter_client, with the time each message was received.
+// by Debian's jupyter_client. The cells wait for the driver to receive each message before going on
+// (drive.py's scenario_streaming), so this holds on a loaded machine and compares no timings.
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { installedKernel, drive, type Env } from "./helpers.ts";
 
@@ -11,12 +12,9 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => e?.cleanup());
 
-test("a busy loop printing every 100 ms: each line reaches the client within 250 ms, in order, before the cell ends", () => {
-  const { ticks, types, result_t } = r.print;
-  expect(ticks.map((t: any) => t.i)).toEqual([...Array(12).keys()]);
-  for (const t of ticks) expect(t.latency, `tick ${t.i}`).toBeLessThan(250);
-  // the first line arrived while the cell was still running (over a second before its result)
-  expect(result_t - ticks[0].t).toBeGreaterThan(800);
+test("a busy loop's prints reach the client while it runs (it waits for each before the next), in order", () => {
+  const { texts, types } = r.print;
+  expect(texts).toEqual([...Array(12).keys()].map((i) => `tick ${i}\n`));
   expect(types[0]).toBe("status");
   expect(types.slice(-2)).toEqual(["execute_result", "status"]);
 });
@@ -27,13 +25,7 @@ test("display_id updates and clear_output stream during the loop, in the order t
     "execute_input", "display_data", ...Array(6).fill("update_display_data"), "clear_output", "stream", "execute_result",
   ]);
   const updates = d.filter((m: any) => m.type === "update_display_data");
-  updates.forEach((u: any, i: number) => {
-    expect(u.data).toContain(`step: ${i}`);
-    const now = Number(/now: (\d+)/.exec(u.data)![1]);
-    expect(u.t - now, `update ${i}`).toBeLessThan(250);
-  });
-  // the updates were spread over the loop, not delivered in a burst at its end
-  expect(updates[5].t - updates[0].t).toBeGreaterThan(400);
+  updates.forEach((u: any, i: number) => expect(u.data).toBe(`{ step: ${i} }`));
   expect(d.find((m: any) => m.type === "stream").text).toBe("after clear\n");
 });
 

@@ -119,7 +119,7 @@ export class Tensor {
         `Tensor of shape [${this.shape.join(", ")}] was disposed (by dispose(), torch.del, \`using\` or the end of a torch.scope) and can no longer be used`,
       );
     }
-    this.storage.liveBlock(); // throws if the device holding the data was lost
+    this.storage.checkLive(); // throws if the device holding the data was lost
     return this;
   }
 
@@ -141,6 +141,7 @@ export class Tensor {
   get device(): string { return this.storage.device.name; }
   get is_cuda(): boolean { return true; }
   is_contiguous(): boolean {
+    if (this.numel() === 0) return true; // as ATen's compute_contiguous: no element is out of place
     const expect = contiguousStrides(this.shape);
     return this.shape.every((s, i) => s === 1 || this._strides[i] === expect[i]);
   }

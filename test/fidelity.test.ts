@@ -173,3 +173,38 @@ describe("peaks PyTorch reports (CUDA, 512-byte blocks)", () => {
     expect(() => torch.ones(2, 2).matmul(5 as never)).toThrow("matmul(): argument 'other' (position 2) must be Tensor, not int");
   });
 });
+
+describe("empty tensors, as torch 1.13 on CUDA (issue 11 item 11)", () => {
+  const alloc = () => torch.cuda.memory_allocated();
+
+  it("take no block: making, viewing, reducing and differentiating them moves no figure", async () => {
+    const before = alloc();
+    const e = torch.zeros([0, 3]);
+    const leaf = torch.ones([0, 2], { requires_grad: true });
+    expect(alloc()).toBe(before);
+    leaf.mul(3).sum().backward();
+    expect(leaf.grad!.shape).toEqual([0, 2]);
+    expect(alloc()).toBe(before); // the broadcast scalar gradient is not kept: its clone is empty
+    expect(await e.t().mul(2).tolist()).toEqual([[], [], []]);
+  });
+
+  it("are contiguous in any layout, so contiguous() copies nothing", () => {
+    const e = torch.zeros([0, 3]).t();
+    expect(e.is_contiguous()).toBe(true);
+    const before = alloc();
+    const c = e.contiguous();
+    expect(c.storage).toBe(e.storage);
+    expect(alloc()).toBe(before);
+  });
+
+  it("reduce to what torch gives for no elements: sum 0, prod 1, mean and var NaN, without bumping _version", async () => {
+    const e = torch.zeros([0, 2]);
+    const s = e.sum();
+    expect(await s.item()).toBe(0);
+    expect(s._version).toBe(0);
+    expect(await e.prod().item()).toBe(1);
+    expect(await e.mean(0).tolist()).toEqual([NaN, NaN]);
+    expect(await torch.ones([0]).var().item()).toBeNaN();
+    expect(await torch.zeros([2, 0]).matmul(torch.zeros([0, 3])).tolist()).toEqual([[0, 0, 0], [0, 0, 0]]);
+  });
+});

@@ -78,6 +78,7 @@ function save_on_cpu<T>(fn?: () => T) {
   const pack = (t: Tensor): Packed => {
     const c = contiguousOf(t);
     const p: Packed = { t: c, host: null, shape: [...t.shape], dtype: t.dtype };
+    if (c.numel() === 0) return p; // nothing to move: an empty tensor holds no memory
     void readBlock(c.storage.liveBlock(), c._offset * 4, c.numel() * 4).then((buf) => {
       p.host = buf;
       p.t?.dispose();

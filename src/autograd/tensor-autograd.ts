@@ -112,7 +112,9 @@ export function accumulateGrad(t: Tensor, g: Tensor): void {
   const m = t._meta;
   owned(() => {
     if (!m.grad) {
-      m.grad = g.storage.refcount === 1 && g.is_contiguous() && !is_grad_enabled() ? g.detach() : g.clone();
+      // An empty gradient may be a view of another tensor's memory (a broadcast scalar): its clone holds none.
+      const steal = g.storage.refcount === 1 && g.numel() > 0 && g.is_contiguous() && !is_grad_enabled();
+      m.grad = steal ? g.detach() : g.clone();
     } else if (is_grad_enabled()) {
       const sum = m.grad.add(g);
       m.grad.dispose();

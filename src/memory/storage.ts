@@ -63,45 +63,56 @@ export class Storage {
    *  dropped handle must stay collectable). */
   readonly handles = new Set<HandleInfo>();
 
+  private freed = false;
+
   constructor(readonly nbytes: number) {
-    const b = this.device.allocator.malloc(Math.max(nbytes, 1));
+    // An empty tensor takes no block, as CUDA's caching allocator gives none for 0 bytes: it moves no
+    // figure, and nothing ever reads or writes it (ops dispatch nothing over no elements).
+    if (nbytes === 0) {
+      this.block = null;
+      return;
+    }
+    const b = this.device.allocator.malloc(nbytes);
     this.block = b;
     liveStorages.add(this);
     recordAlloc(this, b.size, addressOf(b));
   }
 
-  get alive(): boolean {
-    return this.block !== null;
-  }
-
   retain(): void {
-    if (!this.block) throw new RuntimeError("internal: retaining a freed storage");
+    if (this.freed) throw new RuntimeError("internal: retaining a freed storage");
     this.refs++;
   }
 
   release(): void {
-    if (--this.refs === 0 && this.block) {
-      recordFree(this, this.block.size, addressOf(this.block));
-      noteBytesFreed(this.block.size);
-      liveStorages.delete(this);
-      this.device.allocator.freeBlock(this.block);
-      this.block = null;
-    }
+    if (--this.refs !== 0 || this.freed) return;
+    this.freed = true;
+    if (!this.block) return;
+    recordFree(this, this.block.size, addressOf(this.block));
+    noteBytesFreed(this.block.size);
+    liveStorages.delete(this);
+    this.device.allocator.freeBlock(this.block);
+    this.block = null;
   }
 
   get refcount(): number {
     return this.refs;
   }
 
-  /** The live block, or a clear error when the device that held the data is gone. */
-  liveBlock(): Block {
-    if (!this.block) throw new RuntimeError("internal: use of a freed storage");
-    if (!this.device.simulated && this.epoch !== currentEpoch()) {
+  /** Throws unless the data can still be used: not freed, and the device that held it not lost. */
+  checkLive(): void {
+    if (this.freed) throw new RuntimeError("internal: use of a freed storage");
+    if (this.block && !this.device.simulated && this.epoch !== currentEpoch()) {
       throw new RuntimeError(
         `This tensor's data was lost with the WebGPU device (${lastLossReason() ?? "device lost"}). ` +
           "Tensors created before the loss cannot be read or used; recreate them (new ops run on a fresh device).",
       );
     }
+  }
+
+  /** The live block (never asked of an empty storage: nothing is dispatched over no elements). */
+  liveBlock(): Block {
+    this.checkLive();
+    if (!this.block) throw new RuntimeError("internal: an empty tensor has no memory block to dispatch over");
     return this.block;
   }
 }

@@ -233,8 +233,13 @@ export function checkInt32(v: number, dtype: DType, name = "int32"): void {
 export function full(shape: readonly number[], value: Scalar, dtype: DType): Tensor {
   checkInt32(Number(value), dtype, "int");
   const out = Tensor.empty(shape, dtype);
-  unaryInto("fill", out, null, Number(value));
+  fillNew(out, value);
   return out;
+}
+
+/** Fills a tensor just made by the caller (its first write: no version bump, as ATen's out= kernels). */
+export function fillNew(out: Tensor, value: Scalar): void {
+  unaryInto("fill", out, null, Number(value));
 }
 
 export function where(cond: Tensor, a: TensorOrScalar, b: TensorOrScalar): Tensor {

@@ -8,7 +8,7 @@ import { Tensor, numelOf, type DimArg, type ReduceOpts } from "../tensor.ts";
 import { coalesce, dispatch, f32bits, fitsOneBinding, maxBindingBytes } from "./launch.ts";
 import { contiguousOf, permute, reshape } from "./views.ts";
 import { wrapDim } from "../dims.ts";
-import { unary } from "./elementwise.ts";
+import { fillNew, unary } from "./elementwise.ts";
 import { REDUCE_CODE } from "./kernel-codes.ts";
 
 /** mean is a sum scaled in the kernel. */
@@ -43,6 +43,12 @@ function outShape(x: Tensor, dims: number[], keepdim: boolean): number[] {
 
 /** Records the row reduction of x over dims into `out` (contiguous, shape = kept dims). */
 function reduceInto(op: ReduceOp, x: Tensor, dims: number[], out: Tensor, scale: number): void {
+  if (x.numel() === 0) {
+    // Nothing to read (an empty tensor has no memory): each row is the reduction of no elements, as
+    // PyTorch gives it: sum 0, prod 1, mean and var NaN. (max/min/argmax of nothing raised before.)
+    if (out.numel() > 0) fillNew(out, op === "sum" ? 0 : op === "prod" ? 1 : NaN);
+    return;
+  }
   const kept = x.shape.map((_, i) => i).filter((i) => !dims.includes(i));
   let src = x;
   const temps: Tensor[] = [];

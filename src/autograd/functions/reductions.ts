@@ -196,10 +196,18 @@ export const dropout = asOp("dropout", function dropout(x: Tensor, p: number, tr
   // As at::dropout: no-op dropout is the input itself (here another handle to it, so that disposing the
   // result leaves the input alone); p = 1 multiplies by a zero tensor (MulBackward0).
   if (!training || p === 0) return x._alias();
-  if (p === 1) return x.mul(tensor(0));
+  if (p === 1) {
+    // The zero is a temporary: MulBackward0 keeps its own reference when it saves it.
+    const zero = tensor(0);
+    try {
+      return x.mul(zero);
+    } finally {
+      zero.dispose();
+    }
+  }
   const [out, mask] = F.native_dropout(x, p, training);
   if (needsGrad(x)) {
-    const scale = p === 1 ? 0 : 1 / (1 - p);
+    const scale = 1 / (1 - p);
     attach("NativeDropoutBackward0", [x], [out], (n, [g]) => [g!.mul(n.unpack("result1")).mul(scale)], { result1: new SavedOutput(mask, 1), scale });
   }
   mask.dispose();

@@ -11,7 +11,12 @@ export class Comm {
   private msgHandlers: ((data: any, msg: { metadata: unknown; buffers: Buffer[] }) => void)[] = [];
   private closeHandlers: ((data: any) => void)[] = [];
   closed = false;
-  constructor(readonly comm_id: string, readonly target_name: string, private readonly publish: Publish, private readonly manager: CommManager) {}
+  constructor(
+    readonly comm_id: string,
+    readonly target_name: string,
+    private readonly publish: Publish,
+    private readonly manager: CommManager,
+  ) {}
 
   send(data: unknown = {}, metadata: object = {}, buffers: Buffer[] = []): void {
     if (this.closed) throw new Error(`comm ${this.comm_id} is closed`);

@@ -3,7 +3,12 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { homedir } from "node:os";
 
-interface Entry { s: number; l: number; i: string; o: string | null }
+interface Entry {
+  s: number;
+  l: number;
+  i: string;
+  o: string | null;
+}
 type Row = [number, number, string | [string, string | null]];
 
 export function defaultHistoryFile(): string {
@@ -45,7 +50,7 @@ export class History {
     this.load().push(e);
     try {
       mkdirSync(dirname(this.file), { recursive: true });
-      appendFileSync(this.file, JSON.stringify(e) + "\n");
+      appendFileSync(this.file, `${JSON.stringify(e)}\n`);
     } catch {
       // history is a convenience: a read-only home must not break execution
     }
@@ -72,7 +77,15 @@ export class History {
     let hits = this.load().filter((e) => globMatch(p, e.i));
     if (unique) {
       const seen = new Set<string>();
-      hits = hits.reverse().filter((e) => (seen.has(e.i) ? false : (seen.add(e.i), true))).reverse();
+      // the last occurrence of each input is kept, in order
+      hits = hits
+        .reverse()
+        .filter((e) => {
+          if (seen.has(e.i)) return false;
+          seen.add(e.i);
+          return true;
+        })
+        .reverse();
     }
     if (n != null && n > 0) hits = hits.slice(Math.max(0, hits.length - n));
     return hits.map((e) => this.row(e, output));
@@ -82,7 +95,10 @@ export class History {
 /** IPython's history glob (`*` any run, `?` one character) in O(len(text) * len(pattern)) at worst:
  *  a regular expression built from a client's pattern could backtrack for ages. */
 export function globMatch(pattern: string, text: string): boolean {
-  let p = 0, t = 0, star = -1, mark = 0;
+  let p = 0,
+    t = 0,
+    star = -1,
+    mark = 0;
   while (t < text.length) {
     if (p < pattern.length && (pattern[p] === "?" || pattern[p] === text[t])) {
       p++;

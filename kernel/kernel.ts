@@ -44,21 +44,30 @@ export class Kernel implements HandlerContext {
   private processing = false;
   private shuttingDown = false;
 
-  constructor(private readonly conn: ConnectionInfo, readonly baseDir = process.cwd()) {
+  constructor(
+    private readonly conn: ConnectionInfo,
+    readonly baseDir = process.cwd(),
+  ) {
     const id = randomUUID();
     const signer = new Signer(conn.key, conn.signature_scheme);
-    this.server = new SocketServer(conn, { session: id, signer, kernelInfo: this.kernelInfo }, {
-      request: (msg, channel) => this.enqueue(msg, channel),
-      interrupt: (cell) => this.executor.interrupt(cell),
-      shutdown: (restart) => void this.shutdown(restart),
-    });
+    this.server = new SocketServer(
+      conn,
+      { session: id, signer, kernelInfo: this.kernelInfo },
+      {
+        request: (msg, channel) => this.enqueue(msg, channel),
+        interrupt: (cell) => this.executor.interrupt(cell),
+        shutdown: (restart) => void this.shutdown(restart),
+      },
+    );
     this.session = new Session(id, signer, this.server);
     const shared = this.server.shared;
     this.capture = new OutputCapture((ctx, name, text) => this.session.stream(ctx.parent, name, text));
     this.executor = new Executor(shared.irq, shared.cell, shared.cellTimes, shared.cellSession, this.capture, baseDir);
     // the parent is read at each send: a comm a cell opened may send later, from a timer of another cell
-    this.comms.publisher = () => (type, content, metadata = {}, buffers = []) =>
-      this.publish(type, content, this.currentParent(), metadata, buffers);
+    this.comms.publisher =
+      () =>
+      (type, content, metadata = {}, buffers = []) =>
+        this.publish(type, content, this.currentParent(), metadata, buffers);
   }
 
   async start(): Promise<void> {
@@ -198,7 +207,7 @@ export class Kernel implements HandlerContext {
    *  reply (or an interrupt) arrives. */
   prompt(prompt: string, password: boolean): string | null {
     const req = this.capture.als.getStore() ?? this.capture.last;
-    if (!req || !req.allowStdin) throw new Error("stdin is not available: this frontend does not support input requests");
+    if (!req?.allowStdin) throw new Error("stdin is not available: this frontend does not support input requests");
     if (this.executor.interruptRequested) throw new InterruptError();
     const shared = this.server.shared;
     const ctl = shared.stdinCtl;

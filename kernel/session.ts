@@ -13,7 +13,11 @@ export class Session {
   /** parent headers in JSON, per request (streams carry them with every write) */
   private readonly parentJson = new WeakMap<object, string>();
 
-  constructor(readonly id: string, private readonly signer: Signer, private readonly server: SocketServer) {}
+  constructor(
+    readonly id: string,
+    private readonly signer: Signer,
+    private readonly server: SocketServer,
+  ) {}
 
   /** Records where a request came from; call before it is handled. */
   received(msg: Message, channel: Channel): void {

@@ -19,14 +19,12 @@ export function toBundle(value: unknown): Bundle | Promise<Bundle> {
 }
 
 function fromDisplayResult(value: unknown, b: any): Bundle {
-  {
-    if (b && typeof b === "object") {
-      b = { ...b };
-      const metadata = (b as any).metadata ?? {};
-      if ("metadata" in b && typeof (b as any).metadata === "object") delete (b as any).metadata;
-      if (!("text/plain" in b)) b["text/plain"] = plain(value);
-      return { data: b, metadata };
-    }
+  if (b && typeof b === "object") {
+    b = { ...b };
+    const metadata = (b as any).metadata ?? {};
+    if ("metadata" in b && typeof (b as any).metadata === "object") delete (b as any).metadata;
+    if (!("text/plain" in b)) b["text/plain"] = plain(value);
+    return { data: b, metadata };
   }
   return { data: { "text/plain": plain(value) }, metadata: {} };
 }

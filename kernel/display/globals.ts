@@ -67,7 +67,8 @@ export function installGlobals(k: DisplayHost): void {
     svg: mime("image/svg+xml"),
     json: mime("application/json"),
     latex: mime("text/latex"),
-    png: (b64: string | Uint8Array, opts?: DisplayOptions) => display(rawBundle("image/png", typeof b64 === "string" ? b64 : Buffer.from(b64).toString("base64")), opts),
+    png: (b64: string | Uint8Array, opts?: DisplayOptions) =>
+      display(rawBundle("image/png", typeof b64 === "string" ? b64 : Buffer.from(b64).toString("base64")), opts),
     /** display a raw MIME bundle: display.bundle({"text/html": "..."}) */
     bundle: (data: Record<string, unknown>, opts?: DisplayOptions) => display({ [DISPLAY]: () => data }, opts),
     /** Runs fn once when the running cell ends, before its result and reply (e.g. a throttled live
@@ -89,8 +90,7 @@ export function installGlobals(k: DisplayHost): void {
   const input = async (message = "", opts: { password?: boolean } = {}) => k.prompt(String(message), !!opts.password);
 
   const g = globalThis as any;
-  const define = (name: string, value: unknown) =>
-    Object.defineProperty(g, name, { value, writable: true, configurable: true, enumerable: false });
+  const define = (name: string, value: unknown) => Object.defineProperty(g, name, { value, writable: true, configurable: true, enumerable: false });
   define("display", display);
   define("clear_output", clear_output);
   define("prompt", prompt);

@@ -11,10 +11,19 @@ export interface ErrorContent {
 
 /** What a traceback needs of each cell that ran: kept small (the source map stays JSON until an error
  *  needs it), since every cell of a long session has one. */
-interface CellRecord { label: string; source: string; mapJson: string | null; wrapperLine: number; prologue: number }
+interface CellRecord {
+  label: string;
+  source: string;
+  mapJson: string | null;
+  wrapperLine: number;
+  prologue: number;
+}
 const cells = new Map<string, CellRecord>();
 
-const RED = "\x1b[31m", GREEN = "\x1b[32m", BOLD = "\x1b[1m", RESET = "\x1b[0m";
+const RED = "\x1b[31m",
+  GREEN = "\x1b[32m",
+  BOLD = "\x1b[1m",
+  RESET = "\x1b[0m";
 
 export function registerCell(filename: string, label: string, source: string, map: string | null, code: string): void {
   const wrapperLine = code.split("\n").length; // the line holding the wrapper's `})()`
@@ -52,7 +61,8 @@ function mapPosition(file: string, line: number, col: number): { cell: CellRecor
 function context(cell: CellRecord, line: number): string[] {
   const out = [`${GREEN}${cell.label}${RESET}, line ${line}:`];
   const lines = cell.source.split("\n");
-  const from = Math.max(1, line - 2), to = Math.min(lines.length, line + 2);
+  const from = Math.max(1, line - 2),
+    to = Math.min(lines.length, line + 2);
   const w = String(to).length;
   for (let i = from; i <= to; i++) {
     const text = lines[i - 1];
@@ -63,14 +73,16 @@ function context(cell: CellRecord, line: number): string[] {
 
 const REPO_DIR = REPO.replace(/\/$/, "");
 /** GradLab's own code (the runtime, the kernel, their packages): not the user's, never shown. */
-const isRuntimeFrame = (line: string) => [`${REPO_DIR}/src/`, `${REPO_DIR}/dist/`, `${REPO_DIR}/node_modules/`, `${REPO_DIR}/kernel/`].some((dir) => line.includes(dir));
+const isRuntimeFrame = (line: string) =>
+  [`${REPO_DIR}/src/`, `${REPO_DIR}/dist/`, `${REPO_DIR}/node_modules/`, `${REPO_DIR}/kernel/`].some((dir) => line.includes(dir));
 /** Frames in the user's own files show paths relative to the notebook's directory. */
 const relativePaths = (line: string) => line.split(`file://${process.cwd()}/`).join("").split(`${process.cwd()}/`).join("");
 
 const INTERNAL = /\(node:|at node:|\/kernel\/[\w/-]+\.[jt]s|node_modules\/(tsx|esbuild)\//;
 
 export function errorContent(err: unknown): ErrorContent {
-  if (err instanceof InterruptError) return { ename: "KeyboardInterrupt", evalue: "Execution interrupted", traceback: [`${RED}KeyboardInterrupt${RESET}: Execution interrupted`] };
+  if (err instanceof InterruptError)
+    return { ename: "KeyboardInterrupt", evalue: "Execution interrupted", traceback: [`${RED}KeyboardInterrupt${RESET}: Execution interrupted`] };
   if (!(err instanceof Error)) {
     const evalue = typeof err === "string" ? err : safeString(err);
     return { ename: "Error", evalue, traceback: [`${RED}Uncaught${RESET} ${evalue}`] };

@@ -15,9 +15,7 @@ import { importForCell, loadTorch, torchOrThrow, loadedTorch } from "./modules.t
 import { saveRuntimeState, type RestoreRuntimeState } from "./runtime-state.ts";
 import type { CellContext, OutputCapture } from "./output.ts";
 
-export type Outcome =
-  | { status: "ok"; value: unknown; hasValue: boolean }
-  | { status: "error"; error: ErrorContent; interrupted: boolean };
+export type Outcome = { status: "ok"; value: unknown; hasValue: boolean } | { status: "error"; error: ErrorContent; interrupted: boolean };
 
 export class Executor {
   private fileCounter = 0;
@@ -121,7 +119,7 @@ export class Executor {
 
   async run(source: string, label: string, ctx: CellContext, opts: { lastValue?: boolean } = {}): Promise<Outcome> {
     const filename = `gradlab-cell-${++this.fileCounter}.js`;
-    let t;
+    let t: ReturnType<typeof transformCell>;
     try {
       t = transformCell(source, label, opts);
     } catch (e) {

@@ -35,7 +35,8 @@ export class OutputCapture {
         const callback = typeof enc === "function" ? enc : typeof cb === "function" ? cb : null;
         let text: string;
         if (typeof chunk === "string") text = chunk;
-        else if (chunk instanceof Uint8Array) text = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString(typeof enc === "string" ? (enc as BufferEncoding) : "utf8");
+        else if (chunk instanceof Uint8Array)
+          text = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString(typeof enc === "string" ? (enc as BufferEncoding) : "utf8");
         else text = String(chunk);
         this.write(name, text);
         if (callback) queueMicrotask(callback as () => void);

@@ -31,14 +31,22 @@ export interface Transformed {
 }
 
 export class CellSyntaxError extends Error {
-  constructor(readonly errors: EsbuildMessage[], readonly sourcefile: string) {
+  constructor(
+    readonly errors: EsbuildMessage[],
+    readonly sourcefile: string,
+  ) {
     super(errors.map((e) => e.text).join("; "));
     this.name = "SyntaxError";
   }
 }
 
 type Node = { type: string; start: number; end: number; [k: string]: any };
-interface Edit { pos: number; end: number; text: string; order: number }
+interface Edit {
+  pos: number;
+  end: number;
+  text: string;
+  order: number;
+}
 
 export function stripTypes(source: string, sourcefile: string) {
   // esbuild's service is a child process in the kernel's process group: a SIGINT sent to the group
@@ -61,21 +69,18 @@ export function stripTypes(source: string, sourcefile: string) {
 }
 
 function esbuildTransform(source: string, sourcefile: string) {
-  {
-    return transformSync(source, {
-      loader: "ts",
-      target: "es2022",
-      sourcemap: "external",
-      sourcefile,
-      sourcesContent: false,
-      tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true, experimentalDecorators: false } },
-      logLevel: "silent",
-    });
-  }
+  return transformSync(source, {
+    loader: "ts",
+    target: "es2022",
+    sourcemap: "external",
+    sourcefile,
+    sourcesContent: false,
+    tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true, experimentalDecorators: false } },
+    logLevel: "silent",
+  });
 }
 
-const parse = (js: string) =>
-  Parser.parse(js, { ecmaVersion: "latest", sourceType: "module", allowAwaitOutsideFunction: true }) as unknown as Node;
+const parse = (js: string) => Parser.parse(js, { ecmaVersion: "latest", sourceType: "module", allowAwaitOutsideFunction: true }) as unknown as Node;
 
 /** Plain JavaScript needs no type stripping: parse it directly (saves esbuild's ~1.5 ms round trip). */
 function parseAsPlainJs(source: string): Node | null {
@@ -128,7 +133,11 @@ export function transformCell(source: string, sourcefile: string, opts: { lastVa
   // Statement temporaries get their own frame (temporaries.ts): its opening goes after, its closing
   // before, any other edit at the same position (a loop's interrupt check, a declaration's parenthesis).
   const lastStmt = lastIdx >= 0 && body[lastIdx].type === "ExpressionStatement" ? body[lastIdx] : null;
-  wrapTemporaries(ast, (pos, text, placement) => edits.push({ pos, end: pos, text, order: (placement === "late" ? 1e9 : -1e9) + order++ }), new Set(lastStmt ? [lastStmt] : []));
+  wrapTemporaries(
+    ast,
+    (pos, text, placement) => edits.push({ pos, end: pos, text, order: (placement === "late" ? 1e9 : -1e9) + order++ }),
+    new Set(lastStmt ? [lastStmt] : []),
+  );
   body.forEach((stmt0, idx) => {
     let stmt = stmt0;
     if (stmt.type === "ExportNamedDeclaration" || stmt.type === "ExportDefaultDeclaration") {
@@ -213,11 +222,21 @@ export function transformCell(source: string, sourcefile: string, opts: { lastVa
 function collectPattern(p: Node | null, names: Set<string>): void {
   if (!p) return;
   switch (p.type) {
-    case "Identifier": names.add(p.name); break;
-    case "ObjectPattern": for (const prop of p.properties) collectPattern(prop.type === "RestElement" ? prop.argument : prop.value, names); break;
-    case "ArrayPattern": for (const el of p.elements) collectPattern(el, names); break;
-    case "RestElement": collectPattern(p.argument, names); break;
-    case "AssignmentPattern": collectPattern(p.left, names); break;
+    case "Identifier":
+      names.add(p.name);
+      break;
+    case "ObjectPattern":
+      for (const prop of p.properties) collectPattern(prop.type === "RestElement" ? prop.argument : prop.value, names);
+      break;
+    case "ArrayPattern":
+      for (const el of p.elements) collectPattern(el, names);
+      break;
+    case "RestElement":
+      collectPattern(p.argument, names);
+      break;
+    case "AssignmentPattern":
+      collectPattern(p.left, names);
+      break;
   }
 }
 

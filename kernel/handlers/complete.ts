@@ -49,9 +49,13 @@ export async function inspectRequest(k: HandlerContext, msg: Request<"inspect_re
   const cursor = cursorIn(code, msg.content?.cursor_pos);
   // on no name (e.g. just after `torch.matmul(` or between its arguments) describe the callee, as
   // IPython does
-  const at = nameAt(code, cursor) ? cursor : calleeEnd(code, cursor) ?? cursor;
+  const at = nameAt(code, cursor) ? cursor : (calleeEnd(code, cursor) ?? cursor);
   const text = await inspectText(code, at);
-  k.reply(msg, "inspect_reply", text == null ? { status: "ok", found: false, data: {}, metadata: {} } : { status: "ok", found: true, data: { "text/plain": text }, metadata: {} });
+  k.reply(
+    msg,
+    "inspect_reply",
+    text == null ? { status: "ok", found: false, data: {}, metadata: {} } : { status: "ok", found: true, data: { "text/plain": text }, metadata: {} },
+  );
 }
 
 /** The identifier chain touching the cursor ("" when none). */

@@ -31,16 +31,17 @@ function typeCheck(code: string): Promise<TsDiagnostic[] | null> | null {
 async function reportTypeErrors(k: HandlerContext, pending: Promise<TsDiagnostic[] | null>, label: string, parent: object): Promise<void> {
   const show = (diags: TsDiagnostic[] | null) => {
     if (!diags?.length) return;
-    const text = diags
-      .map((d) => `\x1b[33mwarning\x1b[0m TS${d.code} (${label}, line ${d.line}:${d.col}): ${d.text}\n`)
-      .join("");
+    const text = diags.map((d) => `\x1b[33mwarning\x1b[0m TS${d.code} (${label}, line ${d.line}:${d.col}): ${d.text}\n`).join("");
     k.publish("stream", { name: "stderr", text }, parent);
   };
   let settled = false;
-  const done = pending.then((d) => {
-    settled = true;
-    return d;
-  }, () => null);
+  const done = pending.then(
+    (d) => {
+      settled = true;
+      return d;
+    },
+    () => null,
+  );
   await Promise.resolve(); // a result already there settles now
   if (!settled && TYPECHECK_WAIT_MS > 0) {
     let timer: NodeJS.Timeout | undefined;
@@ -55,12 +56,17 @@ async function reportTypeErrors(k: HandlerContext, pending: Promise<TsDiagnostic
 async function pageHelp(k: HandlerContext, msg: Request<"execute_request">, name: string, storeHistory: boolean, started: string): Promise<void> {
   if (storeHistory) k.executionCount++;
   const text = (await inspectText(name, name.length)) ?? `No information about ${name}`;
-  k.reply(msg, "execute_reply", {
-    status: "ok",
-    execution_count: k.executionCount,
-    payload: [{ source: "page", data: { "text/plain": text }, start: 0 }],
-    user_expressions: {},
-  }, { status: "ok", started });
+  k.reply(
+    msg,
+    "execute_reply",
+    {
+      status: "ok",
+      execution_count: k.executionCount,
+      payload: [{ source: "page", data: { "text/plain": text }, start: 0 }],
+      user_expressions: {},
+    },
+    { status: "ok", started },
+  );
 }
 
 export async function executeRequest(k: HandlerContext, msg: Request<"execute_request">): Promise<void> {
@@ -93,9 +99,19 @@ export async function executeRequest(k: HandlerContext, msg: Request<"execute_re
   }
 }
 
-const DECLARES = /^\s*(?:export\s+)?(?:declare\s+)?(?:const|let|var|function|async\s+function|class|abstract\s+class|interface|type|enum|namespace|module|import)\b/m;
+const DECLARES =
+  /^\s*(?:export\s+)?(?:declare\s+)?(?:const|let|var|function|async\s+function|class|abstract\s+class|interface|type|enum|namespace|module|import)\b/m;
 
-interface CellRun { code: string; silent: boolean; stopOnError: boolean; started: string; count: number; ctx: CellContext; label: string; storeHistory: boolean }
+interface CellRun {
+  code: string;
+  silent: boolean;
+  stopOnError: boolean;
+  started: string;
+  count: number;
+  ctx: CellContext;
+  label: string;
+  storeHistory: boolean;
+}
 
 /** Runs the cell and replies; returns whether it was interrupted. */
 async function runCell(k: HandlerContext, msg: Request<"execute_request">, r: CellRun): Promise<boolean> {

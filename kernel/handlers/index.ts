@@ -6,9 +6,7 @@ import type { Channel, RequestType } from "../wire/protocol.ts";
 import type { HandlerContext, Request } from "./context.ts";
 import { executeRequest } from "./execute.ts";
 import { completeRequest, inspectRequest } from "./complete.ts";
-import {
-  commClose, commInfoRequest, commMsg, commOpen, historyRequest, isCompleteRequest, kernelInfoRequest, shutdownRequest,
-} from "./misc.ts";
+import { commClose, commInfoRequest, commMsg, commOpen, historyRequest, isCompleteRequest, kernelInfoRequest, shutdownRequest } from "./misc.ts";
 import { log } from "../log.ts";
 
 export type Handler<T extends RequestType> = (k: HandlerContext, msg: Request<T>, channel: Channel) => void | Promise<void>;
@@ -40,6 +38,11 @@ export async function dispatch(k: HandlerContext, msg: Message, channel: Channel
   }
   log(`unknown message type ${JSON.stringify(type).slice(0, 200)} on ${channel}`);
   if (!/^comm_|_reply$/.test(type)) {
-    k.replyError(msg, `${type.replace(/_request$/, "")}_reply`, { status: "error", ename: "UnknownMessageType", evalue: `unknown message type ${type.slice(0, 200)}`, traceback: [] });
+    k.replyError(msg, `${type.replace(/_request$/, "")}_reply`, {
+      status: "error",
+      ename: "UnknownMessageType",
+      evalue: `unknown message type ${type.slice(0, 200)}`,
+      traceback: [],
+    });
   }
 }

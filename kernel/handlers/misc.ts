@@ -27,7 +27,8 @@ export function isComplete(code: string): { status: "complete" | "invalid" | "un
   } catch (e) {
     if (!(e instanceof CellSyntaxError)) return { status: "invalid" };
     const atEnd = e.errors.some(
-      (x) => /end of file|Unterminated template|to terminate multi-line comment/i.test(x.text) ||
+      (x) =>
+        /end of file|Unterminated template|to terminate multi-line comment/i.test(x.text) ||
         (/Unterminated string/i.test(x.text) && (code.match(/(?<!\\)`/g) ?? []).length % 2 === 1),
     );
     if (!atEnd) return { status: "invalid" };
@@ -43,7 +44,8 @@ export function historyRequest(k: HandlerContext, msg: Request<"history_request"
   let history: unknown[] = [];
   const num = (v: unknown, d: number) => (Number.isFinite(Number(v)) ? Math.trunc(Number(v)) : d);
   if (c.hist_access_type === "tail") history = k.history.tail(Math.max(0, num(c.n ?? 10, 10)), output);
-  else if (c.hist_access_type === "range") history = k.history.range(Number(c.session ?? 0), Number(c.start ?? 0), c.stop == null ? null : Number(c.stop), output);
+  else if (c.hist_access_type === "range")
+    history = k.history.range(Number(c.session ?? 0), Number(c.start ?? 0), c.stop == null ? null : Number(c.stop), output);
   else if (c.hist_access_type === "search") history = k.history.search(String(c.pattern ?? "*"), c.n == null ? null : Number(c.n), !!c.unique, output);
   k.reply(msg, "history_reply", { status: "ok", history });
 }

@@ -4,9 +4,19 @@ import type { Worker } from "node:worker_threads";
 import { startWorker } from "../sockets/ts-worker.ts";
 import { log } from "../log.ts";
 
-export interface TsCompletion { entries: { name: string; kind: string }[] }
-export interface TsInspection { signature: string; docs: string }
-export interface TsDiagnostic { line: number; col: number; code: number; text: string }
+export interface TsCompletion {
+  entries: { name: string; kind: string }[];
+}
+export interface TsInspection {
+  signature: string;
+  docs: string;
+}
+export interface TsDiagnostic {
+  line: number;
+  col: number;
+  code: number;
+  text: string;
+}
 
 const TIMEOUT_MS = Number(process.env.GRADLAB_LS_TIMEOUT_MS ?? 10_000);
 const HEAP_MB = Number(process.env.GRADLAB_LS_HEAP_MB ?? 192);

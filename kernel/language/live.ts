@@ -2,7 +2,10 @@
 // they hold. Only plain identifier chains are walked (no calls), so nothing runs but getters.
 import { inspect } from "node:util";
 
-const KEYWORDS = "await async break case catch class const continue debugger default delete do else enum export extends false finally for function if import in instanceof interface let new null return super switch this throw true try type typeof undefined var void while with yield".split(" ");
+const KEYWORDS =
+  "await async break case catch class const continue debugger default delete do else enum export extends false finally for function if import in instanceof interface let new null return super switch this throw true try type typeof undefined var void while with yield".split(
+    " ",
+  );
 
 export function tokenAt(code: string, cursor: number): { start: number; end: number; chain: string[]; partial: string } {
   let start = cursor;

@@ -100,7 +100,10 @@ for (const c of (workerData?.cells as string[]) ?? []) remember(c);
 function stubs(): string {
   if (droppedNames.size === 0) return "";
   const live = new Set(historyNames.flat());
-  return [...droppedNames].filter((n) => !live.has(n)).map((n) => `declare var ${n}: any;\n`).join("");
+  return [...droppedNames]
+    .filter((n) => !live.has(n))
+    .map((n) => `declare var ${n}: any;\n`)
+    .join("");
 }
 let current = "";
 let version = 0;
@@ -132,8 +135,8 @@ function typesDir(): string {
 }
 
 function cellsText(): { text: string; offset: number } {
-  const prefix = stubs() + history.map((c) => c + "\n;\n").join("");
-  return { text: prefix + current + "\nexport {};\n", offset: prefix.length };
+  const prefix = stubs() + history.map((c) => `${c}\n;\n`).join("");
+  return { text: `${prefix}${current}\nexport {};\n`, offset: prefix.length };
 }
 
 const host: ts.LanguageServiceHost = {
@@ -212,7 +215,8 @@ parentPort!.on("message", (m) => {
   let result: unknown = null;
   try {
     result = handle(m);
-  } catch (e) {
+  } catch {
+    // a request the service cannot answer gets null, as when it is not loaded
     result = null;
   }
   if (m.id) parentPort!.postMessage({ id: m.id, result });

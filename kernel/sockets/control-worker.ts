@@ -96,7 +96,10 @@ function interrupt(when: { requestedUs?: number; session?: string; signalUs?: nu
   Atomics.store(shared.irq, 0, cell);
   // wake a cell blocked in prompt()
   if (Atomics.compareExchange(shared.stdinCtl, 0, 0, 2) === 0) Atomics.notify(shared.stdinCtl, 0);
-  if (process.env.GRADLAB_DEBUG_IRQ) log(`interrupt cell ${cell} signal ${when.signalUs} req ${when.requestedUs} cellStarted ${cellStarted} cellRequested ${cellRequested} now ${Date.now() * 1000}`);
+  if (process.env.GRADLAB_DEBUG_IRQ)
+    log(
+      `interrupt cell ${cell} signal ${when.signalUs} req ${when.requestedUs} cellStarted ${cellStarted} cellRequested ${cellRequested} now ${Date.now() * 1000}`,
+    );
   post({ type: "interrupt", cell });
 }
 
@@ -190,17 +193,20 @@ function fromMain(m: ToWorker): void {
     } else if (m.type === "input_request") {
       flushStreams(); // what the cell printed before asking comes first, as in ipykernel
       stdinOut.send(
-        serialize(signer, makeHeader("input_request", session), m.parent, {}, { prompt: m.prompt, password: m.password },
-          m.identities.map((b) => Buffer.from(b))),
+        serialize(
+          signer,
+          makeHeader("input_request", session),
+          m.parent,
+          {},
+          { prompt: m.prompt, password: m.password },
+          m.identities.map((b) => Buffer.from(b)),
+        ),
       );
     } else if (m.type === "control-send") {
       controlOut.send(m.frames.map((b) => Buffer.from(b)));
     } else if (m.type === "close") {
       flushStreams();
-      void Promise.race([
-        Promise.all([controlOut.flushed(), iopubOut.flushed()]),
-        new Promise((r) => setTimeout(r, 500)),
-      ]).then(() => {
+      void Promise.race([Promise.all([controlOut.flushed(), iopubOut.flushed()]), new Promise((r) => setTimeout(r, 500))]).then(() => {
         for (const s of [hb, control, stdin, iopub]) s.close();
         post({ type: "closed" });
         parentPort!.close();
@@ -257,13 +263,14 @@ const alive = (pid: number) => {
     return (e as NodeJS.ErrnoException).code === "EPERM";
   }
 };
-if (parentPid > 1) setInterval(() => {
-  if (alive(parentPid)) return;
-  log(`parent process ${parentPid} is gone; shutting down`);
-  interrupt();
-  post({ type: "shutdown", restart: false });
-  setTimeout(() => process.kill(process.pid, "SIGKILL"), 2000).unref();
-}, 1000).unref();
+if (parentPid > 1)
+  setInterval(() => {
+    if (alive(parentPid)) return;
+    log(`parent process ${parentPid} is gone; shutting down`);
+    interrupt();
+    post({ type: "shutdown", restart: false });
+    setTimeout(() => process.kill(process.pid, "SIGKILL"), 2000).unref();
+  }, 1000).unref();
 
 await Promise.all([
   hb.bind(endpoint(conn, conn.hb_port)),
@@ -278,7 +285,11 @@ publish("status", { execution_state: "starting" }, {});
 for (const m of early!) fromMain(m);
 early = null;
 post({ type: "ready" });
-for (const [name, loop] of [["heartbeat", heartbeat], ["control", controlLoop], ["stdin", stdinLoop]] as const) {
+for (const [name, loop] of [
+  ["heartbeat", heartbeat],
+  ["control", controlLoop],
+  ["stdin", stdinLoop],
+] as const) {
   loop().catch((e) => {
     if (!/closed|terminated/i.test(String(e?.message))) log(`socket thread: ${name} loop ended: ${e?.stack ?? e}`);
   });

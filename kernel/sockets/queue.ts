@@ -7,7 +7,10 @@ export class SendQueue {
   private draining = false;
   private idleWaiters: (() => void)[] = [];
   /** `ready`: nothing is sent before it resolves (iopub waits for its first subscriber). */
-  constructor(private readonly sock: zmq.Writable & { closed: boolean }, private readonly ready: Promise<void> = Promise.resolve()) {}
+  constructor(
+    private readonly sock: zmq.Writable & { closed: boolean },
+    private readonly ready: Promise<void> = Promise.resolve(),
+  ) {}
 
   send(frames: Buffer[]): void {
     this.q.push(frames);

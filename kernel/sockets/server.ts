@@ -38,7 +38,11 @@ export class SocketServer {
   private readonly workerReady: Promise<void>;
   private workerClosed: (() => void) | null = null;
 
-  constructor(private readonly conn: ConnectionInfo, private readonly opts: ServerOptions, private readonly events: ServerEvents) {
+  constructor(
+    private readonly conn: ConnectionInfo,
+    private readonly opts: ServerOptions,
+    private readonly events: ServerEvents,
+  ) {
     const { sab, state } = createShared();
     this.shared = state;
     this.worker = startWorker("control-worker", {
@@ -66,7 +70,10 @@ export class SocketServer {
     if (m.type === "interrupt") this.events.interrupt(m.cell);
     else if (m.type === "shutdown") this.events.shutdown(m.restart);
     else if (m.type === "control") {
-      const r = parse(m.frames.map((f) => Buffer.from(f)), this.opts.signer);
+      const r = parse(
+        m.frames.map((f) => Buffer.from(f)),
+        this.opts.signer,
+      );
       if (r.ok) this.events.request(r.msg, "control");
     }
   }

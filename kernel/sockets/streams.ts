@@ -16,7 +16,11 @@ export class StreamCoalescer {
 
   /** `emit` sends one stream message; a message holds at most `maxChunk` characters more than its
    *  last write (writes are never split), and `4 * maxChunk` pending characters flush at once. */
-  constructor(private readonly emit: (chunk: StreamChunk) => void, readonly flushMs = 8, readonly maxChunk = 256 * 1024) {}
+  constructor(
+    private readonly emit: (chunk: StreamChunk) => void,
+    readonly flushMs = 8,
+    readonly maxChunk = 256 * 1024,
+  ) {}
 
   write(name: string, text: string, parent: string): void {
     const tail = this.pending[this.pending.length - 1];

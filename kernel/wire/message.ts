@@ -28,7 +28,10 @@ export type ParseResult = { ok: true; msg: Message } | { ok: false; reason: stri
 /** Signs and verifies frames with the connection's key; an empty key means no signing. */
 export class Signer {
   private readonly algo: string | null;
-  constructor(private readonly key: string, scheme = "hmac-sha256") {
+  constructor(
+    private readonly key: string,
+    scheme = "hmac-sha256",
+  ) {
     if (!key) this.algo = null;
     else {
       const m = /^hmac-(.+)$/.exec(scheme);
@@ -68,7 +71,8 @@ export function jsonDepthExceeds(buf: Buffer, limit: number): boolean {
   for (let i = 0; i < buf.length; i++) {
     const c = buf[i];
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped byte
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped byte
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {
@@ -91,7 +95,8 @@ export function parse(frames: Buffer[], signer: Signer): ParseResult {
   }
   try {
     const header = JSON.parse(h.toString("utf8"));
-    if (!header || typeof header !== "object" || Array.isArray(header) || typeof header.msg_type !== "string") return { ok: false, reason: "header without msg_type" };
+    if (!header || typeof header !== "object" || Array.isArray(header) || typeof header.msg_type !== "string")
+      return { ok: false, reason: "header without msg_type" };
     if (header.msg_type.length > 256) return { ok: false, reason: "msg_type longer than 256 characters" };
     return {
       ok: true,

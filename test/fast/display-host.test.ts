@@ -15,7 +15,7 @@ const VEGALITE = "application/vnd.vegalite.v5+json";
 async function foreignHost(value: unknown, opts: { ignoreDisplaySymbol?: boolean } = {}): Promise<Record<string, unknown>> {
   const o = value as Record<PropertyKey, unknown> | null;
   if (!opts.ignoreDisplaySymbol && o && typeof o === "object" && typeof o[JUPYTER_DISPLAY] === "function") {
-    return await (o[JUPYTER_DISPLAY] as () => unknown)() as Record<string, unknown>;
+    return (await (o[JUPYTER_DISPLAY] as () => unknown)()) as Record<string, unknown>;
   }
   if (o && typeof o === "object" && "toSpec" in o) {
     const spec = (o.toSpec as () => Record<string, unknown>)();
@@ -35,7 +35,11 @@ const EVENTS = [
 
 describe("plot views in a foreign host", () => {
   const views = {
-    memory_stages: () => memory_stages([["model", 4096], ["forward", "12 KiB", "16 KiB"]]),
+    memory_stages: () =>
+      memory_stages([
+        ["model", 4096],
+        ["forward", "12 KiB", "16 KiB"],
+      ]),
     memory_timeline: () => memory_timeline(EVENTS as never),
     compare_runs: () => compare_runs({ a: EVENTS as never, b: EVENTS.slice(0, 1) as never }),
   };
@@ -88,7 +92,10 @@ describe("the kernel's display() against a fake host", () => {
     expect(sent).toHaveLength(0);
     const h = await p;
     expect(h.display_id).toBe("d1");
-    expect(sent[0]).toMatchObject({ type: "display_data", content: { data: { "text/markdown": "# later" }, metadata: { m: 1 }, transient: { display_id: "d1" } } });
+    expect(sent[0]).toMatchObject({
+      type: "display_data",
+      content: { data: { "text/markdown": "# later" }, metadata: { m: 1 }, transient: { display_id: "d1" } },
+    });
     p.update("now text"); // the handle carried by the promise updates without awaiting
     expect(sent[1]).toMatchObject({ type: "update_display_data", content: { data: { "text/plain": "'now text'" }, transient: { display_id: "d1" } } });
     expect(() => display(1, { update: true })).toThrow(/needs a display_id/);

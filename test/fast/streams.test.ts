@@ -69,14 +69,24 @@ describe("output capture", () => {
     let later!: Promise<void>;
     cap.als.run(a, () => {
       cap.write("stdout", "a1");
-      later = new Promise<void>((r) => setTimeout(() => (cap.write("stderr", "a-late"), r()), 1));
+      later = new Promise<void>((r) =>
+        setTimeout(() => {
+          cap.write("stderr", "a-late");
+          r();
+        }, 1),
+      );
     });
     cap.last = b;
     cap.als.run(b, () => cap.write("stdout", "b1"));
     await later;
     cap.write("stdout", "outside");
     cap.write("stdout", ""); // nothing to send
-    expect(got).toEqual([[1, "stdout", "a1"], [2, "stdout", "b1"], [1, "stderr", "a-late"], [2, "stdout", "outside"]]);
+    expect(got).toEqual([
+      [1, "stdout", "a1"],
+      [2, "stdout", "b1"],
+      [1, "stderr", "a-late"],
+      [2, "stdout", "outside"],
+    ]);
   });
 
   it("install() routes process.stdout writes (strings and bytes) through the sink and calls their callbacks", async () => {

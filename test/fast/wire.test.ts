@@ -1,9 +1,7 @@
 // The wire format in process: framing, HMAC signing and verification, and what parse() refuses.
 import { describe, expect, it } from "vitest";
 import { createHmac } from "node:crypto";
-import {
-  DELIM, MAX_HEADER_BYTES, MAX_JSON_DEPTH, makeHeader, parse, serialize, Signer, jsonDepthExceeds,
-} from "../../kernel/wire/message.ts";
+import { DELIM, MAX_HEADER_BYTES, MAX_JSON_DEPTH, makeHeader, parse, serialize, Signer, jsonDepthExceeds } from "../../kernel/wire/message.ts";
 
 const KEY = "a0b1c2d3-secret";
 const signer = new Signer(KEY, "hmac-sha256");
@@ -57,7 +55,12 @@ describe("wire", () => {
       expect(r.ok).toBe(false);
       if (!r.ok) expect(r.reason).toMatch(/^truncated message/);
     }
-    expect(parse(f.filter((_, i) => i !== at), signer)).toEqual({ ok: false, reason: "no <IDS|MSG> delimiter" });
+    expect(
+      parse(
+        f.filter((_, i) => i !== at),
+        signer,
+      ),
+    ).toEqual({ ok: false, reason: "no <IDS|MSG> delimiter" });
     const wrong = [...f];
     wrong[at] = Buffer.from("<IDS|MSG >");
     expect(parse(wrong, signer)).toEqual({ ok: false, reason: "no <IDS|MSG> delimiter" });

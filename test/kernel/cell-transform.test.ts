@@ -7,20 +7,26 @@ const g = globalThis as Record<string, any>;
 
 describe("cell transform", () => {
   it("`using` works in a plain JavaScript cell (acorn parses it; Node 20 cannot run it unlowered)", async () => {
-    await runCell(`
+    await runCell(
+      `
       seen = [];
       { using big = torch.zeros(1024); seen.push(torch.cuda.memory_allocated() - base); }
       seen.push(torch.cuda.memory_allocated() - base);
-    `, { torch, base: torch.cuda.memory_allocated() });
+    `,
+      { torch, base: torch.cuda.memory_allocated() },
+    );
     expect(g.seen).toEqual([4096, 0]);
   });
 
   it("a statement's temporaries die with it; named tensors live until rebound", async () => {
-    await runCell(`
+    await runCell(
+      `
       const base2 = torch.cuda.memory_allocated();
       const kept = torch.ones(1024).mul(2).add(1); // two temporaries, one result
       after = torch.cuda.memory_allocated() - base2;
-    `, { torch });
+    `,
+      { torch },
+    );
     expect(g.after).toBe(4096);
   });
 

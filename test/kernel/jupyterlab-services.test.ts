@@ -31,8 +31,21 @@ beforeAll(async () => {
   e = await installedKernel({ GRADLAB_KERNEL_QUIET: "1" });
   const port = await freePort();
   const token = randomBytes(16).toString("hex");
-  server = spawn(PYTHON, ["-m", "jupyter_server", "--no-browser", `--port=${port}`, "--ServerApp.port_retries=0",
-    `--ServerApp.token=${token}`, `--ServerApp.root_dir=${e.dir}`, "--ServerApp.ip=127.0.0.1", ...(process.getuid?.() === 0 ? ["--allow-root"] : [])], { env: e.env, stdio: ["ignore", "pipe", "pipe"] });
+  server = spawn(
+    PYTHON,
+    [
+      "-m",
+      "jupyter_server",
+      "--no-browser",
+      `--port=${port}`,
+      "--ServerApp.port_retries=0",
+      `--ServerApp.token=${token}`,
+      `--ServerApp.root_dir=${e.dir}`,
+      "--ServerApp.ip=127.0.0.1",
+      ...(process.getuid?.() === 0 ? ["--allow-root"] : []),
+    ],
+    { env: e.env, stdio: ["ignore", "pipe", "pipe"] },
+  );
   server.stdout!.on("data", (d) => (serverLog += d));
   server.stderr!.on("data", (d) => (serverLog += d));
   const base = `http://127.0.0.1:${port}/`;
@@ -70,8 +83,7 @@ async function execute(kernel: Kernel.IKernelConnection, code: string, onMessage
   return { reply: reply.content as any, msgs };
 }
 
-const resultOf = (msgs: KernelMessage.IIOPubMessage[]) =>
-  (msgs.find((m) => m.header.msg_type === "execute_result")?.content as any)?.data?.["text/plain"];
+const resultOf = (msgs: KernelMessage.IIOPubMessage[]) => (msgs.find((m) => m.header.msg_type === "execute_result")?.content as any)?.data?.["text/plain"];
 const streamText = (m: KernelMessage.IIOPubMessage) => (m.header.msg_type === "stream" ? String((m.content as any).text) : "");
 /** What a request published, for a failure message. */
 const listing = (msgs: KernelMessage.IIOPubMessage[]) => msgs.map((m) => `${m.header.msg_type} ${JSON.stringify(m.content).slice(0, 200)}`).join("\n");
@@ -83,7 +95,12 @@ test("start, execute, interrupt, restart and shut down through jupyter-server", 
 
   const r1 = await execute(kernel, 'const z: number = 20; console.log("from lab"); z + 1');
   expect(r1.reply.status).toBe("ok");
-  expect(r1.msgs.filter((m) => m.header.msg_type === "stream").map((m) => (m.content as any).text).join("")).toBe("from lab\n");
+  expect(
+    r1.msgs
+      .filter((m) => m.header.msg_type === "stream")
+      .map((m) => (m.content as any).text)
+      .join(""),
+  ).toBe("from lab\n");
   expect(resultOf(r1.msgs)).toBe("21");
   expect(r1.msgs.at(-1)?.header.msg_type).toBe("status");
 
@@ -131,8 +148,12 @@ test("output and display updates reach JupyterLab's client while a busy loop run
     });
     future.onIOPub = (m) => {
       got.push({ type: m.header.msg_type, content: m.content });
-      const step = m.header.msg_type === "stream" ? /tick (\d+)/.exec(streamText(m))?.[1]
-        : m.header.msg_type === "update_display_data" ? /step: (\d+)/.exec((m.content as any).data["text/plain"])?.[1] : undefined;
+      const step =
+        m.header.msg_type === "stream"
+          ? /tick (\d+)/.exec(streamText(m))?.[1]
+          : m.header.msg_type === "update_display_data"
+            ? /step: (\d+)/.exec((m.content as any).data["text/plain"])?.[1]
+            : undefined;
       if (step === undefined) return;
       // a stream message may hold several ticks only if the test fell behind; count each
       for (const s of m.header.msg_type === "stream" ? [...streamText(m).matchAll(/tick (\d+)/g)].map((x) => Number(x[1])) : [Number(step)]) {

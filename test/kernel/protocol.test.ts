@@ -44,7 +44,11 @@ describe("cells", () => {
   });
 
   test("console and process.stdout are captured in order, then the result", () => {
-    expect(r.streams).toEqual([["stdout", "out\n"], ["stderr", "err\n"], ["stdout", "raw\n"]]);
+    expect(r.streams).toEqual([
+      ["stdout", "out\n"],
+      ["stderr", "err\n"],
+      ["stdout", "raw\n"],
+    ]);
     expect(r.mixed_result).toBe("3");
   });
 
@@ -118,7 +122,10 @@ test("cells import TypeScript files beside the notebook, ESM-only and CommonJS p
   mkdirSync(join(dir, "node_modules", "esm-only-pkg"), { recursive: true });
   mkdirSync(join(dir, "node_modules", "cjs-pkg"), { recursive: true });
   writeFileSync(join(dir, "helper.ts"), "export function greet(who: string): string { return `hello ${who}` }\n");
-  writeFileSync(join(dir, "node_modules", "esm-only-pkg", "package.json"), JSON.stringify({ name: "esm-only-pkg", type: "module", exports: { ".": { import: "./index.js" } } }));
+  writeFileSync(
+    join(dir, "node_modules", "esm-only-pkg", "package.json"),
+    JSON.stringify({ name: "esm-only-pkg", type: "module", exports: { ".": { import: "./index.js" } } }),
+  );
   writeFileSync(join(dir, "node_modules", "esm-only-pkg", "index.js"), "export default 'esm default'; export const named = 'esm named';\n");
   writeFileSync(join(dir, "node_modules", "cjs-pkg", "package.json"), JSON.stringify({ name: "cjs-pkg", main: "main.js" }));
   writeFileSync(join(dir, "node_modules", "cjs-pkg", "main.js"), "exports.add = (a, b) => a + b;\n");

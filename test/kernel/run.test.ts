@@ -42,10 +42,19 @@ test("gradlab run executes a notebook without Python and writes nbformat outputs
 test("gradlab run stops at a failing cell with its traceback and a non-zero exit", async () => {
   const nbPath = join(e.dir, "failing.ipynb");
   const cell = (source: string) => ({ cell_type: "code", metadata: {}, execution_count: null, outputs: [], source });
-  writeFileSync(nbPath, JSON.stringify({
-    cells: [cell("const n = 2"), cell("function check(x: number) {\n  if (x > 1) throw new RangeError(`too big: ${x}`)\n}\ncheck(n)"), cell("console.log('never')")],
-    metadata: {}, nbformat: 4, nbformat_minor: 5,
-  }));
+  writeFileSync(
+    nbPath,
+    JSON.stringify({
+      cells: [
+        cell("const n = 2"),
+        cell("function check(x: number) {\n  if (x > 1) throw new RangeError(`too big: ${x}`)\n}\ncheck(n)"),
+        cell("console.log('never')"),
+      ],
+      metadata: {},
+      nbformat: 4,
+      nbformat_minor: 5,
+    }),
+  );
   const out = join(e.dir, "failing-out.ipynb");
   const r = await run(process.execPath, [GRADLAB, "run", nbPath, "-o", out], { env: noPythonEnv(), cwd: e.dir });
   expect(r.code).toBe(1);

@@ -22,7 +22,12 @@ test("a busy loop's prints reach the client while it runs (it waits for each bef
 test("display_id updates and clear_output stream during the loop, in the order the cell made them", () => {
   const d = r.display;
   expect(d.map((m: any) => m.type)).toEqual([
-    "execute_input", "display_data", ...Array(6).fill("update_display_data"), "clear_output", "stream", "execute_result",
+    "execute_input",
+    "display_data",
+    ...Array(6).fill("update_display_data"),
+    "clear_output",
+    "stream",
+    "execute_result",
   ]);
   const updates = d.filter((m: any) => m.type === "update_display_data");
   updates.forEach((u: any, i: number) => expect(u.data).toBe(`{ step: ${i} }`));

@@ -28,7 +28,7 @@ test("promises inside a value print without async bookkeeping or the kernel's me
 
 test("an anomaly-mode traceback names the cell's lines and nothing of the kernel or the machine", () => {
   expect(r.anomaly.status).toBe("error");
-  const text = strip(r.anomaly.evalue + "\n" + r.anomaly.traceback);
+  const text = strip(`${r.anomaly.evalue}\n${r.anomaly.traceback}`);
   expect(text).toMatch(/Traceback of forward call that caused the error/);
   expect(text).toMatch(/Cell \[\d+\]:3:\d+/); // a.sigmoid(), the forward call
   expect(text).not.toMatch(/\/kernel\/|node:internal|node_modules|gradlab-cell-|\(\//);

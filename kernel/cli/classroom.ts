@@ -11,7 +11,8 @@ import { REPO } from "./paths.ts";
 export const CLASSROOM_USAGE = `usage: gradlab classroom [options]        (as root; see docs/classroom.md)
   --users N | --users a,b,c   students: student01..studentNN (default 30), or these user names
   --prefix NAME               user name prefix for --users N (default "student")
-  --password P                the class's shared password (default: generated and printed)
+  --password P                the class's shared password (default: $GRADLAB_CLASS_PASSWORD, which
+                              students cannot read in \`ps\` as they can a command line; else generated)
   --ip ADDR                   address the hub listens on (default 127.0.0.1; put TLS in front otherwise)
   --port N                    port of the hub (default 8000; 0 picks a free one)
   --mem SIZE                  memory cap per student, server + kernels (default 1.5G)
@@ -138,7 +139,9 @@ export async function classroomCli(args: string[]): Promise<number> {
   const { installKernelspec } = await import("./install.ts");
   await installKernelspec(["--prefix", VENV]);
 
-  const password = o.password ?? randomBytes(9).toString("base64url");
+  const fromEnv = process.env.GRADLAB_CLASS_PASSWORD;
+  if (o.password === null && fromEnv !== undefined && fromEnv.length < 8) throw new Error("GRADLAB_CLASS_PASSWORD needs at least 8 characters");
+  const password = o.password ?? fromEnv ?? randomBytes(9).toString("base64url");
   let apiToken: string | undefined;
   if (o.apiTokenFile) {
     if (!existsSync(o.apiTokenFile)) writeFileSync(o.apiTokenFile, randomBytes(32).toString("hex") + "\n", { mode: 0o600 });
@@ -174,7 +177,7 @@ export async function classroomCli(args: string[]): Promise<number> {
   const hub = spawn(JUPYTERHUB, ["-f", join(REPO, "deploy", "jupyterhub_config.py")], { cwd: o.state, env, stdio: "inherit" });
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(sig, () => hub.kill(sig));
   const host = o.ip === "0.0.0.0" || o.ip === "" ? "this machine's address" : o.ip;
-  console.log(`GradLab classroom: http://${host}:${port}/  students: ${o.users === String(Number(o.users)) ? `${o.prefix}01..${o.prefix}${o.users.padStart(2, "0")}` : o.users}  password: ${o.password ? "(as given)" : password}`);
+  console.log(`GradLab classroom: http://${host}:${port}/  students: ${o.users === String(Number(o.users)) ? `${o.prefix}01..${o.prefix}${o.users.padStart(2, "0")}` : o.users}  password: ${o.password || fromEnv ? "(as given)" : password}`);
   return await new Promise<number>((res, rej) => {
     hub.once("error", rej);
     hub.once("exit", (code, signal) => res(code ?? (signal === "SIGINT" || signal === "SIGTERM" ? 0 : 1)));

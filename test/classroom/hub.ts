@@ -64,13 +64,14 @@ export async function startClassroom(o: ClassroomOptions): Promise<Classroom> {
   const state = mkdtempSync(join(tmpdir(), "gradlab-classroom-"));
   const password = randomBytes(12).toString("base64url");
   const port = await freePort();
-  const args = ["bin/gradlab.js", "classroom", "--users", String(o.students), "--prefix", o.prefix, "--password", password,
+  const args = ["bin/gradlab.js", "classroom", "--users", String(o.students), "--prefix", o.prefix,
     "--port", String(port), "--state", state, "--api-token-file", join(state, "api-token")];
   if (o.mem) args.push("--mem", o.mem);
   if (o.cpu) args.push("--cpu", String(o.cpu));
   if (o.deviceMemory) args.push("--device-memory", o.deviceMemory);
   let log = "";
-  const proc = spawn(process.execPath, args, { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] });
+  // the password in the environment, as docs/classroom.md advises (a command line is visible in ps)
+  const proc = spawn(process.execPath, args, { cwd: REPO, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, GRADLAB_CLASS_PASSWORD: password } });
   proc.stdout!.on("data", (d) => (log += d));
   proc.stderr!.on("data", (d) => (log += d));
   const base = `http://127.0.0.1:${port}`;

@@ -94,7 +94,7 @@ export class History {
 
 /** IPython's history glob (`*` any run, `?` one character) in O(len(text) * len(pattern)) at worst:
  *  a regular expression built from a client's pattern could backtrack for ages. */
-export function globMatch(pattern: string, text: string): boolean {
+function globMatch(pattern: string, text: string): boolean {
   let p = 0,
     t = 0,
     star = -1,

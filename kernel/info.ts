@@ -15,7 +15,7 @@ const pkgVersion = (name: string) => {
   }
 };
 
-export const KERNEL_VERSION = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version as string;
+const KERNEL_VERSION = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version as string;
 
 export type KernelInfo = KernelMessage.IInfoReply & { debugger: boolean };
 

@@ -4,13 +4,13 @@ import { toBundle, rawBundle, DISPLAY, type Bundle } from "./bundle.ts";
 import type { CommManager } from "../comms.ts";
 import type { DisplayContent, IOPub, IOPubType } from "../wire/protocol.ts";
 
-export interface DisplayOptions {
+interface DisplayOptions {
   display_id?: string | boolean;
   update?: boolean;
   metadata?: Record<string, unknown>;
 }
 
-export interface DisplayHandle {
+interface DisplayHandle {
   display_id: string;
   update(obj: unknown, opts?: { metadata?: Record<string, unknown> }): void;
 }
@@ -28,7 +28,7 @@ export interface DisplayHost {
 }
 
 /** display_data / update_display_data content for a bundle. */
-export function displayContent(b: Bundle, opts: Pick<DisplayOptions, "metadata">, id: string | undefined): DisplayContent {
+function displayContent(b: Bundle, opts: Pick<DisplayOptions, "metadata">, id: string | undefined): DisplayContent {
   return { data: b.data, metadata: { ...b.metadata, ...(opts.metadata ?? {}) }, transient: id ? { display_id: id } : {} };
 }
 

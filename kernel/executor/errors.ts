@@ -121,7 +121,7 @@ export function errorContent(err: unknown): ErrorContent {
 /** A message that embeds a stack (anomaly mode's "Traceback of forward call that caused the error")
  *  keeps the frames in the user's cells, mapped to cell lines, and loses every other frame: kernel
  *  internals, Node's, and the machine's absolute paths. */
-export function cellFramesOnly(message: string): string {
+function cellFramesOnly(message: string): string {
   if (!/\n\s+at /.test(message)) return message;
   const out: string[] = [];
   for (const line of message.split("\n")) {

@@ -6,10 +6,10 @@ import { languageService } from "../language/client.ts";
 
 /** Code longer than this is completed and inspected from live values only: the language service
  *  would take seconds to check it, and every later request would wait behind it. */
-export const LS_MAX_CODE = 100_000;
+const LS_MAX_CODE = 100_000;
 
 /** cursor_pos as a position in code: a client may send anything (1e308, -1, "x", null). */
-export function cursorIn(code: string, pos: unknown): number {
+function cursorIn(code: string, pos: unknown): number {
   const n = pos == null ? code.length : Number(pos);
   if (!Number.isFinite(n)) return n > 0 ? code.length : 0;
   return Math.min(code.length, Math.max(0, Math.trunc(n)));
@@ -65,7 +65,7 @@ function nameAt(code: string, cursor: number): string {
 
 /** End of the callee of the innermost call whose parentheses hold the cursor (`f` in `f(a, |`), or
  *  null. Looks back at most 10,000 characters; strings and comments are not parsed. */
-export function calleeEnd(code: string, cursor: number): number | null {
+function calleeEnd(code: string, cursor: number): number | null {
   let depth = 0;
   for (let i = cursor - 1; i >= 0 && i >= cursor - 10_000; i--) {
     const c = code[i];

@@ -9,9 +9,9 @@ import { completeRequest, inspectRequest } from "./complete.ts";
 import { commClose, commInfoRequest, commMsg, commOpen, historyRequest, isCompleteRequest, kernelInfoRequest, shutdownRequest } from "./misc.ts";
 import { log } from "../log.ts";
 
-export type Handler<T extends RequestType> = (k: HandlerContext, msg: Request<T>, channel: Channel) => void | Promise<void>;
+type Handler<T extends RequestType> = (k: HandlerContext, msg: Request<T>, channel: Channel) => void | Promise<void>;
 
-export const handlers: { [T in RequestType]: Handler<T> } = {
+const handlers: { [T in RequestType]: Handler<T> } = {
   kernel_info_request: kernelInfoRequest,
   execute_request: executeRequest,
   complete_request: completeRequest,

@@ -15,7 +15,7 @@ export function isCompleteRequest(k: HandlerContext, msg: Request<"is_complete_r
 /** is_complete answers "unknown" past these (a frontend then runs the code as typed): the check is a
  *  full parse, and a client must get its answer in bounded time. */
 export const IS_COMPLETE_MAX_LINES = 10_000;
-export const IS_COMPLETE_MAX_BYTES = 1 << 20;
+const IS_COMPLETE_MAX_BYTES = 1 << 20;
 
 export function isComplete(code: string): { status: "complete" | "invalid" | "unknown" } | { status: "incomplete"; indent: string } {
   if (code.length > IS_COMPLETE_MAX_BYTES) return { status: "unknown" };

@@ -4,10 +4,10 @@ import type { Worker } from "node:worker_threads";
 import { startWorker } from "../sockets/ts-worker.ts";
 import { log } from "../log.ts";
 
-export interface TsCompletion {
+interface TsCompletion {
   entries: { name: string; kind: string }[];
 }
-export interface TsInspection {
+interface TsInspection {
   signature: string;
   docs: string;
 }

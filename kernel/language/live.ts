@@ -7,7 +7,7 @@ const KEYWORDS =
     " ",
   );
 
-export function tokenAt(code: string, cursor: number): { start: number; end: number; chain: string[]; partial: string } {
+function tokenAt(code: string, cursor: number): { start: number; end: number; chain: string[]; partial: string } {
   let start = cursor;
   while (start > 0 && /[\w$.]/.test(code[start - 1])) start--;
   let end = cursor;
@@ -18,7 +18,7 @@ export function tokenAt(code: string, cursor: number): { start: number; end: num
   return { start: cursor - partial.length, end, chain: parts, partial };
 }
 
-export function resolveChain(chain: string[]): { ok: boolean; value?: unknown } {
+function resolveChain(chain: string[]): { ok: boolean; value?: unknown } {
   let v: any = globalThis;
   for (const name of chain) {
     if (!/^[A-Za-z_$][\w$]*$/.test(name)) return { ok: false };

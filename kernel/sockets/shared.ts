@@ -18,7 +18,7 @@ export interface SharedState {
   stdinData: Uint8Array;
 }
 
-export const STDIN_BYTES = 1 << 20;
+const STDIN_BYTES = 1 << 20;
 
 export function createShared(): { sab: SharedArrayBuffer; state: SharedState } {
   const sab = new SharedArrayBuffer(40 + STDIN_BYTES);

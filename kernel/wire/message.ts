@@ -62,7 +62,7 @@ export class Signer {
  *  the stack when a header is echoed as parent_header; bigger parts are refused before parsing. */
 export const MAX_JSON_DEPTH = 256;
 export const MAX_HEADER_BYTES = 64 * 1024;
-export const MAX_CONTENT_BYTES = 256 * 1024 * 1024;
+const MAX_CONTENT_BYTES = 256 * 1024 * 1024;
 
 /** Deepest nesting of [ and { in a JSON text (outside strings), scanning at most until the limit. */
 export function jsonDepthExceeds(buf: Buffer, limit: number): boolean {

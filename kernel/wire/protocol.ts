@@ -76,7 +76,7 @@ export interface DisplayContent {
   transient: { display_id?: string };
 }
 
-export interface ShutdownReply {
+interface ShutdownReply {
   status: "ok";
   restart: boolean;
 }

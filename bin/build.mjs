@@ -46,9 +46,13 @@ function tsc(extra) {
   return spawnSync(process.execPath, [bin, "-p", join(ROOT, "tsconfig.build.json"), ...extra], { stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" });
 }
 
+/** What tsc does not emit: the shaders, and the package's type entry (package.json "types"). */
 function copyAssets() {
   rmSync(join(DIST, "kernels-wgsl"), { recursive: true, force: true });
   cpSync(join(ROOT, "kernels-wgsl"), join(DIST, "kernels-wgsl"), { recursive: true });
+  // The runtime's declarations name WebGPU's types (GPUDevice, GPUBuffer), which are globals from
+  // @webgpu/types; the sources get them from tsconfig's "types", a user's project from this reference.
+  writeFileSync(join(DIST, "index.d.ts"), '/// <reference types="@webgpu/types" />\nexport * from "./src/index.js";\n');
 }
 
 /** The clean, type-checked build; returns tsc's exit status (its diagnostics go to stderr). */

@@ -57,6 +57,7 @@ test("the tarball holds the built runtime, kernel, shaders and kernelspec assets
     "kernel.json",
     "kernel/assets/logo-64x64.png",
     "dist/src/index.js",
+    "dist/index.d.ts",
     "dist/src/index.d.ts",
     "dist/kernel/cli/main.js",
     "dist/kernel/sockets/control-worker.js",

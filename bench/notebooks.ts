@@ -20,7 +20,7 @@ import { KernelClient } from "../kernel/cli/client.ts";
 import { kernelArgv, REPO } from "../kernel/cli/paths.ts";
 import type { Message } from "../kernel/wire/message.ts";
 
-interface CellTime { index: number; first_line: string; wall_s: number; cpu_s: number; status: string }
+interface CellTime { index: number; first_line: string; wall_s: number; cpu_s: number; status: string; /** CLOCK_MONOTONIC µs, the clock of --cpu-prof's timestamps */ start_us: number; end_us: number }
 interface NotebookTime { notebook: string; start_wall_s: number; start_cpu_s: number; cells: CellTime[]; total_wall_s: number; total_cpu_s: number; load_before: number[]; load_after: number[] }
 
 const args = process.argv.slice(2);
@@ -83,15 +83,17 @@ async function timeNotebook(path: string): Promise<NotebookTime> {
       if (!src.trim()) continue;
       const c0 = cpuSeconds(pid);
       const w0 = performance.now();
+      const start_us = Number(process.hrtime.bigint() / 1000n);
       let errorText = "";
       const p = client.execute(src, (m: Message) => {
         if (m.header.msg_type === "error") errorText = `${m.content.ename}: ${m.content.evalue}`;
       });
       const [reply] = await Promise.all([p.reply, p.idle]);
       const wall_s = (performance.now() - w0) / 1000;
+      const end_us = Number(process.hrtime.bigint() / 1000n);
       const cpu_s = cpuSeconds(pid) - c0;
       const status = reply.content.status === "ok" ? "ok" : `error ${errorText}`;
-      cells.push({ index: i + 1, first_line: src.split("\n").find((l) => l.trim())!.slice(0, 60), wall_s, cpu_s, status });
+      cells.push({ index: i + 1, first_line: src.split("\n").find((l) => l.trim())!.slice(0, 60), wall_s, cpu_s, status, start_us, end_us });
       if (status !== "ok") break;
     }
   } finally {
@@ -102,12 +104,53 @@ async function timeNotebook(path: string): Promise<NotebookTime> {
   return { notebook: basename(path), start_wall_s, start_cpu_s, cells, total_wall_s, total_cpu_s, load_before, load_after: load() };
 }
 
+/**
+ * With --cpu-prof: for each cell, the profile samples of each kernel thread that fall in the cell's
+ * window, by what ran (GC, a package under node_modules, the kernel's own files), so one can see which
+ * thread the cell's CPU time went to (the main thread, the language service's worker, tsx's loader).
+ * Samples are wall-clock ticks while a thread is not idle: on a loaded machine they include time the
+ * thread waited for a core, so compare shares, not seconds.
+ */
+function profileByCell(dir: string, cells: CellTime[], since: number): void {
+  const files = readdirSync(dir).filter((f) => f.endsWith(".cpuprofile")).sort();
+  for (const f of files) {
+    const p = JSON.parse(readFileSync(join(dir, f), "utf8")) as {
+      nodes: Array<{ id: number; callFrame: { functionName: string; url: string } }>; samples: number[]; timeDeltas: number[]; startTime: number;
+    };
+    if (p.startTime < since) continue; // an earlier notebook's kernel
+    const byId = new Map(p.nodes.map((n) => [n.id, n]));
+    const per = cells.map(() => new Map<string, number>());
+    let t = p.startTime;
+    for (let i = 0; i < p.samples.length; i++) {
+      t += p.timeDeltas[i];
+      const n = byId.get(p.samples[i])!;
+      const fn = n.callFrame.functionName;
+      if (fn === "(idle)") continue;
+      const c = cells.findIndex((x) => t >= x.start_us && t < x.end_us);
+      if (c < 0) continue;
+      const m = n.callFrame.url.match(/node_modules\/((?:@[^/]+\/)?[^/]+)/);
+      const what = fn === "(garbage collector)" ? "GC" : m ? m[1] : n.callFrame.url.includes("/dist/") ? "gradlab" : n.callFrame.url.startsWith("node:") ? "node" : "other";
+      per[c].set(what, (per[c].get(what) ?? 0) + (p.timeDeltas[i + 1] ?? 0));
+    }
+    const total = per.reduce((s, m) => s + [...m.values()].reduce((a, b) => a + b, 0), 0);
+    if (total < 50_000) continue;
+    console.log(`  thread ${f.split(".").slice(-3, -1).join(".")}: ${(total / 1e6).toFixed(2)} s of samples in cells`);
+    per.forEach((m, i) => {
+      const sum = [...m.values()].reduce((a, b) => a + b, 0);
+      if (sum < 50_000) return;
+      const top = [...m].sort((a, b) => b[1] - a[1]).slice(0, 4).map(([k, v]) => `${k} ${(v / 1e6).toFixed(2)}`).join(", ");
+      console.log(`    #${cells[i].index}: ${(sum / 1e6).toFixed(2)} s (${top})`);
+    });
+  }
+}
+
 const f1 = (x: number) => x.toFixed(1).padStart(5);
 const f2 = (x: number) => x.toFixed(2).padStart(6);
 console.log(`notebooks in ${dir}; load average (1, 5, 15 min) ${load().join(", ")}; ${new Date().toISOString()}`);
 console.log(`${"notebook".padEnd(40)} ${"start".padStart(6)} ${"cells".padStart(6)} ${"total".padStart(6)}  ${"cpu".padStart(6)}  slowest cell (wall / cpu)      load 1-min before→after`);
 const results: NotebookTime[] = [];
 for (const f of files) {
+  const since = Number(process.hrtime.bigint() / 1000n);
   const r = await timeNotebook(join(dir, f));
   results.push(r);
   const worst = [...r.cells].sort((a, b) => b.wall_s - a.wall_s)[0];
@@ -117,6 +160,7 @@ for (const f of files) {
     `#${String(worst?.index ?? "-").padEnd(3)} ${f1(worst?.wall_s ?? 0)} s / ${f1(worst?.cpu_s ?? 0)} s   ` +
     `${r.load_before[0]}→${r.load_after[0]}${failed ? `   FAILED at cell ${failed.index}: ${failed.status}` : ""}`,
   );
+  if (profDir) profileByCell(profDir, r.cells, since);
 }
 const wall = results.reduce((s, r) => s + r.total_wall_s, 0);
 const cpu = results.reduce((s, r) => s + r.total_cpu_s, 0);

@@ -12,6 +12,7 @@ import { dirname, join, resolve } from "node:path";
 
 const REPO = resolve(import.meta.dirname, "../..");
 let dir: string;
+let checkout: string;
 let app: string;
 let packed: { filename: string; files: { path: string }[] };
 
@@ -25,7 +26,7 @@ function sh(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "gradlab-package-"));
   // the checkout as git sees it (no dist/, no node_modules), with the checkout's node_modules for the build
-  const src = join(dir, "src");
+  const src = (checkout = join(dir, "src"));
   const listed = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: REPO, encoding: "utf8" });
   for (const f of listed.split("\0").filter((f) => f && !/^(node_modules|dist)(\/|$)/.test(f))) {
     mkdirSync(dirname(join(src, f)), { recursive: true });
@@ -156,4 +157,20 @@ test("npx gradlab install writes a kernelspec that runs the installed build, and
   const outputs = JSON.parse(readFileSync(join(app, "out.ipynb"), "utf8")).cells.map((c: any) => c.outputs);
   expect(outputs[0]).toEqual([{ output_type: "stream", name: "stdout", text: ["[ 2, 4, 6 ]\n"] }]);
   expect(outputs[1][0].data["text/plain"]).toEqual(["140"]);
+});
+
+test("in a checkout, bin/gradlab.js rebuilds dist/ once after a source changes, so it never runs a stale kernel", () => {
+  const gradlab = (args: string[]) => spawnSync(process.execPath, [join(checkout, "bin", "gradlab.js"), ...args], { cwd: checkout, encoding: "utf8" });
+  const fresh = gradlab(["help"]); // npm pack's build left dist/ current
+  expect(fresh.status, fresh.stderr).toBe(0);
+  expect(fresh.stderr).not.toMatch(/rebuilding/);
+  const main = join(checkout, "kernel", "cli", "main.ts");
+  writeFileSync(main, readFileSync(main, "utf8").replace("execute a notebook headlessly", "execute a notebook headlessly (edited)"));
+  const edited = gradlab(["help"]);
+  expect(edited.status, edited.stderr).toBe(0);
+  expect(edited.stderr).toMatch(/sources changed since the last build; rebuilding dist\//);
+  expect(edited.stdout).toContain("execute a notebook headlessly (edited)");
+  const again = gradlab(["help"]);
+  expect(again.stderr).not.toMatch(/rebuilding/);
+  expect(again.stdout).toContain("(edited)");
 });

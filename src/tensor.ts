@@ -85,10 +85,10 @@ export class Tensor {
     track(this, this._rec);
   }
 
-  /** A fresh, uninitialised, contiguous tensor (torch.empty). */
-  static empty(shape: Shape, dtype: DType = "float32"): Tensor {
+  /** A fresh, uninitialised tensor (torch.empty), contiguous unless dense `strides` are given (torch.empty_strided). */
+  static empty(shape: Shape, dtype: DType = "float32", strides?: Shape): Tensor {
     const n = numelOf(shape);
-    return new Tensor(new Storage(n * ELEMENT_SIZE), shape, contiguousStrides(shape), 0, dtype);
+    return new Tensor(new Storage(n * ELEMENT_SIZE), shape, strides ?? contiguousStrides(shape), 0, dtype);
   }
 
   // ---- lifetime ----

@@ -208,3 +208,27 @@ describe("empty tensors, as torch 1.13 on CUDA (issue 11 item 11)", () => {
     expect(await torch.zeros([2, 0]).matmul(torch.zeros([0, 3])).tolist()).toEqual([[0, 0, 0], [0, 0, 0]]);
   });
 });
+
+describe("elementwise results are laid out as torch lays them out (issue 11 item 10)", () => {
+  // Strides from torch 1.13 for the same calls (TensorIterator's reorder_dimensions).
+  it("follow their inputs' dim order, so .view() refuses exactly where torch refuses", () => {
+    const x = torch.rand([3, 4]);
+    const e = x.t().exp();
+    expect(e.stride()).toEqual([1, 4]);
+    expect(e.is_contiguous()).toBe(false);
+    expect(() => e.view(12)).toThrow(/view size is not compatible with input tensor's size and stride/);
+    expect(x.t().add(x.t()).stride()).toEqual([1, 4]);
+    expect(x.t().add(torch.rand([4, 3])).stride()).toEqual([1, 4]); // the first input decides
+    expect(torch.rand([4, 3]).add(x.t()).stride()).toEqual([3, 1]);
+    expect(x.t().add(torch.rand([3])).stride()).toEqual([1, 4]); // a broadcast input defers
+    const y = torch.rand([2, 3, 4]).permute(2, 0, 1);
+    expect(y.mul(2).stride()).toEqual([1, 12, 4]);
+    expect(torch.where(x.t().gt(0.5), x.t(), 0).stride()).toEqual([1, 4]);
+  });
+
+  it("and compute the same values in any layout", async () => {
+    const x = torch.tensor([[1, 2, 3], [4, 5, 6]]);
+    expect(await x.t().mul(2).tolist()).toEqual([[2, 8], [4, 10], [6, 12]]);
+    expect(await x.t().mul(2).contiguous().view(6).tolist()).toEqual([2, 8, 4, 10, 6, 12]);
+  });
+});

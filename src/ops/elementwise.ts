@@ -33,6 +33,53 @@ export function stridesOver(t: Tensor, shape: readonly number[]): number[] {
   return shape.map((s, i) => (i < lead || t.shape[i - lead] !== s ? 0 : t._strides[i - lead]));
 }
 
+/**
+ * The strides of an elementwise result, as ATen's TensorIterator lays it out: the dims ordered as the
+ * inputs' strides order them (the first input that tells two dims apart decides; broadcast dims and
+ * equal strides defer to the next input), then dense in that order. So x.t().exp() is laid out as
+ * x.t() is, and .view() refuses on it exactly where PyTorch refuses.
+ */
+export function resultStrides(shape: readonly number[], inputs: readonly Tensor[]): number[] {
+  const nd = shape.length;
+  const strides = inputs.map((t) => stridesOver(t, shape));
+  // should_swap in TensorIterator::reorder_dimensions: > 0 when dim0 should come after dim1 (faster first).
+  const compare = (d0: number, d1: number): number => {
+    for (const s of strides) {
+      const a = s[d0];
+      const b = s[d1];
+      if (a === 0 || b === 0) continue;
+      if (a < b) return -1;
+      if (a > b) return 1;
+      if (shape[d0] > shape[d1]) return 1;
+    }
+    return 0;
+  };
+  // perm[0] is the fastest-moving dim; start from the row-major order and insertion-sort as ATen does.
+  const perm = Array.from({ length: nd }, (_, i) => nd - 1 - i);
+  for (let i = 1; i < nd; i++) {
+    let d1 = i;
+    for (let d0 = i - 1; d0 >= 0; d0--) {
+      const c = compare(perm[d0], perm[d1]);
+      if (c > 0) {
+        [perm[d0], perm[d1]] = [perm[d1], perm[d0]];
+        d1 = d0;
+      } else if (c < 0) break;
+    }
+  }
+  const out = new Array<number>(nd);
+  let acc = 1;
+  for (const d of perm) {
+    out[d] = acc;
+    acc *= Math.max(shape[d], 1);
+  }
+  return out;
+}
+
+/** A new elementwise result over `shape`, laid out after its inputs (resultStrides). */
+function emptyResult(shape: readonly number[], dtype: DType, inputs: readonly Tensor[]): Tensor {
+  return Tensor.empty(shape, dtype, inputs.length ? resultStrides(shape, inputs) : undefined);
+}
+
 function checkWritable(out: Tensor): void {
   if (out.shape.some((s, i) => s > 1 && out._strides[i] === 0)) {
     throw new RuntimeError(
@@ -88,7 +135,7 @@ export function unary(op: UnaryOp, x: Tensor): Tensor {
     throw new RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
   }
   const dtype = floatingResult(op) ? "float32" : x.dtype;
-  const out = Tensor.empty(x.shape, dtype);
+  const out = emptyResult(x.shape, dtype, [x]);
   unaryInto(op, out, x);
   return out;
 }
@@ -116,7 +163,7 @@ function clampBounds(min: ClampArg, max: number | null | undefined): [number, nu
 export function clamp(x: Tensor, min: ClampArg, max: number | null | undefined): Tensor {
   x.check();
   const [lo, hi] = clampBounds(min, max);
-  const out = Tensor.empty(x.shape, x.dtype);
+  const out = emptyResult(x.shape, x.dtype, [x]);
   unaryInto("clamp", out, x, lo, hi);
   return out;
 }
@@ -166,7 +213,7 @@ export function binary(op: BinaryOp, a: Tensor, b: TensorOrScalar, alpha = 1): T
   checkOperand(b, op);
   const shape = b instanceof Tensor ? broadcastShapes(a.shape, b.shape) : [...a.shape];
   const compute = resultType(op, a, b);
-  const out = Tensor.empty(shape, binaryResult(op) === "bool" ? "bool" : compute);
+  const out = emptyResult(shape, binaryResult(op) === "bool" ? "bool" : compute, b instanceof Tensor ? [a, b] : [a]);
   binaryInto(op, out, a, b, alpha, compute);
   return out;
 }
@@ -218,7 +265,7 @@ export function copyOf(x: Tensor): Tensor {
 
 export function cast(x: Tensor, dtype: DType): Tensor {
   x.check();
-  const out = Tensor.empty(x.shape, dtype);
+  const out = emptyResult(x.shape, dtype, [x]);
   unaryInto("copy", out, x);
   return out;
 }
@@ -259,7 +306,7 @@ export function where(cond: Tensor, a: TensorOrScalar, b: TensorOrScalar): Tenso
     const ta = asTensor(a, b);
     const tb = asTensor(b, a);
     const shape = broadcastShapes(broadcastShapes(cond.shape, ta.shape), tb.shape);
-    const out = Tensor.empty(shape, promoteTypes(ta.dtype, tb.dtype));
+    const out = emptyResult(shape, promoteTypes(ta.dtype, tb.dtype), [cond, ta, tb]);
     elementwise("where3", {}, out, [cond, ta, tb].map((t) => ({ t, strides: stridesOver(t, shape) })));
     return out;
   } finally {

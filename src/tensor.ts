@@ -7,11 +7,8 @@ import { asSize, formatTensor } from "./format.ts";
 import { noteHandleRelease, track, untrack } from "./memory/lifetime.ts";
 import { Storage, VersionCounter, type HandleInfo, type Role } from "./memory/storage.ts";
 import { AutogradMeta } from "./autograd/meta.ts";
-import type { AccumulateGrad, Node } from "./autograd/node.ts";
-import * as ag from "./autograd/tensor-autograd.ts";
 import { readBlock } from "./device/scheduler.ts";
 import { wrapDim } from "./dims.ts";
-import { runOp } from "./ops/op-context.ts";
 
 export type Shape = readonly number[];
 export type Scalar = number | boolean;
@@ -30,6 +27,17 @@ export function contiguousStrides(shape: Shape): number[] {
 }
 
 export const numelOf = (shape: Shape) => shape.reduce((a, b) => a * b, 1);
+
+/**
+ * What the handle asks of autograd, which sits above it and fills these in when it loads
+ * (autograd/tensor-autograd.ts, which also installs requires_grad, grad_fn, .grad and backward()).
+ */
+export const autogradHooks = {
+  /** A new tensor's autograd identity (inference tensors under inference_mode). */
+  newMeta: (): AutogradMeta => new AutogradMeta(),
+  /** A new view of a base: whether its grad_fn follows the base's in-place writes. */
+  trackView: (_view: Tensor): void => {},
+};
 
 /**
  * One handle's hold on its storage and autograd identity, released once by dispose() or, for a handle
@@ -79,8 +87,8 @@ export class Tensor {
     this.dtype = dtype;
     this._versionCounter = version ?? new VersionCounter();
     this._base = base ?? null;
-    this._meta = meta ?? ag.newMeta();
-    if (base && !meta) ag.trackView(this);
+    this._meta = meta ?? autogradHooks.newMeta();
+    if (base && !meta) autogradHooks.trackView(this);
     this._rec = new HandleRecord(storage, this._meta, this.shape, dtype, this._base?.shape ?? null);
     track(this, this._rec);
   }
@@ -226,28 +234,6 @@ export class Tensor {
   }
   cuda(): Tensor { return this._alias(); }
   cpu(): Tensor { return this._alias(); }
-
-  // ---- autograd ----
-  get requires_grad(): boolean { return this._meta.requiresGradLeaf || this.grad_fn !== null; }
-  set requires_grad(v: boolean) { ag.setRequiresGrad(this, v); }
-  requires_grad_(v = true): this { ag.setRequiresGrad(this, v); return this; }
-  get grad_fn(): Node | null { return ag.gradFn(this); }
-  get is_leaf(): boolean { return this.grad_fn === null; }
-  get _output_nr(): number { return this._meta.output_nr; }
-  get grad(): Tensor | null { return ag.getGrad(this); }
-  set grad(g: Tensor | null) { ag.setGrad(this, g); }
-  get retains_grad(): boolean { return this._meta.retains_grad; }
-  retain_grad(): void { ag.retainGrad(this); }
-  is_inference(): boolean { return this._meta.inference; }
-  /** The AccumulateGrad node of a leaf that requires grad (created on first use, then kept). */
-  _accumulator(): AccumulateGrad { return ag.accumulator(this); }
-  _accumulateGrad(g: Tensor): void { ag.accumulateGrad(this, g); }
-  backward(gradient?: Tensor | null, opts?: { retain_graph?: boolean; create_graph?: boolean; inputs?: Tensor[] }): void {
-    // An op context, so that what backward allocates is attributed to "backward" on this tensor's device.
-    runOp("backward", this.storage.device, () => ag.backward(this, gradient ?? null, opts));
-  }
-  register_hook(fn: (grad: Tensor) => Tensor | void): { remove(): void } { return ag.registerHook(this, fn); }
-  register_post_accumulate_grad_hook(fn: (t: Tensor) => void): { remove(): void } { return ag.registerPostAccumulateHook(this, fn); }
 
 }
 

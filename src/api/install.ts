@@ -4,6 +4,8 @@
 // declared op cannot be missing from Tensor, and a Tensor method cannot exist without a declaration.
 
 import { Tensor } from "../tensor.ts";
+// Autograd's side of the handle (requires_grad, grad_fn, backward): installed when autograd loads.
+import "../autograd/tensor-autograd.ts";
 import { runOp } from "../ops/op-context.ts";
 import * as functions from "./functions.ts";
 import * as methods from "./methods.ts";

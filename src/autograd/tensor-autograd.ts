@@ -1,7 +1,10 @@
-// The autograd side of a Tensor handle: requires_grad, .grad, retain_grad, hooks, backward().
+// The autograd side of a Tensor handle: requires_grad, .grad, retain_grad, hooks, backward(). The handle
+// (tensor.ts) sits below autograd and knows none of this: these are installed on it here, with their
+// types, when autograd loads.
 
 import { RuntimeError } from "../errors.ts";
-import type { Tensor } from "../tensor.ts";
+import { Tensor, autogradHooks } from "../tensor.ts";
+import { runOp } from "../ops/op-context.ts";
 import { run_backward } from "./engine.ts";
 import { is_grad_enabled, is_inference_mode_enabled } from "./grad-mode.ts";
 import { AutogradMeta } from "./meta.ts";
@@ -151,3 +154,60 @@ export function registerPostAccumulateHook(t: Tensor, fn: (t: Tensor) => void): 
   hooks.push(fn);
   return { remove: () => void hooks.splice(hooks.indexOf(fn) >>> 0, 1) };
 }
+
+type BackwardOpts = { retain_graph?: boolean; create_graph?: boolean; inputs?: Tensor[] };
+
+declare module "../tensor.ts" {
+  interface Tensor {
+    /** Whether gradients flow to or through this tensor (settable on leaves). */
+    requires_grad: boolean;
+    requires_grad_(v?: boolean): this;
+    /** The node that made this tensor (null for a leaf). */
+    readonly grad_fn: Node | null;
+    readonly is_leaf: boolean;
+    readonly _output_nr: number;
+    /** The accumulated gradient of a leaf (or of a non-leaf that called retain_grad()). */
+    grad: Tensor | null;
+    readonly retains_grad: boolean;
+    retain_grad(): void;
+    is_inference(): boolean;
+    /** The AccumulateGrad node of a leaf that requires grad (created on first use, then kept). */
+    _accumulator(): AccumulateGrad;
+    _accumulateGrad(g: Tensor): void;
+    backward(gradient?: Tensor | null, opts?: BackwardOpts): void;
+    register_hook(fn: (grad: Tensor) => Tensor | void): { remove(): void };
+    register_post_accumulate_grad_hook(fn: (t: Tensor) => void): { remove(): void };
+  }
+}
+
+autogradHooks.newMeta = newMeta;
+autogradHooks.trackView = trackView;
+
+const method = (value: (this: Tensor, ...args: never[]) => unknown): PropertyDescriptor => ({ value, writable: true, configurable: true });
+Object.defineProperties(Tensor.prototype, {
+  requires_grad: {
+    get(this: Tensor) { return this._meta.requiresGradLeaf || this.grad_fn !== null; },
+    set(this: Tensor, v: boolean) { setRequiresGrad(this, v); },
+    configurable: true,
+  },
+  requires_grad_: method(function (this: Tensor, v = true) { setRequiresGrad(this, v); return this; }),
+  grad_fn: { get(this: Tensor) { return gradFn(this); }, configurable: true },
+  is_leaf: { get(this: Tensor) { return this.grad_fn === null; }, configurable: true },
+  _output_nr: { get(this: Tensor) { return this._meta.output_nr; }, configurable: true },
+  grad: {
+    get(this: Tensor) { return getGrad(this); },
+    set(this: Tensor, g: Tensor | null) { setGrad(this, g); },
+    configurable: true,
+  },
+  retains_grad: { get(this: Tensor) { return this._meta.retains_grad; }, configurable: true },
+  retain_grad: method(function (this: Tensor) { retainGrad(this); }),
+  is_inference: method(function (this: Tensor) { return this._meta.inference; }),
+  _accumulator: method(function (this: Tensor) { return accumulator(this); }),
+  _accumulateGrad: method(function (this: Tensor, g: Tensor) { accumulateGrad(this, g); }),
+  backward: method(function (this: Tensor, gradient?: Tensor | null, opts?: BackwardOpts) {
+    // An op context, so that what backward allocates is attributed to "backward" on this tensor's device.
+    runOp("backward", this.storage.device, () => backward(this, gradient ?? null, opts));
+  }),
+  register_hook: method(function (this: Tensor, fn: (grad: Tensor) => Tensor | void) { return registerHook(this, fn); }),
+  register_post_accumulate_grad_hook: method(function (this: Tensor, fn: (t: Tensor) => void) { return registerPostAccumulateHook(this, fn); }),
+});

@@ -215,14 +215,6 @@ export class Tensor {
   [Symbol.for("nodejs.util.inspect.custom")](): string {
     return this.toString();
   }
-  /** PyTorch's repr as text/plain, and text/html: the values (1-D/2-D, summarized) with a metadata line. */
-  async [Symbol.for("Jupyter.display")](): Promise<Record<string, string>> {
-    const { tensorHtml } = await import("./viz/tensor-view.ts");
-    const values = this.disposed || this.storage.device.simulated || this.ndim > 2 ? null : await this.data();
-    // One readback for both forms unless a subclass prints itself differently (Parameter).
-    const text = values && this.repr === Tensor.prototype.repr ? formatTensor(values, this.shape, this.dtype, this._reprSuffixes()) : await this.repr();
-    return { "text/plain": text, "text/html": tensorHtml(this, values) };
-  }
 
   /**
    * Another handle to this same tensor (same storage and autograd identity). `keepBase = false` is for

@@ -7,7 +7,6 @@ import { activeSavedTensorsHooks, type PackHooks } from "./saved-hooks.ts";
 import { retainNode } from "./meta.ts";
 import { tuple } from "../pystr.ts";
 import { pyName } from "./names.ts";
-import { graph } from "../viz/graph.ts";
 import { owned } from "../memory/lifetime.ts";
 import { setCategory } from "../memory/category.ts";
 
@@ -231,11 +230,6 @@ export abstract class Node {
   }
   [Symbol.for("nodejs.util.inspect.custom")](): string {
     return this.toString();
-  }
-  /** A grad_fn as a cell's last expression: torch.viz.graph(this) with saved tensors (SVG, text tree, DOT). */
-  [Symbol.for("Jupyter.display")](): ReturnType<ReturnType<typeof graph>["bundle"]> {
-    // read now: a display is a photograph of the moment it was made (backward may run right after)
-    return graph(this, { show_saved: true }).bundle();
   }
 }
 

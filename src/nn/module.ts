@@ -262,10 +262,6 @@ export class Module {
   }
   toString(): string { return this.repr(); }
   [Symbol.for("nodejs.util.inspect.custom")](): string { return this.repr(); }
-  /** The repr as text/plain and torch.viz.module_summary's table (layers, parameter counts, bytes) as HTML. */
-  [Symbol.for("Jupyter.display")](): Promise<Record<string, unknown>> {
-    return import("../viz/module-summary.ts").then((m) => m.module_summary(this).bundle()).then((b) => ({ ...b, "text/plain": this.repr() }));
-  }
 }
 
 export function zeroGrad(p: Tensor, setToNone: boolean): void {

@@ -2,6 +2,8 @@
 // [Symbol.for("Jupyter.display")]() gives a MIME bundle (text/plain always, plus HTML, SVG, DOT or
 // Vega-Lite as fits), so a cell's last expression renders in any front end.
 
+// The display methods of Tensor, Node and Module (the runtime below viz does not import it).
+import "./displays.ts";
 export { graph, graphviz, GraphView, type GraphOptions } from "./graph.ts";
 export { saved_tensors, SavedTensorsView, type SavedRow } from "./saved.ts";
 export { memory_timeline, memory_stages, compare_runs, MemoryTimelineView, MemoryStagesView, CompareRunsView, type TimelineOptions } from "./memory-plots.ts";

@@ -2,7 +2,7 @@
 // softmax, log_softmax, native_layer_norm, native_dropout).
 
 import * as red from "../../ops/reduce.ts";
-import * as F from "../../nn/functional.ts";
+import { native_dropout, native_layer_norm } from "../../ops/norm.ts";
 import { Tensor, numelOf, type DimArg, type ReduceOpts } from "../../tensor.ts";
 import { wrapDim } from "../../dims.ts";
 import { tensor } from "../../ops/creation.ts";
@@ -160,7 +160,7 @@ export function softmax(x: Tensor, dim: number, log: boolean): Tensor {
 }
 
 export const layerNorm = asOp("layer_norm", function layerNorm(x: Tensor, normalized_shape: number[], weight: Tensor | null, bias: Tensor | null, eps: number): Tensor {
-  const [y, mean, rstd] = F.native_layer_norm(x, normalized_shape, weight, bias, eps);
+  const [y, mean, rstd] = native_layer_norm(x, normalized_shape, weight, bias, eps);
   if (!needsGrad(x, weight, bias)) {
     mean.dispose();
     rstd.dispose();
@@ -205,7 +205,7 @@ export const dropout = asOp("dropout", function dropout(x: Tensor, p: number, tr
       zero.dispose();
     }
   }
-  const [out, mask] = F.native_dropout(x, p, training);
+  const [out, mask] = native_dropout(x, p, training);
   if (needsGrad(x)) {
     const scale = 1 / (1 - p);
     attach("NativeDropoutBackward0", [x], [out], (n, [g]) => [g!.mul(n.unpack("result1")).mul(scale)], { result1: new SavedOutput(mask, 1), scale });

@@ -102,7 +102,7 @@ export class Kernel implements HandlerContext {
     await this.server.start();
     // warm up even if no client asks for kernel_info first
     setTimeout(() => this.warmUp(), 1500).unref();
-    log(`kernel ${this.session} ready (${endpoint(this.conn, this.conn.shell_port)})`);
+    log(`kernel ${this.session.id} ready (${endpoint(this.conn, this.conn.shell_port)})`);
   }
 
   private warmed = false;

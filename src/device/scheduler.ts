@@ -31,7 +31,9 @@ export interface Range {
   readonly base: number;
 }
 export const rangeOf = (b: Block): Range => ({ segment: b.segment, offset: b.offset, size: b.size, block: b.offset, base: 0 });
-import { beginWait, getDevice, readyDevice, type DeviceState } from "./backend.ts";
+import { beginWait, currentEpoch, getDevice, lastLossReason, onDeviceLost, readyDevice, type DeviceState } from "./backend.ts";
+import { setBacking } from "../memory/backing.ts";
+import { webgpu } from "../memory/devices.ts";
 import { RuntimeError } from "../errors.ts";
 import { bindGroupLayout, dummyFor, forgetPipeline, MAX_BINDINGS, paramsLayout, pipelineEntry } from "./pipelines.ts";
 
@@ -487,3 +489,11 @@ export function destroyBuffer(buffer: GPUBuffer): void {
   chain.then(() => buffer.destroy());
   // Without a device the buffer cannot exist; nothing to do.
 }
+
+// The device backs memory (memory/backing.ts): buffers are destroyed after the work queued on them,
+// and a device loss empties the allocator's segments and fails what was waiting to be read.
+setBacking({ destroyBuffer, epoch: currentEpoch, lastLossReason });
+onDeviceLost((reason) => {
+  webgpu.allocator.forgetBuffers();
+  dropPending(new RuntimeError(`WebGPU device lost: ${reason}`));
+});

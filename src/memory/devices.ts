@@ -6,7 +6,7 @@
 import os from "node:os";
 import { CachingAllocator } from "./allocator.ts";
 import { RuntimeError } from "../errors.ts";
-import { destroyBuffer } from "../device/scheduler.ts";
+import { backing } from "./backing.ts";
 import { formatBytes } from "./format-bytes.ts";
 import { context } from "./context.ts";
 
@@ -32,7 +32,7 @@ export const webgpu: MemoryDevice = {
   label: "",
   allocator: new CachingAllocator(defaultCapacity(), {
     releaseSegment(seg) {
-      if (seg.buffer) destroyBuffer(seg.buffer);
+      if (seg.buffer) backing.destroyBuffer(seg.buffer);
       seg.buffer = null;
     },
   }),

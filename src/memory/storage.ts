@@ -4,8 +4,7 @@
 // are exact and deterministic, as PyTorch's are under CPython's reference counting.
 
 import type { Block } from "./allocator.ts";
-import { currentEpoch, lastLossReason, onDeviceLost } from "../device/backend.ts";
-import { dropPending } from "../device/scheduler.ts";
+import { backing } from "./backing.ts";
 import { deviceForNewStorage, webgpu, type MemoryDevice } from "./devices.ts";
 import { RuntimeError } from "../errors.ts";
 import { currentCategory, type Category } from "./category.ts";
@@ -14,11 +13,6 @@ import { noteBytesFreed } from "./lifetime.ts";
 
 /** The WebGPU device's allocator (simulated devices have their own: memory/devices.ts). */
 export const allocator = webgpu.allocator;
-
-onDeviceLost((reason) => {
-  allocator.forgetBuffers();
-  dropPending(new RuntimeError(`WebGPU device lost: ${reason}`));
-});
 
 /** Who owns a handle when the runtime does (a saved variable, a .grad, an AccumulateGrad), in words. */
 export interface Role {
@@ -54,7 +48,7 @@ export class Storage {
   readonly id = nextStorageId++;
   private refs = 0;
   block: Block | null;
-  readonly epoch = currentEpoch();
+  readonly epoch = backing.epoch();
   /** What this memory is for (memory/category.ts). */
   category: Category = currentCategory();
   readonly device: MemoryDevice = deviceForNewStorage();
@@ -101,9 +95,9 @@ export class Storage {
   /** Throws unless the data can still be used: not freed, and the device that held it not lost. */
   checkLive(): void {
     if (this.freed) throw new RuntimeError("internal: use of a freed storage");
-    if (this.block && !this.device.simulated && this.epoch !== currentEpoch()) {
+    if (this.block && !this.device.simulated && this.epoch !== backing.epoch()) {
       throw new RuntimeError(
-        `This tensor's data was lost with the WebGPU device (${lastLossReason() ?? "device lost"}). ` +
+        `This tensor's data was lost with the WebGPU device (${backing.lastLossReason() ?? "device lost"}). ` +
           "Tensors created before the loss cannot be read or used; recreate them (new ops run on a fresh device).",
       );
     }

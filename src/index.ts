@@ -4,7 +4,7 @@
 import { Tensor } from "./tensor.ts";
 import { formatTensor } from "./format.ts";
 import { pyStr } from "./pystr.ts";
-import * as webgpuApi from "./device/api.ts";
+import * as webgpuApi from "./api/cuda.ts";
 
 export { Tensor };
 export * from "./dtype.ts";

@@ -5,12 +5,12 @@
 import { currentDevice, newSimulatedDevice, setCurrentDevice, type MemoryDevice } from "../memory/devices.ts";
 import { within, type Guard } from "../autograd/guard.ts";
 import * as history from "../memory/history.ts";
-import * as snap from "../memory/snapshot.ts";
+import * as snap from "../autograd/snapshot.ts";
 import { reclaim, reclaimsSynchronously } from "../memory/lifetime.ts";
 import type { Block } from "../memory/allocator.ts";
 import { formatBytes } from "../memory/format-bytes.ts";
-import { getDevice, readyDevice, simulateDeviceLoss } from "./backend.ts";
-import { flush } from "./scheduler.ts";
+import { getDevice, readyDevice, simulateDeviceLoss } from "../device/backend.ts";
+import { flush } from "../device/scheduler.ts";
 import { OutOfMemoryError, ValueError } from "../errors.ts";
 
 export { OutOfMemoryError };

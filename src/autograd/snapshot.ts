@@ -2,12 +2,12 @@
 // memory held only through autograd graphs that a long-lived object keeps alive (a loss pushed into a
 // list, a module attribute holding an activation): the holder, the node chain and the bytes.
 
-import type { Node } from "../autograd/node.ts";
-import type { AutogradMeta } from "../autograd/meta.ts";
-import { AccumulateGrad } from "../autograd/node.ts";
-import { formatBytes } from "./format-bytes.ts";
-import { liveStorages, type HandleInfo, type Storage } from "./storage.ts";
-import { reclaim, takeReleases } from "./lifetime.ts";
+import type { Node } from "./node.ts";
+import type { AutogradMeta } from "./meta.ts";
+import { AccumulateGrad } from "./node.ts";
+import { formatBytes } from "../memory/format-bytes.ts";
+import { liveStorages, type HandleInfo, type Storage } from "../memory/storage.ts";
+import { reclaim, takeReleases } from "../memory/lifetime.ts";
 
 export interface Holder {
   kind: "tensor" | "view" | "saved" | "grad" | "accumulate_grad" | string;

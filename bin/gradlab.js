@@ -8,5 +8,6 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 if (existsSync(join(root, "tsconfig.build.json"))) (await import("./build.mjs")).ensureBuilt();
+// for the kernels `gradlab run` starts (this process has read its own flags already)
 process.env.NODE_NO_WARNINGS ??= "1";
 await import(pathToFileURL(join(root, "dist", "kernel", "cli", "main.js")).href);

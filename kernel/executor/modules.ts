@@ -48,9 +48,10 @@ export async function importForCell(spec: string, baseDir: string): Promise<any>
   return path ? importFile(path) : import(spec); // not under the notebook: the kernel's own packages
 }
 
-/** Files Node imports by itself; anything else (`.ts`, `.mts`, `.tsx`, or no extension, which tsx
- *  resolves to a `.ts` file) needs tsx, registered on first use so the kernel starts without it. */
-const PLAIN_JS = /\.(?:[cm]?js|json|node)$/;
+/** Files Node imports by itself; anything else (`.ts`, `.mts`, `.tsx`, no extension, which tsx resolves
+ *  to a `.ts` file, or `.json`, which tsx imports without an import attribute) goes through tsx,
+ *  registered on first use so that the kernel starts without it. */
+const PLAIN_JS = /\.[cm]?js$/;
 
 function importFile(path: string): Promise<any> {
   const load = () => import(pathToFileURL(path).href);

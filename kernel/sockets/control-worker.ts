@@ -10,14 +10,11 @@ import { makeHeader, parse, serialize, serializeJson, Signer, type Message } fro
 import { endpoint, type ConnectionInfo } from "./connection.ts";
 import { SendQueue } from "./queue.ts";
 import { StreamCoalescer } from "./streams.ts";
-import { dateMicros, fromSab, hash32, type FromWorker, type ToWorker } from "./shared.ts";
+import { answerFor, controlTable } from "./control.ts";
+import { fromSab, hash32, type FromWorker, type ToWorker } from "./shared.ts";
 import { log } from "../log.ts";
-import type { KernelMessage } from "@jupyterlab/services";
-
 import type { Replies, ReplyType } from "../wire/protocol.ts";
 import type { KernelInfo } from "../info.ts";
-
-type ControlMessageType = KernelMessage.ControlMessageType;
 
 const { conn, session, sab, kernelInfo } = workerData as {
   conn: ConnectionInfo;
@@ -122,38 +119,21 @@ async function serve(name: string, sock: AsyncIterable<Buffer[]>, handle: (msg: 
 }
 const controlLoop = () => serve("control", control, onControl);
 
-/** What the socket thread answers itself on control, at once, whatever the main thread is doing (a
- *  cell in `while (true) {}` included). Each returns whether it is done with the message (then its
- *  idle status follows); any other type, and any type not in this table (debug_request, unknown
- *  ones), goes to the main thread's queue and handlers. */
-const ANSWERED_WHILE_BUSY: Partial<Record<ControlMessageType | "kernel_info_request" | "shutdown_request", (msg: Message) => boolean>> = {
-  interrupt_request(msg) {
-    const requestedUs = dateMicros(msg.header.date);
-    interrupt(Number.isFinite(requestedUs) ? { requestedUs, session: msg.header.session } : {});
-    reply(controlOut, msg, "interrupt_reply", { status: "ok" });
-    return true;
+const ANSWERED_WHILE_BUSY = controlTable({
+  reply: (req, type, content) => reply(controlOut, req, type, content),
+  interrupt,
+  flushed: () => controlOut.flushed(),
+  shutdown(restart) {
+    post({ type: "shutdown", restart });
+    // If the main thread is stuck in a cell, do not wait for it forever.
+    setTimeout(() => process.kill(process.pid, "SIGKILL"), 2000).unref();
   },
-  kernel_info_request(msg) {
-    reply(controlOut, msg, "kernel_info_reply", kernelInfo);
-    return true;
-  },
-  shutdown_request(msg) {
-    const restart = !!msg.content?.restart;
-    reply(controlOut, msg, "shutdown_reply", { status: "ok", restart });
-    void controlOut.flushed().then(() => {
-      interrupt();
-      post({ type: "shutdown", restart });
-      // If the main thread is stuck in a cell, do not wait for it forever.
-      setTimeout(() => process.kill(process.pid, "SIGKILL"), 2000).unref();
-    });
-    // no idle: the kernel is going away (the main thread publishes shutdown_reply on iopub)
-    return false;
-  },
-};
+  kernelInfo,
+});
 
 function onControl(msg: Message, frames: Buffer[]) {
   const type = msg.header.msg_type;
-  const answer = Object.hasOwn(ANSWERED_WHILE_BUSY, type) ? ANSWERED_WHILE_BUSY[type as keyof typeof ANSWERED_WHILE_BUSY] : undefined;
+  const answer = answerFor(ANSWERED_WHILE_BUSY, type);
   if (!answer) {
     post({ type: "control", frames: frames.map((f) => new Uint8Array(f)) });
     return;

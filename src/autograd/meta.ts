@@ -7,16 +7,33 @@
 // So dropping the last handle of `loss` frees the activations its graph saved, deterministically.
 
 import type { Tensor } from "../tensor.ts";
-import type { AccumulateGrad, Node } from "./node.ts";
 import { noteCascade } from "../memory/lifetime.ts";
 
-const nodeRefs = new WeakMap<Node, number>();
+/** What refcounting needs of a graph node (autograd/node.ts's Node). */
+interface GraphNode {
+  readonly mayHoldUserTensors: boolean;
+  release_saved_variables(): void;
+  freed(): void;
+  readonly next_functions: ReadonlyArray<readonly [GraphNode | null, number]>;
+}
 
-export function retainNode(n: Node | null): void {
+/**
+ * The node classes, declared into this module by autograd/node.ts (module augmentation), so that the
+ * tensor's identity names its grad_fn's type without importing the graph: the only import cycle left
+ * is the type-only tensor <-> meta pair.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: filled in by autograd/node.ts.
+export interface GraphTypes {}
+type Node = GraphTypes extends { node: infer N } ? N : GraphNode;
+type AccumulateGrad = GraphTypes extends { accumulateGrad: infer A } ? A : GraphNode;
+
+const nodeRefs = new WeakMap<GraphNode, number>();
+
+export function retainNode(n: GraphNode | null): void {
   if (n) nodeRefs.set(n, (nodeRefs.get(n) ?? 0) + 1);
 }
 
-export function releaseNode(n: Node | null): void {
+export function releaseNode(n: GraphNode | null): void {
   if (!n) return;
   const r = (nodeRefs.get(n) ?? 0) - 1;
   nodeRefs.set(n, r);

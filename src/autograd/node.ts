@@ -8,7 +8,7 @@ import { retainNode } from "./meta.ts";
 import { tuple } from "../pystr.ts";
 import { pyName } from "./names.ts";
 import { owned } from "../memory/lifetime.ts";
-import { setCategory } from "../memory/category.ts";
+import { setCategory } from "../memory/storage.ts";
 
 export type Edge = [Node | null, number];
 export type Grads = Array<Tensor | null>;
@@ -291,5 +291,12 @@ export class FormulaNode extends Node {
   /** The saved tensor `name` (checked and unpacked), or null when `name` was saved as a plain value. */
   savedTensor(name: string): Tensor | null {
     return this.saved.has(name) ? this.unpack(name) : null;
+  }
+}
+
+declare module "./meta.ts" {
+  interface GraphTypes {
+    node: Node;
+    accumulateGrad: AccumulateGrad;
   }
 }

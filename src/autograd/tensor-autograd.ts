@@ -11,7 +11,7 @@ import { AutogradMeta } from "./meta.ts";
 import { AccumulateGrad, type Node } from "./node.ts";
 import { regenerateViewGradFn } from "./functions/inplace.ts";
 import { owned } from "../memory/lifetime.ts";
-import { setCategory } from "../memory/category.ts";
+import { setCategory } from "../memory/storage.ts";
 
 export function newMeta(): AutogradMeta {
   const m = new AutogradMeta();

@@ -5,7 +5,6 @@
 
 import { writeFileSync } from "node:fs";
 import type { Category } from "./category.ts";
-import type { Storage } from "./storage.ts";
 import { context } from "./context.ts";
 
 export type Phase = "forward" | "backward" | "optimizer" | "other";
@@ -35,7 +34,15 @@ interface Recording {
 }
 
 let rec: Recording | null = null;
-const live = new WeakMap<Storage, MemoryEvent>();
+/** What the history reads of a storage (memory/storage.ts's Storage, which records itself here). */
+export interface RecordedStorage {
+  readonly id: number;
+  readonly nbytes: number;
+  readonly category: Category;
+  readonly device: { readonly name: string };
+}
+
+const live = new WeakMap<RecordedStorage, MemoryEvent>();
 
 // ---- context the runtime sets ----
 const phase = context<Phase>("other");
@@ -66,7 +73,7 @@ function push(e: MemoryEvent): void {
 }
 
 /** Called by Storage when its block is allocated. */
-export function recordAlloc(s: Storage, size: number, addr: number): void {
+export function recordAlloc(s: RecordedStorage, size: number, addr: number): void {
   if (!rec) return;
   const e: MemoryEvent = {
     action: "alloc", time_us: Math.round((performance.now() - rec.t0) * 1000), device: s.device.name, storage_id: s.id,
@@ -78,7 +85,7 @@ export function recordAlloc(s: Storage, size: number, addr: number): void {
 }
 
 /** Called by Storage when its block goes back to the allocator. */
-export function recordFree(s: Storage, size: number, addr: number): void {
+export function recordFree(s: RecordedStorage, size: number, addr: number): void {
   if (!rec) return;
   const a = live.get(s);
   live.delete(s);
@@ -90,7 +97,7 @@ export function recordFree(s: Storage, size: number, addr: number): void {
 }
 
 /** A storage's role became known after it was allocated: its allocation event learns it too. */
-export function retag(s: Storage, patch: Partial<Pick<MemoryEvent, "category" | "phase" | "node" | "op">>): void {
+export function retag(s: RecordedStorage, patch: Partial<Pick<MemoryEvent, "category" | "phase" | "node" | "op">>): void {
   const e = live.get(s);
   if (!e) return;
   if (patch.category) e.category = patch.category;

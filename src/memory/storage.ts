@@ -8,7 +8,7 @@ import { backing } from "./backing.ts";
 import { deviceForNewStorage, webgpu, type MemoryDevice } from "./devices.ts";
 import { RuntimeError } from "../errors.ts";
 import { currentCategory, type Category } from "./category.ts";
-import { recordAlloc, recordFree } from "./history.ts";
+import { recordAlloc, recordFree, retag } from "./history.ts";
 import { noteBytesFreed } from "./lifetime.ts";
 
 /** The WebGPU device's allocator (simulated devices have their own: memory/devices.ts). */
@@ -109,4 +109,11 @@ export class Storage {
     if (!this.block) throw new RuntimeError("internal: an empty tensor has no memory block to dispatch over");
     return this.block;
   }
+}
+
+/** Re-tags memory whose role is now known; a parameter stays a parameter. */
+export function setCategory(storage: Storage, category: Category): void {
+  if (storage.category === "parameter") return;
+  storage.category = category;
+  retag(storage, { category });
 }

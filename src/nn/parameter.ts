@@ -5,14 +5,18 @@
 import { Tensor } from "../tensor.ts";
 import { owned } from "../memory/lifetime.ts";
 
-// Named Parameter for constructor.name and error texts; exported through the factory below.
-const ParameterImpl = class Parameter extends Tensor {
+// Exported through the factory below. A named class (not a class expression) so that its type can be
+// written to a .d.ts; it names itself Parameter for constructor.name and error texts.
+class ParameterImpl extends Tensor {
+  static {
+    Object.defineProperty(this, "name", { value: "Parameter" });
+  }
   constructor(data: Tensor | undefined, opts: { requires_grad?: boolean } = {}) {
     const src = data ?? Tensor.empty([0]);
     src.check();
     super(src.storage, src.shape, src._strides, src._offset, src.dtype, src._versionCounter);
     if (!data) src.dispose();
-    // A parameter stays a parameter (category.ts's setCategory never re-tags one).
+    // A parameter stays a parameter (storage.ts's setCategory never re-tags one).
     this.storage.category = "parameter";
     if (opts.requires_grad ?? true) this.requires_grad_(true);
   }
@@ -20,7 +24,7 @@ const ParameterImpl = class Parameter extends Tensor {
   override async repr(): Promise<string> {
     return `Parameter containing:\n${await super.repr()}`;
   }
-};
+}
 
 /**
  * `new nn.Parameter(data, {requires_grad})`. The handle is created outside any torch.scope (owned by

@@ -2,7 +2,7 @@
 // Operands are read through their strides, so transposed weights (x @ w.t()) need no copy.
 
 import { RuntimeError, TypeError_ } from "../errors.ts";
-import { Tensor, numelOf } from "../tensor.ts";
+import { Tensor, contiguousStrides, numelOf } from "../tensor.ts";
 import { binary, broadcastShapes, copyOf } from "./elementwise.ts";
 import { coalesce, dispatch, dispatchGrid, fitsOneBinding } from "./launch.ts";
 import { contiguousOf, expand, unsqueeze, view } from "./views.ts";
@@ -155,6 +155,13 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
     batchedInto(Ae, Be, out);
     const shape = [...batch, ...(a.ndim > 1 ? [M] : []), ...(b.ndim > 1 ? [N] : [])];
     if (shape.length === out.ndim) return out;
+    if (a.ndim === 1 && b.ndim === 2) {
+      // at::matmul squeezes its own [1, N] result in place (squeeze_): the same tensor, not a view, at version 1.
+      const own = new Tensor(out.storage, shape, contiguousStrides(shape), 0, out.dtype, out._versionCounter);
+      out.dispose();
+      own._bump_version();
+      return own;
+    }
     const r = view(out, shape);
     out.dispose();
     return r;

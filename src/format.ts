@@ -117,7 +117,7 @@ function body(values: ArrayLike<number>, shape: readonly number[], fmt: Formatte
 }
 
 /** Values as PyTorch prints them, without the "tensor(" prefix and suffixes. */
-export function formatValues(values: ArrayLike<number>, shape: readonly number[], dtype: DType, indent: number): string {
+function formatValues(values: ArrayLike<number>, shape: readonly number[], dtype: DType, indent: number): string {
   const numel = shape.reduce((a, b) => a * b, 1);
   if (shape.length === 0) return new Formatter(dtype, values).format(values[0]).trim();
   if (numel === 0) return "[]";
@@ -155,7 +155,7 @@ export function formatTensor(values: ArrayLike<number>, shape: readonly number[]
 
 // ---- torch.Size ----
 /** Marks an array of sizes as a torch.Size (see asSize). */
-export const SIZE = Symbol.for("gradlab.size");
+const SIZE = Symbol.for("gradlab.size");
 const INSPECT = Symbol.for("nodejs.util.inspect.custom");
 
 /** PyTorch's str() and repr() of a size: `torch.Size([2, 3])`, `torch.Size([])` for a scalar. */

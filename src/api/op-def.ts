@@ -3,8 +3,7 @@
 // native_functions.yaml (which function/method exists) with derivatives.yaml (which node, what it saves).
 
 import type { Tensor } from "../tensor.ts";
-import { runOp } from "../ops/op-context.ts";
-import type { MemoryDevice } from "../memory/devices.ts";
+import { deviceOfArgs, runOp } from "../ops/op-context.ts";
 
 /** An op whose outputs never require grad (comparisons, argmax, creation): declared, not forgotten. */
 export const NOT_DIFFERENTIABLE = "not differentiable";
@@ -40,17 +39,12 @@ export type MethodOf<F> = F extends (self: Tensor, ...args: infer A) => infer R 
 const names = new WeakMap<OpDef, string>();
 export const nameOp = (def: OpDef, name: string) => names.set(def, name);
 
-const deviceOf = (args: unknown[]): MemoryDevice | null => {
-  const t = args.find((a) => a !== null && typeof a === "object" && "storage" in (a as object)) as { storage: { device: MemoryDevice } } | undefined;
-  return t?.storage.device ?? null;
-};
-
 /**
  * Declares an op. The function form runs in an op context (ops/op-context.ts) on the device of its
  * first tensor argument, as the method form does on its own.
  */
 export function op<F extends Impl, M = MethodOf<F>>(def: OpDef & { impl: F }): Op<F, M> {
-  const f = ((...args: unknown[]) => runOp(names.get(def) ?? "op", deviceOf(args), () => def.impl(...(args as [Tensor])))) as unknown as Op<F, M>;
+  const f = ((...args: unknown[]) => runOp(names.get(def) ?? "op", deviceOfArgs(args), () => def.impl(...(args as [Tensor])))) as unknown as Op<F, M>;
   Object.defineProperty(f, "def", { value: def });
   return f;
 }

@@ -6,7 +6,7 @@ export interface Guard extends Disposable {
   exit(): void;
 }
 
-export function guard(exit: () => void): Guard {
+function guard(exit: () => void): Guard {
   let done = false;
   const once = () => {
     if (!done) {

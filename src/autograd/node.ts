@@ -19,11 +19,11 @@ let nextSequenceNr = 0;
 let nextAddress = 0x7f3a_0000_00n;
 const UINT64_MAX = 2 ** 64 - 1;
 
-export const BACKWARD_TWICE =
+const BACKWARD_TWICE =
   "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.";
 
 /** How an anomaly-mode failure or an in-place error names a tensor: [torch.FloatTensor [3, 4]]. */
-export function tensorTypeName(t: { dtype: string; shape: readonly number[] }): string {
+function tensorTypeName(t: { dtype: string; shape: readonly number[] }): string {
   const kind = t.dtype === "float32" ? "Float" : t.dtype === "int32" ? "Int" : "Bool";
   return `[torch.${kind}Tensor [${t.shape.join(", ")}]]`;
 }

@@ -13,7 +13,7 @@ import { regenerateViewGradFn } from "./functions/inplace.ts";
 import { owned } from "../memory/lifetime.ts";
 import { setCategory } from "../memory/storage.ts";
 
-export function newMeta(): AutogradMeta {
+function newMeta(): AutogradMeta {
   const m = new AutogradMeta();
   m.inference = is_inference_mode_enabled();
   return m;
@@ -24,7 +24,7 @@ export function newMeta(): AutogradMeta {
  * made gets a new one, AsStridedBackward0 from the base's current history, as PyTorch regenerates it
  * on access; otherwise its gradient would skip the write.
  */
-export function gradFn(t: Tensor): Node | null {
+function gradFn(t: Tensor): Node | null {
   const m = t._meta;
   if (t._base && m.viewVersion !== null && m.viewVersion !== t._versionCounter.value) {
     m.viewVersion = t._versionCounter.value;
@@ -34,11 +34,11 @@ export function gradFn(t: Tensor): Node | null {
 }
 
 /** A new view made with grad mode on follows its base's version (views made under no_grad do not). */
-export function trackView(view: Tensor): void {
+function trackView(view: Tensor): void {
   if (is_grad_enabled()) view._meta.viewVersion = view._versionCounter.value;
 }
 
-export function setRequiresGrad(t: Tensor, v: boolean): void {
+function setRequiresGrad(t: Tensor, v: boolean): void {
   if (!t.is_leaf) {
     throw new RuntimeError(
       "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().",
@@ -54,7 +54,7 @@ export function setRequiresGrad(t: Tensor, v: boolean): void {
 const NON_LEAF_GRAD_WARNING =
   "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more informations.";
 
-export function getGrad(t: Tensor): Tensor | null {
+function getGrad(t: Tensor): Tensor | null {
   const m = t._meta;
   if (!t.is_leaf && !m.retains_grad && m.grad === null) {
     process.emitWarning(NON_LEAF_GRAD_WARNING, "UserWarning");
@@ -68,7 +68,7 @@ function markGrad(g: Tensor, of: Tensor): void {
   setCategory(g.storage, "gradient");
 }
 
-export function setGrad(t: Tensor, g: Tensor | null): void {
+function setGrad(t: Tensor, g: Tensor | null): void {
   const m = t._meta;
   if (g) {
     if (g.ndim !== t.ndim || g.shape.some((s, i) => s !== t.shape[i])) {
@@ -81,7 +81,7 @@ export function setGrad(t: Tensor, g: Tensor | null): void {
   m.grad = g;
 }
 
-export function retainGrad(t: Tensor): void {
+function retainGrad(t: Tensor): void {
   if (!t.requires_grad) throw new RuntimeError("can't retain_grad on Tensor that has requires_grad=False");
   if (t.is_leaf) return;
   const m = t._meta;
@@ -100,7 +100,7 @@ export function retainGrad(t: Tensor): void {
   fn.tensorPreHooks.set(m.output_nr, hooks);
 }
 
-export function accumulator(t: Tensor): AccumulateGrad {
+function accumulator(t: Tensor): AccumulateGrad {
   const m = t._meta;
   if (!m.accumulator) m.accumulator = new AccumulateGrad(t);
   return m.accumulator;
@@ -111,7 +111,7 @@ export function accumulator(t: Tensor): AccumulateGrad {
  * it and it is contiguous, else cloned); later ones are added in place, or out of place under
  * create_graph. The caller keeps its own handle to `g`.
  */
-export function accumulateGrad(t: Tensor, g: Tensor): void {
+function accumulateGrad(t: Tensor, g: Tensor): void {
   const m = t._meta;
   owned(() => {
     if (!m.grad) {
@@ -127,7 +127,7 @@ export function accumulateGrad(t: Tensor, g: Tensor): void {
   });
 }
 
-export function backward(t: Tensor, gradient: Tensor | null, opts?: { retain_graph?: boolean; create_graph?: boolean; inputs?: Tensor[] }): void {
+function backward(t: Tensor, gradient: Tensor | null, opts?: { retain_graph?: boolean; create_graph?: boolean; inputs?: Tensor[] }): void {
   run_backward([t], [gradient], {
     retain_graph: opts?.retain_graph ?? opts?.create_graph ?? false,
     create_graph: opts?.create_graph ?? false,
@@ -136,7 +136,7 @@ export function backward(t: Tensor, gradient: Tensor | null, opts?: { retain_gra
   });
 }
 
-export function registerHook(t: Tensor, fn: (grad: Tensor) => Tensor | void): { remove(): void } {
+function registerHook(t: Tensor, fn: (grad: Tensor) => Tensor | void): { remove(): void } {
   if (!t.requires_grad) throw new RuntimeError("cannot register a hook on a tensor that doesn't require gradient");
   let hooks = t._meta.leafPreHooks;
   if (t.grad_fn) {
@@ -147,7 +147,7 @@ export function registerHook(t: Tensor, fn: (grad: Tensor) => Tensor | void): { 
   return { remove: () => void hooks.splice(hooks.indexOf(fn) >>> 0, 1) };
 }
 
-export function registerPostAccumulateHook(t: Tensor, fn: (t: Tensor) => void): { remove(): void } {
+function registerPostAccumulateHook(t: Tensor, fn: (t: Tensor) => void): { remove(): void } {
   if (!t.is_leaf) throw new RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors");
   if (!t.requires_grad) throw new RuntimeError("cannot register a hook on a tensor that doesn't require gradient");
   const hooks = t._meta.postAccumulateHooks;

@@ -31,7 +31,7 @@ interface PerDevice {
 }
 const cache = new WeakMap<GPUDevice, PerDevice>();
 
-export function shaderSource(name: string): string {
+function shaderSource(name: string): string {
   let src = sources.get(name);
   if (src === undefined) {
     const own = readFileSync(`${dir}${name}.wgsl`, "utf8");
@@ -73,11 +73,6 @@ function perDevice(device: GPUDevice): PerDevice {
 export const bindGroupLayout = (device: GPUDevice) => perDevice(device).layout;
 export const paramsLayout = (device: GPUDevice) => perDevice(device).paramsLayout;
 export const dummyFor = (device: GPUDevice) => perDevice(device).dummy;
-
-/** The pipeline for an entry point specialised by `constants` and the operand-to-binding slots. */
-export function pipelineFor(device: GPUDevice, shader: string, entry: string, constants: Record<string, number> | undefined, slots: number[]): GPUComputePipeline {
-  return pipelineEntry(device, shader, entry, constants, slots).pipeline;
-}
 
 /** The pipeline, its cache key, and whether it was created just now (its validation not yet seen). */
 export function pipelineEntry(device: GPUDevice, shader: string, entry: string, constants: Record<string, number> | undefined, slots: number[]): { pipeline: GPUComputePipeline; key: string; created: boolean } {

@@ -106,7 +106,7 @@ export function readBlock(block: Block, byteOffset: number, byteLength: number):
 }
 
 /** Drops everything pending (device lost: the commands refer to buffers that no longer exist). */
-export function dropPending(reason: Error): void {
+function dropPending(reason: Error): void {
   for (const c of takeQueue()) if (c.kind === "read") c.reject(reason);
 }
 
@@ -482,7 +482,7 @@ function encodeChunk(dev: DeviceState, st: EncodeState, cmds: Command[], dispatc
 }
 
 /** Destroys a segment's GPU buffer once the work already recorded against it has been submitted. */
-export function destroyBuffer(buffer: GPUBuffer): void {
+function destroyBuffer(buffer: GPUBuffer): void {
   if (queue.length === 0 && jobs === 0) { buffer.destroy(); return; }
   const dev = readyDevice();
   if (queue.length > 0 && dev) schedule(dev, takeQueue()).catch(() => {});

@@ -9,12 +9,12 @@ import { OutOfMemoryError } from "../errors.ts";
 import { formatBytes } from "./format-bytes.ts";
 import { reclaimBeforeGrowth } from "./lifetime.ts";
 
-export const kMinBlockSize = 512;
-export const kSmallSize = 1 << 20;
-export const kSmallBuffer = 2 << 20;
-export const kLargeBuffer = 20 << 20;
-export const kMinLargeAlloc = 10 << 20;
-export const kRoundLarge = 2 << 20;
+const kMinBlockSize = 512;
+const kSmallSize = 1 << 20;
+const kSmallBuffer = 2 << 20;
+const kLargeBuffer = 20 << 20;
+const kMinLargeAlloc = 10 << 20;
+const kRoundLarge = 2 << 20;
 
 export type PoolName = "small_pool" | "large_pool";
 
@@ -59,11 +59,11 @@ function bump(g: StatGroup, pool: PoolName, delta: number): void {
   }
 }
 
-export function roundSize(size: number): number {
+function roundSize(size: number): number {
   return size < kMinBlockSize ? kMinBlockSize : kMinBlockSize * Math.ceil(size / kMinBlockSize);
 }
 
-export function segmentSize(size: number): number {
+function segmentSize(size: number): number {
   if (size <= kSmallSize) return kSmallBuffer;
   if (size < kMinLargeAlloc) return kLargeBuffer;
   return kRoundLarge * Math.ceil(size / kRoundLarge);

@@ -12,7 +12,7 @@ import { recordAlloc, recordFree, retag } from "./history.ts";
 import { noteBytesFreed } from "./lifetime.ts";
 
 /** The WebGPU device's allocator (simulated devices have their own: memory/devices.ts). */
-export const allocator = webgpu.allocator;
+const allocator = webgpu.allocator;
 
 /** Who owns a handle when the runtime does (a saved variable, a .grad, an AccumulateGrad), in words. */
 export interface Role {
@@ -42,7 +42,7 @@ let nextStorageId = 1;
 /** Every storage that holds memory now (for snapshots and the leak finder). */
 export const liveStorages = new Set<Storage>();
 /** A stable number for a block: segment id in the high part, offset in the low (as a device address would be). */
-export const addressOf = (b: Block) => b.segment.id * 2 ** 32 + b.offset;
+const addressOf = (b: Block) => b.segment.id * 2 ** 32 + b.offset;
 
 export class Storage {
   readonly id = nextStorageId++;

@@ -15,7 +15,7 @@ export type BackwardHookFn<M> = (module: M, grad_input: Grads, grad_output: Grad
 export type BackwardPreHookFn<M> = (module: M, grad_output: Grads) => Grads | void | null;
 
 /** Identity on its tensor arguments; outputs of inputs that do not require grad stay non-differentiable. */
-export class BackwardHookFunction extends Function {
+class BackwardHookFunction extends Function {
   static override forward(ctx: FunctionCtx, ...args: Tensor[]): Tensor[] {
     const outs = args.map((a) => a.detach());
     ctx.mark_non_differentiable(...outs.filter((_, i) => !args[i].requires_grad));

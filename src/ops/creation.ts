@@ -87,7 +87,7 @@ export function scalar_tensor(v: Scalar, opts?: CreateOpts): Tensor {
 
 type ShapeArgs = Array<number | number[] | CreateOpts>;
 /** Python's type name for a JS value, as PyTorch's argument errors print it. */
-export function pyType(v: unknown): string {
+function pyType(v: unknown): string {
   if (v === null || v === undefined) return "NoneType";
   if (typeof v === "string") return "str";
   if (typeof v === "boolean") return "bool";

@@ -28,7 +28,7 @@ export function broadcastShapes(a: readonly number[], b: readonly number[]): num
 }
 
 /** t's strides when read over `shape` (0 on broadcast dims). */
-export function stridesOver(t: Tensor, shape: readonly number[]): number[] {
+function stridesOver(t: Tensor, shape: readonly number[]): number[] {
   const lead = shape.length - t.ndim;
   return shape.map((s, i) => (i < lead || t.shape[i - lead] !== s ? 0 : t._strides[i - lead]));
 }
@@ -39,7 +39,7 @@ export function stridesOver(t: Tensor, shape: readonly number[]): number[] {
  * equal strides defer to the next input), then dense in that order. So x.t().exp() is laid out as
  * x.t() is, and .view() refuses on it exactly where PyTorch refuses.
  */
-export function resultStrides(shape: readonly number[], inputs: readonly Tensor[]): number[] {
+function resultStrides(shape: readonly number[], inputs: readonly Tensor[]): number[] {
   const nd = shape.length;
   const strides = inputs.map((t) => stridesOver(t, shape));
   // should_swap in TensorIterator::reorder_dimensions: > 0 when dim0 should come after dim1 (faster first).

@@ -37,7 +37,6 @@ export const REDUCE_KERNELS = ["sum", "max", "min", "argmax", "argmin", "var", "
 
 export type UnaryKernel = keyof typeof UNARY_RESULT;
 export type BinaryKernel = keyof typeof BINARY_KINDS;
-export type ReduceKernel = (typeof REDUCE_KERNELS)[number];
 
 function codes<K extends string>(list: readonly K[]): Record<K, number> {
   return Object.fromEntries(list.map((k, i) => [k, i])) as Record<K, number>;

@@ -16,7 +16,7 @@ const WG = 64;
 const MAX_GROUPS = 65535;
 
 /** A 2-D grid of 1-D workgroups covering n invocations (kernels use prelude's linear_id). */
-export function grid(n: number): [number, number, number] {
+function grid(n: number): [number, number, number] {
   const groups = Math.max(1, Math.ceil(n / WG));
   if (groups <= MAX_GROUPS) return [groups, 1, 1];
   return [MAX_GROUPS, Math.ceil(groups / MAX_GROUPS), 1];
@@ -30,7 +30,7 @@ export function f32bits(v: number): number {
   return scratchU[0];
 }
 
-export function blockOf(t: Tensor): Block {
+function blockOf(t: Tensor): Block {
   const b = t.check().storage.liveBlock();
   return b;
 }
@@ -44,7 +44,7 @@ function computes(operands: Tensor[]): boolean {
  * The elements operand k touches for invocations [i0, i1): an inclusive [lo, hi] range of element
  * offsets from the start of its block. A bound is enough (a window may be larger than what is read).
  */
-export type Extent = (k: number, i0: number, i1: number) => [number, number];
+type Extent = (k: number, i0: number, i1: number) => [number, number];
 export interface DispatchOpts {
   /** How invocations map to elements: lets a dispatch over a block larger than one binding run in windows. */
   extent?: Extent;
@@ -206,7 +206,7 @@ export function fitsOneBinding(operands: Tensor[]): boolean {
  * The extent of a strided operand over a row-major index space `shape` (coalesced): invocation i is
  * the element at multi-index(i); the operand reads offset + sum(idx_d * strides_d). Strides are >= 0.
  */
-export function stridedExtent(shape: readonly number[], strides: readonly number[], offset: number): (i0: number, i1: number) => [number, number] {
+function stridedExtent(shape: readonly number[], strides: readonly number[], offset: number): (i0: number, i1: number) => [number, number] {
   const r = shape.length;
   return (i0, i1) => {
     if (r === 0) return [offset, offset];

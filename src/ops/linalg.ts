@@ -174,7 +174,7 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
  * The error torch 1.13's at::matmul raises for these shapes, or null: it folds batch dims into rows
  * (mv or mm) or runs bmm over broadcast batches, and the failing inner op words the message.
  */
-export function matmulShapeError(a: Tensor, b: Tensor): string | null {
+function matmulShapeError(a: Tensor, b: Tensor): string | null {
   const da = a.ndim;
   const db = b.ndim;
   const mvError = (rows: number, k: number, n: number) => (k === n ? null : `size mismatch, got ${rows}, ${rows}x${k},${n}`);

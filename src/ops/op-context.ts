@@ -1,4 +1,4 @@
-// Every public tensor op runs inside an op context: its outputs are allocated on its input's device,
+// Every public tensor op runs inside an op context (the op table installs them so: api/install.ts): its outputs are allocated on its input's device,
 // the memory timeline learns which op allocated what (the outermost op names nested work: the copy
 // inside a matmul is "matmul"), and if it throws, what it allocated is released at once.
 
@@ -20,28 +20,13 @@ export function runOp<T>(name: string, device: MemoryDevice | null, fn: () => T)
   }
 }
 
-/** Wraps the named methods of a class so each call runs as an op on `this`'s device. */
-export function instrument(proto: object, names: string[], deviceOf: (self: unknown) => MemoryDevice): void {
-  const p = proto as Record<string, unknown>;
-  for (const name of names) {
-    const desc = Object.getOwnPropertyDescriptor(proto, name);
-    if (!desc) throw new Error(`internal: no method ${name} to instrument`);
-    if (typeof desc.value === "function") {
-      const orig = desc.value as (...a: unknown[]) => unknown;
-      p[name] = function (this: unknown, ...args: unknown[]) {
-        return runOp(name, deviceOf(this), () => orig.apply(this, args));
-      };
-    } else if (desc.get) {
-      const get = desc.get;
-      Object.defineProperty(proto, name, { ...desc, get(this: unknown) { return runOp(name, deviceOf(this), () => get.call(this)); } });
-    }
-  }
+/** The device of a call's first tensor argument (where a function form of an op runs). */
+export function deviceOfArgs(args: readonly unknown[]): MemoryDevice | null {
+  const t = args.find((a) => a !== null && typeof a === "object" && "storage" in (a as object)) as { storage: { device: MemoryDevice } } | undefined;
+  return t?.storage.device ?? null;
 }
 
 /** A function made an op: runs in an op context on the device of its first tensor argument. */
 export function asOp<A extends unknown[], R>(name: string, fn: (...args: A) => R): (...args: A) => R {
-  return (...args: A) => {
-    const t = args.find((a) => a !== null && typeof a === "object" && "storage" in (a as object)) as { storage: { device: MemoryDevice } } | undefined;
-    return runOp(name, t?.storage.device ?? null, () => fn(...args));
-  };
+  return (...args: A) => runOp(name, deviceOfArgs(args), () => fn(...args));
 }

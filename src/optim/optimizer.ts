@@ -147,4 +147,3 @@ function disposeState(s: ParamState): void {
 export function checkHyper(cond: boolean, msg: string): void {
   if (!cond) throw new ValueError(msg);
 }
-export { RuntimeError };

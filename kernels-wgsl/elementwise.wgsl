@@ -117,6 +117,7 @@ fn binary_f(a: f32, b: f32) -> f32 {
     case B_GE: { return select(0.0, 1.0, !nan2(a, b) && a >= b); }
     case B_MAXIMUM: { return select(max(a, b), a + b, nan2(a, b)); }
     case B_MINIMUM: { return select(min(a, b), a + b, nan2(a, b)); }
+    case B_ATAN2: { return atan2(a, b); }
     // Fused backward formulas (a = incoming gradient, b = saved input or result), one output allocation
     // each, as PyTorch's threshold_backward / gelu_backward / sigmoid_backward / tanh_backward.
     case B_GELU_BACKWARD: { return a * (0.5 * (1.0 + erf_approx(b * 0.7071067811865476)) + b * 0.3989422804014327 * exp(-0.5 * b * b)); }

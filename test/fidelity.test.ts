@@ -232,3 +232,23 @@ describe("elementwise results are laid out as torch lays them out (issue 11 item
     expect(await x.t().mul(2).contiguous().view(6).tolist()).toEqual([2, 8, 4, 10, 6, 12]);
   });
 });
+
+describe("torch.atan2, added through the op table alone (a table entry, one WGSL case, this test)", () => {
+  // Values, node and gradients from torch 1.13 for the same inputs.
+  it("computes, records Atan2Backward0 saving both operands, and differentiates as torch", async () => {
+    const a = torch.tensor([[1, -2, 0.5], [0, 3, -1]], { requires_grad: true });
+    const b = torch.tensor([2, -1, 0.25], { requires_grad: true });
+    const y = torch.atan2(a, b);
+    const close = (got: unknown, want: number[]) => (got as number[]).forEach((v, i) => expect(v).toBeCloseTo(want[i], 5));
+    const rows = (await y.tolist()) as number[][];
+    close(rows[0], [0.46364760398864746, -2.0344438552856445, 1.1071487665176392]);
+    close(rows[1], [0.0, 1.8925468921661377, -1.3258177042007446]);
+    expect(y.grad_fn!.name()).toBe("Atan2Backward0");
+    y.sum().backward();
+    const ga = (await a.grad!.tolist()) as number[][];
+    close(ga[0], [0.4, -0.2, 0.8]);
+    close(ga[1], [0.5, -0.1, 0.23529411852359772]);
+    close(await b.grad!.tolist(), [-0.2, 0.1, -0.658823549747467]);
+    expect(torch.atan2(torch.tensor([1, 2], { dtype: "int32" }), torch.tensor([3, 4], { dtype: "int32" })).dtype).toBe("float32");
+  });
+});

@@ -64,7 +64,7 @@ describe("kernel codes", () => {
   /** The op-code constants a shader names (its own `override`s, such as B_SCALAR, are not op codes). */
   const cases = (src: string, prefix: string) => {
     const overrides = new Set([...src.matchAll(/override (\w+)/g)].map((m) => m[1]));
-    return new Set([...src.matchAll(new RegExp(`\\b${prefix}_[A-Z_]+\\b`, "g"))].map((m) => m[0]).filter((k) => !overrides.has(k)));
+    return new Set([...src.matchAll(new RegExp(`\\b${prefix}_[A-Z0-9_]+\\b`, "g"))].map((m) => m[0]).filter((k) => !overrides.has(k)));
   };
 
   it("every listed kernel has its case in the shader, and the shader names no other", () => {

@@ -120,6 +120,16 @@ function extremumGrad(pickFirst: (self: Tensor, other: Tensor) => Tensor) {
   };
 }
 const MAXIMUM = binaryOp({ kernel: "maximum", node: "MaximumBackward0", saves: ["self", "other"], grad: extremumGrad((a, b) => a.gt(b)) });
+const ATAN2 = binaryOp({
+  kernel: "atan2", node: "Atan2Backward0", saves: ["self", "other"],
+  // d/da atan2(a, b) = b / (a² + b²), d/db = -a / (a² + b²)
+  grad: (n, g, { aShape, bShape }) => {
+    const a = n.unpack("self");
+    const b = n.unpack("other");
+    const r = a.mul(a).add(b.mul(b));
+    return [n.needs(0) ? sumTo(g.mul(b).div(r), aShape) : null, n.needs(1) ? sumTo(g.mul(a).neg().div(r), bShape) : null];
+  },
+});
 const MINIMUM = binaryOp({ kernel: "minimum", node: "MinimumBackward0", saves: ["self", "other"], grad: extremumGrad((a, b) => a.lt(b)) });
 
 type Alpha = { alpha?: number };
@@ -137,6 +147,8 @@ export const pow = op({ impl: (a: Tensor, e: TensorOrScalar): Tensor => POW.forw
 export const maximum = op({ impl: (a: Tensor, b: Tensor): Tensor => MAXIMUM.forward(a, b), grad: ["MaximumBackward0"], saves: ["self", "other"] });
 /** torch.minimum(a, b): elementwise smaller (MinimumBackward0). */
 export const minimum = op({ impl: (a: Tensor, b: Tensor): Tensor => MINIMUM.forward(a, b), grad: ["MinimumBackward0"], saves: ["self", "other"] });
+/** torch.atan2(a, b): the angle of (b, a), elementwise, float32 (Atan2Backward0 saves both operands). */
+export const atan2 = op({ impl: (a: Tensor, b: Tensor): Tensor => ATAN2.forward(a, b), grad: ["Atan2Backward0"], saves: ["self", "other"] });
 /** torch.rsub(a, b, {alpha}): b - alpha * a (Python's `2 - x`). RsubBackward1 saves alpha. */
 export const rsub = op({ impl: (a: Tensor, b: number, opts?: Alpha): Tensor => pw.rsub(a, b, opts?.alpha), grad: ["RsubBackward1"], saves: ["alpha"] });
 

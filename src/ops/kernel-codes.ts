@@ -25,7 +25,7 @@ export const floatingResult = (k: UnaryKernel) => UNARY_RESULT[k] === "float";
 const BINARY_KINDS = {
   add: ["promote", "int"], sub: ["promote", "int"], mul: ["promote", "int"], div: ["float", "f32"], pow: ["promote", "f32"],
   eq: ["bool", "int"], ne: ["bool", "int"], lt: ["bool", "int"], le: ["bool", "int"], gt: ["bool", "int"], ge: ["bool", "int"],
-  maximum: ["promote", "int"], minimum: ["promote", "int"],
+  maximum: ["promote", "int"], minimum: ["promote", "int"], atan2: ["float", "f32"],
   gelu_backward: ["float", "f32"], gelu_tanh_backward: ["float", "f32"], threshold_backward: ["float", "f32"],
   sigmoid_backward: ["float", "f32"], tanh_backward: ["float", "f32"],
 } as const;

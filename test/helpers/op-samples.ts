@@ -62,6 +62,7 @@ export const CASES: Record<string, Case> = {
   where: (x, y) => x.where(x.gt(0.5), y),
   add_: (x, y) => x.mul(1).add_(y),
   sub_: (x, y) => x.mul(1).sub_(y),
+  atan2: (x, y) => x.atan2(y.sub(0.5)),
   mul_: (x, y) => x.mul(1).mul_(y),
   div_: (x, y) => x.mul(1).div_(y.add(1)),
   relu_: (x) => x.mul(1).relu_(),

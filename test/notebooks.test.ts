@@ -26,3 +26,22 @@ describe("tutorial notebooks", () => {
     }, 300_000);
   }
 });
+
+// A solution is its template with the exercises solved: the same cells in the same order, and the same
+// explanations. Without this, a fix to a template's prose silently misses the solution students get later.
+describe("solutions match their templates", () => {
+  type Cell = { cell_type: string; source: string | string[] };
+  const read = (p: string): Cell[] => JSON.parse(readFileSync(p, "utf8")).cells;
+  const text = (c: Cell) => (Array.isArray(c.source) ? c.source.join("") : c.source);
+  const solutions = readdirSync(join(repo, "notebooks", "solutions")).filter((f) => f.endsWith(".ipynb"));
+  for (const nb of solutions) {
+    it(`${nb}: same cell kinds and the same markdown as notebooks/${nb}`, () => {
+      const t = read(join(repo, "notebooks", nb));
+      const s = read(join(repo, "notebooks", "solutions", nb));
+      expect(s.map((c) => c.cell_type)).toEqual(t.map((c) => c.cell_type));
+      expect(s.filter((c) => c.cell_type === "markdown").map(text)).toEqual(t.filter((c) => c.cell_type === "markdown").map(text));
+      // at least one code cell differs: the solved exercise
+      expect(s.some((c, i) => c.cell_type === "code" && text(c) !== text(t[i]))).toBe(true);
+    });
+  }
+});

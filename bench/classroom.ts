@@ -101,6 +101,8 @@ const mib = (b: number) => b / 2 ** 20;
 interface StudentResult {
   name: string;
   first_kernel_s: number | null;
+  /** arrival to the last cell's reply */
+  session_s: number;
   cells: number[];
   failures: string[];
   peak_rss: number;
@@ -128,7 +130,7 @@ async function runClass(n: number) {
   const deadline = Date.now() + PER_RUN_LIMIT_S * 1000;
 
   const results: StudentResult[] = await Promise.all(cls.students.map(async (name, i) => {
-    const r: StudentResult = { name, first_kernel_s: null, cells: [], failures: [], peak_rss: 0, cgroup_peak: 0, cpu_s: 0 };
+    const r: StudentResult = { name, first_kernel_s: null, session_s: 0, cells: [], failures: [], peak_rss: 0, cgroup_peak: 0, cpu_s: 0 };
     const rand = rng(1000 + i);
     await sleep(rand() * arrival * 1000);
     const arrived = Date.now();
@@ -156,6 +158,7 @@ async function runClass(n: number) {
     } catch (e) {
       r.failures.push(String((e as Error)?.message ?? e));
     }
+    r.session_s = (Date.now() - arrived) / 1000;
     return r;
   }));
   sampling = false;
@@ -188,6 +191,9 @@ for (const n of sizes) {
     rss_max_mib: mib(Math.max(...rs.map((r) => r.peak_rss))),
     cgroup_peak_max_mib: mib(Math.max(...rs.map((r) => r.cgroup_peak))),
     cpu_s_mean: rs.reduce((t, r) => t + r.cpu_s, 0) / n,
+    session_s_mean: rs.reduce((t, r) => t + r.session_s, 0) / n,
+    // average cores one student kept busy over their session (server + kernels)
+    cores_per_student: rs.reduce((t, r) => t + r.cpu_s / Math.max(r.session_s, 1e-9), 0) / n,
     cell_p50_ms: pct(cells, 50),
     cell_p95_ms: pct(cells, 95),
     first_kernel_p50_s: pct(firsts, 50),

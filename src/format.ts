@@ -45,7 +45,10 @@ class Formatter {
   private sciMode = false;
   width = 1;
 
-  constructor(private readonly dtype: DType, values: ArrayLike<number>) {
+  constructor(
+    private readonly dtype: DType,
+    values: ArrayLike<number>,
+  ) {
     if (dtype !== "float32") {
       for (let i = 0; i < values.length; i++) this.width = Math.max(this.width, this.raw(values[i]).length);
       return;
@@ -106,12 +109,12 @@ function body(values: ArrayLike<number>, shape: readonly number[], fmt: Formatte
       const perLine = Math.max(1, Math.floor((LINEWIDTH - ind) / (fmt.width + 2)));
       const lines: string[] = [];
       for (let i = 0; i < elems.length; i += perLine) lines.push(elems.slice(i, i + perLine).join(", "));
-      return "[" + lines.join(",\n" + " ".repeat(ind + 1)) + "]";
+      return `[${lines.join(`,\n${" ".repeat(ind + 1)}`)}]`;
     }
     const st = strideOf(shape, dim);
-    const sep = "," + "\n".repeat(shape.length - dim - 1) + " ".repeat(ind + 1);
+    const sep = `,${"\n".repeat(shape.length - dim - 1)}${" ".repeat(ind + 1)}`;
     const parts = kept(shape[dim], summarize).map((i) => (i < 0 ? "..." : rec(dim + 1, base + i * st, ind + 1)));
-    return "[" + parts.join(sep) + "]";
+    return `[${parts.join(sep)}]`;
   };
   return rec(0, 0, indent);
 }
@@ -147,10 +150,10 @@ export function formatTensor(values: ArrayLike<number>, shape: readonly number[]
   if (dtype === "int32" || (numel === 0 && dtype !== "float32")) extra.push(`dtype=torch.${dtype}`);
   for (const s of [...extra, ...suffixes]) {
     const lastLine = text.split("\n").pop()!;
-    if (lastLine.length + s.length + 2 > LINEWIDTH) text += ",\n" + " ".repeat(prefix.length) + s;
-    else text += ", " + s;
+    if (lastLine.length + s.length + 2 > LINEWIDTH) text += `,\n${" ".repeat(prefix.length)}${s}`;
+    else text += `, ${s}`;
   }
-  return prefix + text + ")";
+  return `${prefix + text})`;
 }
 
 // ---- torch.Size ----

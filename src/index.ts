@@ -10,8 +10,27 @@ export { Tensor };
 export * from "./dtype.ts";
 export { RuntimeError, IndexError, ValueError, OutOfMemoryError } from "./errors.ts";
 export {
-  tensor, scalar_tensor, empty, zeros, ones, fullOf as full, empty_like, zeros_like, ones_like, full_like, rand_like,
-  randn_like, arange, linspace, rand, randn, randint, manual_seed, initial_seed, get_rng_state, set_rng_state,
+  tensor,
+  scalar_tensor,
+  empty,
+  zeros,
+  ones,
+  fullOf as full,
+  empty_like,
+  zeros_like,
+  ones_like,
+  full_like,
+  rand_like,
+  randn_like,
+  arange,
+  linspace,
+  rand,
+  randn,
+  randint,
+  manual_seed,
+  initial_seed,
+  get_rng_state,
+  set_rng_state,
 } from "./ops/creation.ts";
 export { scope, gc } from "./memory/lifetime.ts";
 export { _save_runtime_state } from "./runtime-state.ts";

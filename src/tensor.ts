@@ -14,7 +14,10 @@ export type Shape = readonly number[];
 export type Scalar = number | boolean;
 export type TensorOrScalar = Tensor | Scalar;
 export type DimArg = number | number[] | undefined;
-export interface ReduceOpts { dim?: number | number[]; keepdim?: boolean }
+export interface ReduceOpts {
+  dim?: number | number[];
+  keepdim?: boolean;
+}
 
 export function contiguousStrides(shape: Shape): number[] {
   const s = new Array<number>(shape.length);
@@ -79,7 +82,16 @@ export class Tensor {
   private readonly _rec: HandleRecord;
   private _disposed = false;
 
-  constructor(storage: Storage, shape: Shape, strides: Shape, offset: number, dtype: DType, version?: VersionCounter, base?: Tensor | null, meta?: AutogradMeta) {
+  constructor(
+    storage: Storage,
+    shape: Shape,
+    strides: Shape,
+    offset: number,
+    dtype: DType,
+    version?: VersionCounter,
+    base?: Tensor | null,
+    meta?: AutogradMeta,
+  ) {
     this.storage = storage;
     this.shape = asSize([...shape]); // prints as torch.Size([2, 3]), stays a plain number[]
     this._strides = [...strides];
@@ -132,29 +144,51 @@ export class Tensor {
   }
 
   // ---- metadata ----
-  get ndim(): number { return this.shape.length; }
-  dim(): number { return this.shape.length; }
-  numel(): number { return numelOf(this.shape); }
+  get ndim(): number {
+    return this.shape.length;
+  }
+  dim(): number {
+    return this.shape.length;
+  }
+  numel(): number {
+    return numelOf(this.shape);
+  }
   size(dim?: number): number | number[] {
     return dim === undefined ? [...this.shape] : this.shape[wrapDim(dim, this.ndim)];
   }
   stride(dim?: number): number | number[] {
     return dim === undefined ? [...this._strides] : this._strides[wrapDim(dim, this.ndim)];
   }
-  storage_offset(): number { return this._offset; }
-  element_size(): number { return ELEMENT_SIZE; }
-  get nbytes(): number { return this.numel() * ELEMENT_SIZE; }
-  get itemsize(): number { return ELEMENT_SIZE; }
-  get _version(): number { return this._versionCounter.value; }
-  get device(): string { return this.storage.device.name; }
-  get is_cuda(): boolean { return true; }
+  storage_offset(): number {
+    return this._offset;
+  }
+  element_size(): number {
+    return ELEMENT_SIZE;
+  }
+  get nbytes(): number {
+    return this.numel() * ELEMENT_SIZE;
+  }
+  get itemsize(): number {
+    return ELEMENT_SIZE;
+  }
+  get _version(): number {
+    return this._versionCounter.value;
+  }
+  get device(): string {
+    return this.storage.device.name;
+  }
+  get is_cuda(): boolean {
+    return true;
+  }
   is_contiguous(): boolean {
     if (this.numel() === 0) return true; // as ATen's compute_contiguous: no element is out of place
     const expect = contiguousStrides(this.shape);
     return this.shape.every((s, i) => s === 1 || this._strides[i] === expect[i]);
   }
   /** Marks an in-place write: the version counter shared with every view goes up by one. */
-  _bump_version(): void { this._versionCounter.value++; }
+  _bump_version(): void {
+    this._versionCounter.value++;
+  }
 
   // ---- reading (async: the GPU works ahead of the host) ----
   /** The elements in row-major order, as a typed array of the tensor's dtype. */
@@ -222,10 +256,21 @@ export class Tensor {
    * which the base's own graph would then keep reachable (a view saved by its base's CopySlices).
    */
   _alias(keepBase = true): Tensor {
-    return new Tensor(this.check().storage, this.shape, this._strides, this._offset, this.dtype, this._versionCounter, keepBase ? this._base : null, this._meta);
+    return new Tensor(
+      this.check().storage,
+      this.shape,
+      this._strides,
+      this._offset,
+      this.dtype,
+      this._versionCounter,
+      keepBase ? this._base : null,
+      this._meta,
+    );
   }
-  cuda(): Tensor { return this._alias(); }
-  cpu(): Tensor { return this._alias(); }
-
+  cuda(): Tensor {
+    return this._alias();
+  }
+  cpu(): Tensor {
+    return this._alias();
+  }
 }
-

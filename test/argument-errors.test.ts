@@ -26,7 +26,11 @@ describe("argument errors (item 12)", () => {
     const s = torch.tensor(5);
     raises(() => x.getitem(undefined as unknown as string), "TypeError", 'index must be a string such as "0, 1:3, ..., None" or an integer, not undefined');
     raises(() => x.getitem(1.5), "IndexError", /only integers, slices .* are valid indices \(got float\)/);
-    raises(() => s.getitem(0), "IndexError", "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number");
+    raises(
+      () => s.getitem(0),
+      "IndexError",
+      "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number",
+    );
     raises(() => s.getitem("0"), "IndexError", /^invalid index of a 0-dim tensor/);
     raises(() => s.getitem(":"), "IndexError", "slice() cannot be applied to a 0-dim tensor.");
     raises(() => s.setitem("0", 1), "IndexError", /^invalid index of a 0-dim tensor/);
@@ -63,7 +67,7 @@ describe("argument errors (item 12)", () => {
     expect(s.dtype).toBe("float32");
     expect(await s.item()).toBe(2 ** 31); // torch: 2147483648 (int64); never wraps
     expect(await big.sum({ dtype: "int32" } as never).item()).toBe(-(2 ** 31));
-    expect((await torch.tensor([3, 4], { dtype: "int32" }).prod().item())).toBe(12);
+    expect(await torch.tensor([3, 4], { dtype: "int32" }).prod().item()).toBe(12);
     const b = torch.tensor([true, false, true]).sum();
     expect(b.dtype).toBe("int32");
     expect(await b.item()).toBe(2);
@@ -93,9 +97,17 @@ describe("argument errors (item 12)", () => {
     raises(() => o(3).matmul(o(4, 5)), "RuntimeError", "mat1 and mat2 shapes cannot be multiplied (1x3 and 4x5)");
     raises(() => o(2, 2, 3).matmul(o(4, 5)), "RuntimeError", "mat1 and mat2 shapes cannot be multiplied (4x3 and 4x5)");
     raises(() => o(2, 2, 3).matmul(o(2, 4, 5)), "RuntimeError", "Expected size for first two dimensions of batch2 tensor to be: [2, 3] but got: [2, 4].");
-    raises(() => o(2, 2, 3).transpose(1, 2).matmul(o(4, 5)), "RuntimeError", "Expected size for first two dimensions of batch2 tensor to be: [2, 2] but got: [2, 4].");
+    raises(
+      () => o(2, 2, 3).transpose(1, 2).matmul(o(4, 5)),
+      "RuntimeError",
+      "Expected size for first two dimensions of batch2 tensor to be: [2, 2] but got: [2, 4].",
+    );
     raises(() => o(2, 2, 3).matmul(o(3, 3, 5)), "RuntimeError", "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0");
-    raises(() => o(3).matmul(o(4)), "RuntimeError", "inconsistent tensor size, expected tensor [3] and src [4] to have the same number of elements, but got 3 and 4 elements respectively");
+    raises(
+      () => o(3).matmul(o(4)),
+      "RuntimeError",
+      "inconsistent tensor size, expected tensor [3] and src [4] to have the same number of elements, but got 3 and 4 elements respectively",
+    );
     raises(() => o(2, 3, 4).bmm(o(2, 5, 6)), "RuntimeError", "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 5].");
     raises(() => o(2, 3, 4).bmm(o(3, 4, 6)), "RuntimeError", "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [3, 4].");
     raises(() => o(3, 4).bmm(o(3, 4, 6)), "RuntimeError", "batch1 must be a 3D tensor");
@@ -108,7 +120,11 @@ describe("argument errors (item 12)", () => {
     raises(() => e.argmax(), "IndexError", "argmax(): Expected reduction dim to be specified for input.numel() == 0.");
     raises(() => e.argmin(), "IndexError", "argmin(): Expected reduction dim to be specified for input.numel() == 0.");
     raises(() => e03.argmax(0), "IndexError", "argmax(): Expected reduction dim 0 to have non-zero size.");
-    raises(() => e.max(), "RuntimeError", "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
+    raises(
+      () => e.max(),
+      "RuntimeError",
+      "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.",
+    );
     expect(await e.var().item()).toBeNaN();
     expect(await e.std().item()).toBeNaN();
     expect(await e.mean().item()).toBeNaN();
@@ -121,7 +137,10 @@ describe("argument errors (item 12)", () => {
     const y = torch.zeros(2, 3);
     y.setitem("0", torch.ones(1, 3));
     y.setitem("1, 1:", torch.full([1, 1, 2], 5));
-    expect(await y.tolist()).toEqual([[1, 1, 1], [0, 5, 5]]);
+    expect(await y.tolist()).toEqual([
+      [1, 1, 1],
+      [0, 5, 5],
+    ]);
     const v = torch.tensor([[1, 2, 3]], { requires_grad: true });
     const z = torch.zeros(2, 3);
     z.setitem("1", v.mul(2));
@@ -155,7 +174,10 @@ describe("x[...] (item 10, the indexing side)", () => {
     expect(y.grad_fn?.name()).toBe("AliasBackward0");
     expect(x.is_leaf).toBe(true);
     y.sum().backward();
-    expect(await x.grad!.tolist()).toEqual([[1, 1, 1], [1, 1, 1]]);
+    expect(await x.grad!.tolist()).toEqual([
+      [1, 1, 1],
+      [1, 1, 1],
+    ]);
     const s = torch.tensor(2, { requires_grad: true });
     expect(s.getitem("...").grad_fn?.name()).toBe("AliasBackward0");
     expect(s.getitem("None").grad_fn?.name()).toBe("UnsqueezeBackward0");

@@ -11,8 +11,16 @@ import { OP_TABLE } from "../src/api/install.ts";
 import type { Tensor } from "../src/index.ts";
 
 type Step = [string, string, any[], Record<string, any>?];
-interface Rec { value?: any; error?: string | null }
-interface Case { group: string; name: string; steps: Step[]; recs: Rec[] }
+interface Rec {
+  value?: any;
+  error?: string | null;
+}
+interface Case {
+  group: string;
+  name: string;
+  steps: Step[];
+  recs: Rec[];
+}
 
 const fixtures = JSON.parse(readFileSync(new URL("./fixtures/autograd.json", import.meta.url), "utf8")) as { torch: string; cases: Case[] };
 
@@ -24,11 +32,41 @@ const ATOL = 1e-5;
  * model (symbolic strides, options, ...); those are left out here and listed in NOT_COMPARED_SAVED.
  */
 const SAVED_ALLOW = new Set<string>([
-  "_saved_alpha", "_saved_beta", "_saved_approximate", "_saved_condition", "_saved_correction", "_saved_dim", "_saved_dim0",
-  "_saved_dim1", "_saved_dims", "_saved_end", "_saved_exponent", "_saved_index", "_saved_indices", "_saved_input", "_saved_keepdim",
-  "_saved_mat1", "_saved_mat2", "_saved_max", "_saved_min", "_saved_normalized_shape", "_saved_other", "_saved_result",
-  "_saved_result1", "_saved_result2", "_saved_self", "_saved_self_numel", "_saved_self_sizes", "_saved_self_sym_sizes",
-  "_saved_mat2_sym_sizes", "_saved_start", "_saved_step", "_saved_tensor", "_saved_vec", "_saved_weight", "_saved_bias",
+  "_saved_alpha",
+  "_saved_beta",
+  "_saved_approximate",
+  "_saved_condition",
+  "_saved_correction",
+  "_saved_dim",
+  "_saved_dim0",
+  "_saved_dim1",
+  "_saved_dims",
+  "_saved_end",
+  "_saved_exponent",
+  "_saved_index",
+  "_saved_indices",
+  "_saved_input",
+  "_saved_keepdim",
+  "_saved_mat1",
+  "_saved_mat2",
+  "_saved_max",
+  "_saved_min",
+  "_saved_normalized_shape",
+  "_saved_other",
+  "_saved_result",
+  "_saved_result1",
+  "_saved_result2",
+  "_saved_self",
+  "_saved_self_numel",
+  "_saved_self_sizes",
+  "_saved_self_sym_sizes",
+  "_saved_mat2_sym_sizes",
+  "_saved_start",
+  "_saved_step",
+  "_saved_tensor",
+  "_saved_vec",
+  "_saved_weight",
+  "_saved_bias",
   "_saved_scale",
 ]);
 
@@ -50,7 +88,6 @@ class MyLinearFunction extends torch.autograd.Function {
 
 // ---------------------------------------------------------------- the step language (mirrors gen_autograd.py)
 
-
 function walk(root: Tensor, env: Map<string, any>): any[] {
   const leaves = [...env].filter(([, v]) => v instanceof torch.Tensor && v.is_leaf && v.requires_grad) as Array<[string, Tensor]>;
   const order: any[] = [];
@@ -67,7 +104,9 @@ function walk(root: Tensor, env: Map<string, any>): any[] {
       name: n.name(),
       next: n.next_functions.map(([m, nr]: [any, number]) => [m ? m.name() : null, nr]),
       to: n.next_functions.map(([m]: [any, number]) => (m ? index.get(m) : null)),
-      saved: Object.getOwnPropertyNames(n).filter((k) => k.startsWith("_saved_")).sort(),
+      saved: Object.getOwnPropertyNames(n)
+        .filter((k) => k.startsWith("_saved_"))
+        .sort(),
     };
     if (n instanceof torch.autograd.AccumulateGrad) e.variable = leaves.find(([, t]) => t._meta === n.variable._meta)?.[0] ?? null;
     return e;
@@ -77,37 +116,83 @@ function walk(root: Tensor, env: Map<string, any>): any[] {
 function call(op: string, a: any[], kw: Record<string, any>, env: Map<string, any>): any {
   const x = a[0];
   switch (op) {
-    case "tensor": return torch.tensor(a[0], { dtype: kw.dtype ?? "float32", requires_grad: kw.requires_grad ?? false });
-    case "add": case "sub": case "add_": case "sub_":
+    case "tensor":
+      return torch.tensor(a[0], { dtype: kw.dtype ?? "float32", requires_grad: kw.requires_grad ?? false });
+    case "add":
+    case "sub":
+    case "add_":
+    case "sub_":
       return "alpha" in kw ? x[op](a[1], { alpha: kw.alpha }) : x[op](a[1]);
-    case "rsub": return x.rsub(a[1]);
-    case "mul": case "div": case "pow": case "maximum": case "minimum": case "mul_": case "div_": case "copy_": case "fill_":
+    case "rsub":
+      return x.rsub(a[1]);
+    case "mul":
+    case "div":
+    case "pow":
+    case "maximum":
+    case "minimum":
+    case "mul_":
+    case "div_":
+    case "copy_":
+    case "fill_":
       return x[op](a[1]);
-    case "gelu": return torch.nn.functional.gelu(x, { approximate: kw.approximate ?? "none" });
-    case "clamp": case "clamp_": return x[op](kw.min ?? null, kw.max ?? null);
-    case "where": return torch.where(a[0], a[1], a[2]);
-    case "sum": case "mean": return "dim" in kw ? x[op](kw.dim, { keepdim: kw.keepdim ?? false }) : x[op]();
-    case "max": case "min": return "dim" in kw ? x[op](kw.dim, { keepdim: kw.keepdim ?? false }).values : x[op]();
-    case "var": case "std": {
+    case "gelu":
+      return torch.nn.functional.gelu(x, { approximate: kw.approximate ?? "none" });
+    case "clamp":
+    case "clamp_":
+      return x[op](kw.min ?? null, kw.max ?? null);
+    case "where":
+      return torch.where(a[0], a[1], a[2]);
+    case "sum":
+    case "mean":
+      return "dim" in kw ? x[op](kw.dim, { keepdim: kw.keepdim ?? false }) : x[op]();
+    case "max":
+    case "min":
+      return "dim" in kw ? x[op](kw.dim, { keepdim: kw.keepdim ?? false }).values : x[op]();
+    case "var":
+    case "std": {
       const o: Record<string, unknown> = {};
       if ("unbiased" in kw) o.unbiased = kw.unbiased;
       if ("correction" in kw) o.correction = kw.correction;
       return "dim" in kw ? x[op](kw.dim, { keepdim: kw.keepdim ?? false, ...o }) : x[op](o);
     }
-    case "softmax": case "log_softmax": return x[op](kw.dim);
-    case "layer_norm": return torch.nn.functional.layer_norm(x, kw.normalized_shape, a[1], a[2]);
-    case "matmul": return torch.matmul(a[0], a[1]);
-    case "mm": return torch.mm(a[0], a[1]);
-    case "bmm": return torch.bmm(a[0], a[1]);
-    case "addmm": return torch.addmm(a[0], a[1], a[2], { beta: kw.beta ?? 1, alpha: kw.alpha ?? 1 });
-    case "linear": return torch.nn.functional.linear(a[0], a[1], a[2]);
-    case "view": case "reshape": case "permute": case "expand": return x[op](a[1]);
-    case "flatten": case "transpose": case "unsqueeze": case "squeeze": case "narrow": case "select": return x[op](...a.slice(1));
-    case "getitem": return x.getitem(a[1]);
-    case "setitem": x.setitem(a[1], a[2]); return x;
-    case "ones": return torch.ones(a[0]);
-    case "mylinear": return MyLinearFunction.apply(a[0], a[1], a[2]);
-    case "needs_input_grad": return LAST.needs_input_grad;
+    case "softmax":
+    case "log_softmax":
+      return x[op](kw.dim);
+    case "layer_norm":
+      return torch.nn.functional.layer_norm(x, kw.normalized_shape, a[1], a[2]);
+    case "matmul":
+      return torch.matmul(a[0], a[1]);
+    case "mm":
+      return torch.mm(a[0], a[1]);
+    case "bmm":
+      return torch.bmm(a[0], a[1]);
+    case "addmm":
+      return torch.addmm(a[0], a[1], a[2], { beta: kw.beta ?? 1, alpha: kw.alpha ?? 1 });
+    case "linear":
+      return torch.nn.functional.linear(a[0], a[1], a[2]);
+    case "view":
+    case "reshape":
+    case "permute":
+    case "expand":
+      return x[op](a[1]);
+    case "flatten":
+    case "transpose":
+    case "unsqueeze":
+    case "squeeze":
+    case "narrow":
+    case "select":
+      return x[op](...a.slice(1));
+    case "getitem":
+      return x.getitem(a[1]);
+    case "setitem":
+      x.setitem(a[1], a[2]);
+      return x;
+    case "ones":
+      return torch.ones(a[0]);
+    case "mylinear":
+      return MyLinearFunction.apply(a[0], a[1], a[2]);
+    case "needs_input_grad":
+      return LAST.needs_input_grad;
     case "backward": {
       const o: Record<string, unknown> = {};
       for (const k of ["retain_graph", "create_graph", "inputs"]) if (k in kw) o[k] = kw[k];
@@ -118,20 +203,36 @@ function call(op: string, a: any[], kw: Record<string, any>, env: Map<string, an
       for (const k of ["grad_outputs", "retain_graph", "create_graph", "allow_unused"]) if (k in kw) o[k] = kw[k];
       return torch.autograd.grad(a[0], a[1], o);
     }
-    case "index": return x[a[1]];
-    case "grad": return x.grad;
-    case "grad_zero_": return x.grad.zero_();
-    case "grad_none": x.grad = null; return null;
-    case "version": return x._version;
-    case "requires_grad": return x.requires_grad;
-    case "is_leaf": return x.is_leaf;
-    case "is_inference": return x.is_inference();
-    case "grad_fn_name": return x.grad_fn ? x.grad_fn.name() : null;
-    case "set_requires_grad": x.requires_grad = a[1]; return null;
-    case "requires_grad_": return x.requires_grad_(a[1]);
-    case "is_grad_enabled": return torch.is_grad_enabled();
-    case "is_inference_mode_enabled": return torch.is_inference_mode_enabled();
-    case "graph": return walk(x, env);
+    case "index":
+      return x[a[1]];
+    case "grad":
+      return x.grad;
+    case "grad_zero_":
+      return x.grad.zero_();
+    case "grad_none":
+      x.grad = null;
+      return null;
+    case "version":
+      return x._version;
+    case "requires_grad":
+      return x.requires_grad;
+    case "is_leaf":
+      return x.is_leaf;
+    case "is_inference":
+      return x.is_inference();
+    case "grad_fn_name":
+      return x.grad_fn ? x.grad_fn.name() : null;
+    case "set_requires_grad":
+      x.requires_grad = a[1];
+      return null;
+    case "requires_grad_":
+      return x.requires_grad_(a[1]);
+    case "is_grad_enabled":
+      return torch.is_grad_enabled();
+    case "is_inference_mode_enabled":
+      return torch.is_inference_mode_enabled();
+    case "graph":
+      return walk(x, env);
   }
   // Every other op is a method of the op table, called with the step's positional arguments.
   if (OP_TABLE.has(op)) return x[op](...a.slice(1));
@@ -150,13 +251,35 @@ function deref(v: any, env: Map<string, any>): any {
 
 function withMode(mode: string, body: () => void): void {
   switch (mode) {
-    case "no_grad": torch.no_grad(body); return;
-    case "no_grad_guard": { using _g = torch.no_grad(); body(); return; }
-    case "enable_grad": torch.enable_grad(body); return;
-    case "set_grad_enabled_false": { using _g = torch.set_grad_enabled(false); body(); return; }
-    case "set_grad_enabled_true": { using _g = torch.set_grad_enabled(true); body(); return; }
-    case "inference_mode": torch.inference_mode(body); return;
-    case "inference_mode_guard": { using _g = torch.inference_mode(); body(); return; }
+    case "no_grad":
+      torch.no_grad(body);
+      return;
+    case "no_grad_guard": {
+      using _g = torch.no_grad();
+      body();
+      return;
+    }
+    case "enable_grad":
+      torch.enable_grad(body);
+      return;
+    case "set_grad_enabled_false": {
+      using _g = torch.set_grad_enabled(false);
+      body();
+      return;
+    }
+    case "set_grad_enabled_true": {
+      using _g = torch.set_grad_enabled(true);
+      body();
+      return;
+    }
+    case "inference_mode":
+      torch.inference_mode(body);
+      return;
+    case "inference_mode_guard": {
+      using _g = torch.inference_mode();
+      body();
+      return;
+    }
   }
   throw new Error(`unknown mode ${mode}`);
 }
@@ -168,7 +291,11 @@ function snapshot(v: any): any {
   return v;
 }
 
-interface Got { desc: string; value?: any; error?: string | null }
+interface Got {
+  desc: string;
+  value?: any;
+  error?: string | null;
+}
 
 function errText(e: unknown): string {
   return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
@@ -324,9 +451,17 @@ describe("grad-mode guards", () => {
   });
 
   it("a mode's callback that throws restores the previous mode", () => {
-    expect(() => torch.no_grad(() => { throw new Error("boom"); })).toThrow("boom");
+    expect(() =>
+      torch.no_grad(() => {
+        throw new Error("boom");
+      }),
+    ).toThrow("boom");
     expect(torch.is_grad_enabled()).toBe(true);
-    expect(() => torch.inference_mode(() => { throw new Error("boom"); })).toThrow("boom");
+    expect(() =>
+      torch.inference_mode(() => {
+        throw new Error("boom");
+      }),
+    ).toThrow("boom");
     expect(torch.is_inference_mode_enabled()).toBe(false);
   });
 });

@@ -185,7 +185,9 @@ describe("grad modes", () => {
     expect(t.is_inference()).toBe(true);
     expect(torch.ones(3).is_inference()).toBe(false);
     expect(() => t.mul(w)).toThrow(/Inference tensors cannot be saved for backward/);
-    expect(() => t.add_(1)).toThrow("Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details.");
+    expect(() => t.add_(1)).toThrow(
+      "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details.",
+    );
     expect(t.clone().is_inference()).toBe(false);
   });
 });
@@ -239,15 +241,21 @@ describe("custom Function, hooks and anomaly mode", () => {
     let packed = 0;
     let unpacked = 0;
     const y = torch.autograd.graph.saved_tensors_hooks(
-      (t) => (packed++, t.clone()),
-      (v) => (unpacked++, v as torch.Tensor),
+      (t) => {
+        packed++;
+        return t.clone();
+      },
+      (v) => {
+        unpacked++;
+        return v as torch.Tensor;
+      },
       () => x.exp().mul(x).sum(),
     ) as torch.Tensor;
     expect(packed).toBe(3); // exp's result, mul's self and other
     y.backward();
     expect(unpacked).toBe(3);
     const expected = [1, 2, 3].map((v) => Math.exp(v) * (1 + v));
-    (await x.grad!.tolist() as number[]).forEach((g, i) => expect(g).toBeCloseTo(expected[i], 3));
+    ((await x.grad!.tolist()) as number[]).forEach((g, i) => expect(g).toBeCloseTo(expected[i], 3));
   });
 
   it("_saved_* exposes saved tensors and _raw_saved_* repacks them through hooks", async () => {
@@ -258,7 +266,16 @@ describe("custom Function, hooks and anomaly mode", () => {
     expect(await (node._saved_result as torch.Tensor).tolist()).toEqual(await y.tolist());
     const raw = node._raw_saved_result as torch.autograd.SavedVariable;
     const calls: string[] = [];
-    raw.register_hooks((t) => (calls.push("pack"), t.mul(1)), (v) => (calls.push("unpack"), v as torch.Tensor));
+    raw.register_hooks(
+      (t) => {
+        calls.push("pack");
+        return t.mul(1);
+      },
+      (v) => {
+        calls.push("unpack");
+        return v as torch.Tensor;
+      },
+    );
     y.sum().backward();
     expect(calls).toEqual(["pack", "unpack"]);
     expect(await x.grad!.tolist()).toEqual(await y.tolist());

@@ -27,7 +27,12 @@ class DeepBlock extends nn.Module {
 type Mode = "none" | "full" | "selective";
 class DeepNetwork extends nn.Module {
   blocks: torch.nn.ModuleList;
-  constructor(layers: number, dim: number, public mode: Mode = "none", p = 0) {
+  constructor(
+    layers: number,
+    dim: number,
+    public mode: Mode = "none",
+    p = 0,
+  ) {
     super();
     this.blocks = new nn.ModuleList(Array.from({ length: layers }, () => new DeepBlock(dim, p)));
   }
@@ -105,7 +110,12 @@ describe("checkpointing", () => {
       seen.push(op);
       return op === "addmm" ? CheckpointPolicy.MUST_SAVE : CheckpointPolicy.PREFER_RECOMPUTE;
     };
-    const loss = torch.scope(() => checkpoint((t: torch.Tensor) => seq(t) as torch.Tensor, x, { use_reentrant: false, context_fn: () => create_selective_checkpoint_contexts(policy) }).sum());
+    const loss = torch.scope(() =>
+      checkpoint((t: torch.Tensor) => seq(t) as torch.Tensor, x, {
+        use_reentrant: false,
+        context_fn: () => create_selective_checkpoint_contexts(policy),
+      }).sum(),
+    );
     loss.backward();
     expect(await gradsOf(seq)).toEqual(want);
     expect(new Set(seen)).toEqual(new Set(["t", "addmm", "gelu"])); // PyTorch's policy sees aten.t too

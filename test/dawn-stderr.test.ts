@@ -23,7 +23,11 @@ describe("Dawn's native warnings", () => {
   it("do not reach stdout or stderr, and stderr keeps working", () => {
     const dir = mkdtempSync(join(tmpdir(), "gradlab-dawn-"));
     const [out, err] = [openSync(join(dir, "out"), "w"), openSync(join(dir, "err"), "w")];
-    const p = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: REPO, stdio: ["ignore", out, err], timeout: 120_000 });
+    const p = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      cwd: REPO,
+      stdio: ["ignore", out, err],
+      timeout: 120_000,
+    });
     closeSync(out);
     closeSync(err);
     const r = { status: p.status, stdout: readFileSync(join(dir, "out"), "utf8"), stderr: readFileSync(join(dir, "err"), "utf8") };

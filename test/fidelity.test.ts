@@ -11,7 +11,11 @@ const sumOf = async (t: torch.Tensor | null) => (t ? await t.sum().item() : null
 
 describe("gradients torch gives and GradLab used to get wrong", () => {
   const matmuls: Array<[number[], number[], number]> = [
-    [[2, 2, 3], [3, 4], 96], [[3], [3, 4], 24], [[2, 3], [3], 12], [[3], [3], 6], [[2, 2, 3], [2, 3, 4], 96],
+    [[2, 2, 3], [3, 4], 96],
+    [[3], [3, 4], 24],
+    [[2, 3], [3], 12],
+    [[3], [3], 6],
+    [[2, 2, 3], [2, 3, 4], 96],
   ];
   for (const [sa, sb, want] of matmuls) {
     it(`in-place on a matmul result keeps the gradients: [${sa}] @ [${sb}]`, async () => {
@@ -43,8 +47,32 @@ describe("gradients torch gives and GradLab used to get wrong", () => {
   });
 
   const prods: Array<[number[][] | number[], number | undefined, string, unknown]> = [
-    [[[1, 2, 3], [0, 2, 5], [0, 0, 4]], 1, "ProdBackward1", [[6, 3, 2], [10, 0, 0], [0, 0, 0]]],
-    [[[1, 2, 3], [4, 2, 5]], undefined, "ProdBackward0", [[240, 120, 80], [60, 120, 48]]],
+    [
+      [
+        [1, 2, 3],
+        [0, 2, 5],
+        [0, 0, 4],
+      ],
+      1,
+      "ProdBackward1",
+      [
+        [6, 3, 2],
+        [10, 0, 0],
+        [0, 0, 0],
+      ],
+    ],
+    [
+      [
+        [1, 2, 3],
+        [4, 2, 5],
+      ],
+      undefined,
+      "ProdBackward0",
+      [
+        [240, 120, 80],
+        [60, 120, 48],
+      ],
+    ],
     [[2, 0, 3], undefined, "ProdBackward0", [0, 6, 0]],
   ];
   for (const [xs, dim, name, grad] of prods) {
@@ -58,8 +86,11 @@ describe("gradients torch gives and GradLab used to get wrong", () => {
   }
 
   const scalars: Array<[string, (t: torch.Tensor) => torch.Tensor, number]> = [
-    ["sum(0)", (t) => t.sum(0), 1], ["mean(0)", (t) => t.mean(0), 1], ["std(-1)", (t) => t.std(-1), NaN],
-    ["max(0)", (t) => t.max(0).values, 1], ["var(0)", (t) => t.var(0), Infinity],
+    ["sum(0)", (t) => t.sum(0), 1],
+    ["mean(0)", (t) => t.mean(0), 1],
+    ["std(-1)", (t) => t.std(-1), NaN],
+    ["max(0)", (t) => t.max(0).values, 1],
+    ["var(0)", (t) => t.var(0), Infinity],
   ];
   for (const [name, f, want] of scalars) {
     it(`backward of ${name} of a 0-d tensor`, async () => {
@@ -77,9 +108,18 @@ describe("gradients torch gives and GradLab used to get wrong", () => {
   });
 
   it("std of a constant row has a zero gradient, not NaN", async () => {
-    const x = torch.tensor([[1, 1, 1], [1, 2, 3]], rg);
+    const x = torch.tensor(
+      [
+        [1, 1, 1],
+        [1, 2, 3],
+      ],
+      rg,
+    );
     x.std(1).sum().backward();
-    expect(await x.grad!.tolist()).toEqual([[0, 0, 0], [-0.5, 0, 0.5]]);
+    expect(await x.grad!.tolist()).toEqual([
+      [0, 0, 0],
+      [-0.5, 0, 0.5],
+    ]);
   });
 
   it("t() and transpose(0, 0) of a 0-d leaf leave it a leaf and allocate nothing", () => {
@@ -205,7 +245,15 @@ describe("empty tensors, as torch 1.13 on CUDA (issue 11 item 11)", () => {
     expect(await e.prod().item()).toBe(1);
     expect(await e.mean(0).tolist()).toEqual([NaN, NaN]);
     expect(await torch.ones([0]).var().item()).toBeNaN();
-    expect(await torch.zeros([2, 0]).matmul(torch.zeros([0, 3])).tolist()).toEqual([[0, 0, 0], [0, 0, 0]]);
+    expect(
+      await torch
+        .zeros([2, 0])
+        .matmul(torch.zeros([0, 3]))
+        .tolist(),
+    ).toEqual([
+      [0, 0, 0],
+      [0, 0, 0],
+    ]);
   });
 });
 
@@ -218,17 +266,34 @@ describe("elementwise results are laid out as torch lays them out (issue 11 item
     expect(e.is_contiguous()).toBe(false);
     expect(() => e.view(12)).toThrow(/view size is not compatible with input tensor's size and stride/);
     expect(x.t().add(x.t()).stride()).toEqual([1, 4]);
-    expect(x.t().add(torch.rand([4, 3])).stride()).toEqual([1, 4]); // the first input decides
+    expect(
+      x
+        .t()
+        .add(torch.rand([4, 3]))
+        .stride(),
+    ).toEqual([1, 4]); // the first input decides
     expect(torch.rand([4, 3]).add(x.t()).stride()).toEqual([3, 1]);
-    expect(x.t().add(torch.rand([3])).stride()).toEqual([1, 4]); // a broadcast input defers
+    expect(
+      x
+        .t()
+        .add(torch.rand([3]))
+        .stride(),
+    ).toEqual([1, 4]); // a broadcast input defers
     const y = torch.rand([2, 3, 4]).permute(2, 0, 1);
     expect(y.mul(2).stride()).toEqual([1, 12, 4]);
     expect(torch.where(x.t().gt(0.5), x.t(), 0).stride()).toEqual([1, 4]);
   });
 
   it("and compute the same values in any layout", async () => {
-    const x = torch.tensor([[1, 2, 3], [4, 5, 6]]);
-    expect(await x.t().mul(2).tolist()).toEqual([[2, 8], [4, 10], [6, 12]]);
+    const x = torch.tensor([
+      [1, 2, 3],
+      [4, 5, 6],
+    ]);
+    expect(await x.t().mul(2).tolist()).toEqual([
+      [2, 8],
+      [4, 10],
+      [6, 12],
+    ]);
     expect(await x.t().mul(2).contiguous().view(6).tolist()).toEqual([2, 8, 4, 10, 6, 12]);
   });
 });
@@ -236,7 +301,13 @@ describe("elementwise results are laid out as torch lays them out (issue 11 item
 describe("torch.atan2, added through the op table alone (a table entry, one WGSL case, this test)", () => {
   // Values, node and gradients from torch 1.13 for the same inputs.
   it("computes, records Atan2Backward0 saving both operands, and differentiates as torch", async () => {
-    const a = torch.tensor([[1, -2, 0.5], [0, 3, -1]], { requires_grad: true });
+    const a = torch.tensor(
+      [
+        [1, -2, 0.5],
+        [0, 3, -1],
+      ],
+      { requires_grad: true },
+    );
     const b = torch.tensor([2, -1, 0.25], { requires_grad: true });
     const y = torch.atan2(a, b);
     const close = (got: unknown, want: number[]) => (got as number[]).forEach((v, i) => expect(v).toBeCloseTo(want[i], 5));

@@ -35,7 +35,13 @@ describe("tensors over the binding limit", () => {
     const m1 = torch.randn(100, 20);
     const m2 = torch.randn(20, 12);
     const emb = torch.randn(40, 30); // 4.7 KiB: read in row passes
-    const idx = torch.tensor([[3, 39, 0, 3], [17, 17, 22, 5]], { dtype: "int32" });
+    const idx = torch.tensor(
+      [
+        [3, 39, 0, 3],
+        [17, 17, 22, 5],
+      ],
+      { dtype: "int32" },
+    );
     const idxScale = torch.randn(2, 4, 30);
     const logits = torch.randn(20, 60); // 4.7 KiB
     const target = torch.randint(0, 60, [20]);

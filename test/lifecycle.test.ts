@@ -111,7 +111,11 @@ describe("tensors dropped by PyTorch-style code are freed before any figure is r
       env: { ...process.env, NODE_OPTIONS: "" },
       timeout: 120_000,
     });
-    const figures = out.trim().split("\n").filter((l) => /^\d+ \d+$/.test(l)).map((l) => Number(l.split(" ")[1]));
+    const figures = out
+      .trim()
+      .split("\n")
+      .filter((l) => /^\d+ \d+$/.test(l))
+      .map((l) => Number(l.split(" ")[1]));
     expect(figures).toHaveLength(8);
     expect(new Set(figures).size).toBe(1);
     expect(out).toMatch(/synchronously: true/);

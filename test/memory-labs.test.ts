@@ -40,7 +40,6 @@ function traceMemory(n: number, m: number) {
   return rows;
 }
 
-
 describe("lab trace_memory", () => {
   it("prints PyTorch's figures, stage by stage, on a simulated 80 GiB device", () => {
     using _sim = torch.cuda.simulate({ total_memory: 80 * 2 ** 30 }) as torch.autograd.Guard;
@@ -113,7 +112,6 @@ function lossLeak(steps: number) {
   return { bad, good, leaks };
 }
 
-
 describe("lab simulate_loss_leak", () => {
   it("on a simulated device: the bad loop grows 8 MiB a step, the good loop stays flat", () => {
     using _sim = torch.cuda.simulate() as torch.autograd.Guard;
@@ -147,10 +145,7 @@ describe("lab simulate_loss_leak", () => {
     }
     const report = torch.cuda.memory.find_leaks({ model });
     expect(report.leaks.map((l) => [l.holder, l.bytes])).toEqual([["model.cache", 2 * MiB]]);
-    expect(report.leaks[0].chains.map((c) => c.join(" -> "))).toEqual([
-      "MulBackward0",
-      "MulBackward0 -> ReluBackward0 -> MmBackward0",
-    ]);
+    expect(report.leaks[0].chains.map((c) => c.join(" -> "))).toEqual(["MulBackward0", "MulBackward0 -> ReluBackward0 -> MmBackward0"]);
     torch.del(model.cache!, W);
     expect(torch.cuda.memory.find_leaks({ model }).total_bytes).toBe(0);
   });
@@ -180,8 +175,10 @@ describe("the article's 80-layer model on a simulated 80 GiB device", () => {
 
   function model() {
     return Array.from({ length: L }, () => [
-      torch.empty(D, D, { requires_grad: true }), torch.empty(D, { requires_grad: true }),
-      torch.empty(D, D, { requires_grad: true }), torch.empty(D, { requires_grad: true }),
+      torch.empty(D, D, { requires_grad: true }),
+      torch.empty(D, { requires_grad: true }),
+      torch.empty(D, D, { requires_grad: true }),
+      torch.empty(D, { requires_grad: true }),
     ]);
   }
   const block = (p: torch.Tensor[]) => (x: torch.Tensor) => torch.scope(() => F.linear(F.gelu(F.linear(x, p[0], p[1])), p[2], p[3]).add(x));

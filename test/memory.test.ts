@@ -58,7 +58,18 @@ describe("caching allocator accounting", () => {
     const x = torch.zeros(64, 64); // 16 KiB
     const before = alloc();
     expect(before - a0).toBe(16384);
-    const views = [x.view(-1), x.t(), x.reshape(4096), x.getitem("1:3, ::2"), x.unsqueeze(0), x.expand(2, 64, 64), x.select(0, 1), x.narrow(1, 2, 3), x.permute(1, 0), x.detach()];
+    const views = [
+      x.view(-1),
+      x.t(),
+      x.reshape(4096),
+      x.getitem("1:3, ::2"),
+      x.unsqueeze(0),
+      x.expand(2, 64, 64),
+      x.select(0, 1),
+      x.narrow(1, 2, 3),
+      x.permute(1, 0),
+      x.detach(),
+    ];
     expect(alloc()).toBe(before);
     for (const v of views) expect(v.storage).toBe(x.storage);
     x.dispose();
@@ -137,11 +148,13 @@ describe("handle lifetimes", () => {
 
   it("async scopes close when the promise settles, also on error", async () => {
     const a0 = alloc();
-    await expect(torch.scope(async () => {
-      torch.zeros(1000);
-      await new Promise((r) => setTimeout(r, 1));
-      throw new Error("boom");
-    })).rejects.toThrow("boom");
+    await expect(
+      torch.scope(async () => {
+        torch.zeros(1000);
+        await new Promise((r) => setTimeout(r, 1));
+        throw new Error("boom");
+      }),
+    ).rejects.toThrow("boom");
     expect(alloc()).toBe(a0);
   });
 
@@ -176,7 +189,11 @@ describe("handle lifetimes", () => {
 
 describe("bad input leaves memory and the device as they were", () => {
   const cases: Array<[string, () => unknown, RegExp]> = [
-    ["broadcast", () => torch.ones(2, 3).add(torch.ones(2, 4)), /The size of tensor a \(3\) must match the size of tensor b \(4\) at non-singleton dimension 1/],
+    [
+      "broadcast",
+      () => torch.ones(2, 3).add(torch.ones(2, 4)),
+      /The size of tensor a \(3\) must match the size of tensor b \(4\) at non-singleton dimension 1/,
+    ],
     ["mm", () => torch.ones(2, 3).mm(torch.ones(2, 3)), /mat1 and mat2 shapes cannot be multiplied \(2x3 and 2x3\)/],
     ["matmul", () => torch.ones(5, 2, 3).matmul(torch.ones(4, 5)), /mat1 and mat2 shapes cannot be multiplied \(10x3 and 4x5\)/],
     ["dim", () => torch.ones(2, 3).sum(2), /Dimension out of range \(expected to be in range of \[-2, 1\], but got 2\)/],
@@ -215,7 +232,9 @@ describe("bad input leaves memory and the device as they were", () => {
         err = e;
       }
       expect(err).toBeInstanceOf(torch.OutOfMemoryError);
-      expect((err as Error).message).toMatch(/^WebGPU out of memory\. Tried to allocate 32\.00 MiB\. GPU 0 has a total capacity of [\d.]+ MiB of which [\d.]+ MiB is free\./);
+      expect((err as Error).message).toMatch(
+        /^WebGPU out of memory\. Tried to allocate 32\.00 MiB\. GPU 0 has a total capacity of [\d.]+ MiB of which [\d.]+ MiB is free\./,
+      );
       expect(cuda.memory_stats().num_ooms).toBe(1);
       expect(alloc() - before).toBe(4 * MiB);
       expect(await keep.add(1).sum().item()).toBe(1024 * 1024);

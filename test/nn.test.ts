@@ -69,16 +69,18 @@ const makeBlock = () => new Block(fx.training.block.dims.vocab, fx.training.bloc
 const OPT: Record<string, new (p: any, o: any) => optim.Optimizer> = { SGD: optim.SGD, Adam: optim.Adam, AdamW: optim.AdamW };
 
 /** 20 steps of zero_grad / loss / backward / step, each in a scope; the losses read at the end. */
-async function train(model: torch.nn.Module, opt: optim.Optimizer, lossFn: () => Tensor, steps = 20): Promise<number[]> {
+async function train(_model: torch.nn.Module, opt: optim.Optimizer, lossFn: () => Tensor, steps = 20): Promise<number[]> {
   const losses: Tensor[] = [];
   for (let i = 0; i < steps; i++) {
-    losses.push(torch.scope(() => {
-      opt.zero_grad();
-      const loss = lossFn();
-      loss.backward();
-      opt.step();
-      return loss;
-    }));
+    losses.push(
+      torch.scope(() => {
+        opt.zero_grad();
+        const loss = lossFn();
+        loss.backward();
+        opt.step();
+        return loss;
+      }),
+    );
   }
   const out: number[] = [];
   for (const l of losses) out.push((await l.item()) as number);
@@ -150,7 +152,9 @@ describe("module structure as PyTorch names it", () => {
     expect(Object.keys(net.state_dict())).toEqual(["scale", "running", "layers.0.weight", "layers.0.bias", "layers.1.weight"]);
     expect(net.layers.length).toBe(2);
     expect(() => net(torch.ones(2))).toThrow('Module [Net] is missing the required "forward" function');
-    expect(String(net.layers)).toBe("ModuleList(\n  (0): Linear(in_features=2, out_features=2, bias=True)\n  (1): Linear(in_features=2, out_features=2, bias=False)\n)");
+    expect(String(net.layers)).toBe(
+      "ModuleList(\n  (0): Linear(in_features=2, out_features=2, bias=True)\n  (1): Linear(in_features=2, out_features=2, bias=False)\n)",
+    );
   });
 
   it("load_state_dict: PyTorch's errors for missing, unexpected and mis-sized keys; strict=false", async () => {
@@ -289,8 +293,15 @@ describe("hooks", () => {
       expect(events.map((e) => `${e[0]} ${e[1]}`)).toEqual(c.events.map((e: unknown[]) => `${e[0]} ${e[1]}`));
       for (let i = 0; i < events.length; i++) {
         const [mine, theirs] = [await rec(events[i].slice(2)), c.events[i].slice(2)];
-        expect(JSON.stringify(mine, (_k, v) => (v === null ? "None" : v)).replace(/[\d.e-]+/g, "#")).toBe(JSON.stringify(theirs, (_k, v) => (v === null ? "None" : v)).replace(/[\d.e-]+/g, "#"));
-        expectClose(flat(mine).filter((v) => v !== null), flat(theirs).filter((v) => v !== null), 1e-4, 1e-6);
+        expect(JSON.stringify(mine, (_k, v) => (v === null ? "None" : v)).replace(/[\d.e-]+/g, "#")).toBe(
+          JSON.stringify(theirs, (_k, v) => (v === null ? "None" : v)).replace(/[\d.e-]+/g, "#"),
+        );
+        expectClose(
+          flat(mine).filter((v) => v !== null),
+          flat(theirs).filter((v) => v !== null),
+          1e-4,
+          1e-6,
+        );
       }
     });
   }
@@ -358,7 +369,10 @@ describe("losses and embedding against PyTorch", () => {
   });
 
   it("loss modules: CrossEntropyLoss with ignore_index, MSELoss", async () => {
-    const logits = torch.tensor([[1, 2, 3], [1, 1, 1]]);
+    const logits = torch.tensor([
+      [1, 2, 3],
+      [1, 1, 1],
+    ]);
     const ce = new nn.CrossEntropyLoss({ ignore_index: 0 });
     const v = (await ce(logits, torch.tensor([2, 0], { dtype: "int32" })).item()) as number;
     expect(v).toBeCloseTo(-Math.log(Math.exp(3) / (Math.exp(1) + Math.exp(2) + Math.exp(3))), 5);

@@ -11,7 +11,10 @@ import * as functions from "../src/api/functions.ts";
 import { BINARY_KERNELS, REDUCE_KERNELS, UNARY_KERNELS, wgslName } from "../src/ops/kernel-codes.ts";
 import { CASES, NOT_DIFFERENTIABLE_CASES, inputs } from "./helpers/op-samples.ts";
 
-const savedNames = (node: object) => Object.getOwnPropertyNames(node).filter((k) => k.startsWith("_saved_")).map((k) => k.slice(7));
+const savedNames = (node: object) =>
+  Object.getOwnPropertyNames(node)
+    .filter((k) => k.startsWith("_saved_"))
+    .map((k) => k.slice(7));
 const resultOf = (r: unknown): Tensor => (r instanceof Tensor ? r : Array.isArray(r) ? r[0] : (r as { values: Tensor }).values);
 
 describe("the op table", () => {

@@ -9,15 +9,56 @@ import { OP_TABLE } from "../src/api/install.ts";
 import type { Tensor } from "../src/index.ts";
 
 type Raw = number | boolean | string | Raw[];
-interface Gen { shape: number[]; a: number; b: number; m: number; shift: number; div: number }
-interface InputSpec { data?: Raw; gen?: Gen; dtype: "float32" | "int32" | "bool"; tf?: Array<[string, ...unknown[]]> }
-interface OutSpec { shape: number[]; dtype: string; data: Raw }
-interface Case { name: string; group: string; op: string; inputs: InputSpec[]; kw: Record<string, any>; outs: OutSpec[]; version?: number }
-interface ErrorCase { name: string; op: string; inputs: InputSpec[]; kw: Record<string, any>; error: string; message: string }
-interface ReprCase { name: string; data: Raw; shape: number[]; dtype: "float32" | "int32" | "bool"; requires_grad: boolean; repr: string }
+interface Gen {
+  shape: number[];
+  a: number;
+  b: number;
+  m: number;
+  shift: number;
+  div: number;
+}
+interface InputSpec {
+  data?: Raw;
+  gen?: Gen;
+  dtype: "float32" | "int32" | "bool";
+  tf?: Array<[string, ...unknown[]]>;
+}
+interface OutSpec {
+  shape: number[];
+  dtype: string;
+  data: Raw;
+}
+interface Case {
+  name: string;
+  group: string;
+  op: string;
+  inputs: InputSpec[];
+  kw: Record<string, any>;
+  outs: OutSpec[];
+  version?: number;
+}
+interface ErrorCase {
+  name: string;
+  op: string;
+  inputs: InputSpec[];
+  kw: Record<string, any>;
+  error: string;
+  message: string;
+}
+interface ReprCase {
+  name: string;
+  data: Raw;
+  shape: number[];
+  dtype: "float32" | "int32" | "bool";
+  requires_grad: boolean;
+  repr: string;
+}
 
 const fixtures = JSON.parse(readFileSync(new URL("./fixtures/ops.json", import.meta.url), "utf8")) as {
-  torch: string; cases: Case[]; errors: ErrorCase[]; reprs: ReprCase[];
+  torch: string;
+  cases: Case[];
+  errors: ErrorCase[];
+  reprs: ReprCase[];
 };
 
 const RTOL = 1e-4;
@@ -49,20 +90,47 @@ function genData(g: Gen): unknown {
 function applyTf(x: Tensor, tf: Array<[string, ...any[]]> | undefined): Tensor {
   for (const [m, ...args] of tf ?? []) {
     switch (m) {
-      case "t": x = x.t(); break;
-      case "permute": x = x.permute(args[0]); break;
-      case "getitem": x = x.getitem(args[0]); break;
-      case "expand": x = x.expand(args[0]); break;
-      case "view": x = x.view(args[0]); break;
-      case "reshape": x = x.reshape(args[0]); break;
-      case "transpose": x = x.transpose(args[0], args[1]); break;
-      case "select": x = x.select(args[0], args[1]); break;
-      case "narrow": x = x.narrow(args[0], args[1], args[2]); break;
-      case "unsqueeze": x = x.unsqueeze(args[0]); break;
-      case "squeeze": x = args.length ? x.squeeze(args[0]) : x.squeeze(); break;
-      case "flatten": x = x.flatten(...args); break;
-      case "contiguous": x = x.contiguous(); break;
-      default: throw new Error(`unknown transform ${m}`);
+      case "t":
+        x = x.t();
+        break;
+      case "permute":
+        x = x.permute(args[0]);
+        break;
+      case "getitem":
+        x = x.getitem(args[0]);
+        break;
+      case "expand":
+        x = x.expand(args[0]);
+        break;
+      case "view":
+        x = x.view(args[0]);
+        break;
+      case "reshape":
+        x = x.reshape(args[0]);
+        break;
+      case "transpose":
+        x = x.transpose(args[0], args[1]);
+        break;
+      case "select":
+        x = x.select(args[0], args[1]);
+        break;
+      case "narrow":
+        x = x.narrow(args[0], args[1], args[2]);
+        break;
+      case "unsqueeze":
+        x = x.unsqueeze(args[0]);
+        break;
+      case "squeeze":
+        x = args.length ? x.squeeze(args[0]) : x.squeeze();
+        break;
+      case "flatten":
+        x = x.flatten(...args);
+        break;
+      case "contiguous":
+        x = x.contiguous();
+        break;
+      default:
+        throw new Error(`unknown transform ${m}`);
     }
   }
   return x;
@@ -80,51 +148,66 @@ type Result = Tensor | Tensor[] | { out: Tensor; version: number };
 function runOp(op: string, xs: Tensor[], kw: Record<string, any>): Result {
   const x = xs[0];
   switch (op) {
-    case "gelu": return torch.nn.functional.gelu(x, { approximate: kw.approximate ?? "none" });
-    case "clamp": return x.clamp(kw.min ?? null, kw.max ?? null);
+    case "gelu":
+      return torch.nn.functional.gelu(x, { approximate: kw.approximate ?? "none" });
+    case "clamp":
+      return x.clamp(kw.min ?? null, kw.max ?? null);
     case "where": {
       const a = "a" in kw ? kw.a : xs[1];
       const b = "b" in kw ? kw.b : "a" in kw ? xs[1] : xs[2];
       return torch.where(x, a, b);
     }
-    case "sum": case "mean": {
+    case "sum":
+    case "mean": {
       if ("dim" in kw) return x[op](kw.dim, { keepdim: kw.keepdim ?? false });
       if (kw.keepdim) return x[op](undefined, { keepdim: true });
       return x[op]();
     }
-    case "argmax": case "argmin": {
+    case "argmax":
+    case "argmin": {
       if ("dim" in kw) return x[op](kw.dim, { keepdim: kw.keepdim ?? false });
       if (kw.keepdim) return x[op](undefined, { keepdim: true });
       return x[op]();
     }
-    case "max": case "min": {
+    case "max":
+    case "min": {
       if ("dim" in kw) {
         const r = x[op](kw.dim, { keepdim: kw.keepdim ?? false });
         return [r.values, r.indices];
       }
       return x[op]();
     }
-    case "var": case "std": {
+    case "var":
+    case "std": {
       const opts: Record<string, unknown> = {};
       if ("unbiased" in kw) opts.unbiased = kw.unbiased;
       if ("correction" in kw) opts.correction = kw.correction;
       if ("dim" in kw) return x[op](kw.dim, { keepdim: kw.keepdim ?? false, ...opts });
       return x[op](opts);
     }
-    case "softmax": return x.softmax(kw.dim);
-    case "log_softmax": return x.log_softmax(kw.dim);
+    case "softmax":
+      return x.softmax(kw.dim);
+    case "log_softmax":
+      return x.log_softmax(kw.dim);
     case "layer_norm": {
       const w = kw.weight ? xs[1] : null;
       const b = kw.bias ? xs[kw.weight ? 2 : 1] : null;
       return torch.nn.functional.layer_norm(x, kw.normalized_shape, w, b, kw.eps ?? 1e-5);
     }
-    case "matmul": return torch.matmul(xs[0], xs[1]);
-    case "mm": return torch.mm(xs[0], xs[1]);
-    case "bmm": return torch.bmm(xs[0], xs[1]);
-    case "addmm": return torch.addmm(xs[0], xs[1], xs[2], { beta: kw.beta ?? 1, alpha: kw.alpha ?? 1 });
-    case "identity": return x;
-    case "contiguous": return x.contiguous();
-    case "clone": return x.clone();
+    case "matmul":
+      return torch.matmul(xs[0], xs[1]);
+    case "mm":
+      return torch.mm(xs[0], xs[1]);
+    case "bmm":
+      return torch.bmm(xs[0], xs[1]);
+    case "addmm":
+      return torch.addmm(xs[0], xs[1], xs[2], { beta: kw.beta ?? 1, alpha: kw.alpha ?? 1 });
+    case "identity":
+      return x;
+    case "contiguous":
+      return x.contiguous();
+    case "clone":
+      return x.clone();
     case "arange": {
       const [a, b, c] = kw.args as number[];
       const opts = kw.dtype ? { dtype: kw.dtype } : undefined;
@@ -132,20 +215,26 @@ function runOp(op: string, xs: Tensor[], kw: Record<string, any>): Result {
       if (kw.args.length === 2) return torch.arange(a, b, opts);
       return torch.arange(a, b, c, opts);
     }
-    case "linspace": return torch.linspace(kw.args[0], kw.args[1], kw.args[2]);
-    case "zeros": return kw.dtype ? torch.zeros(kw.shape, { dtype: kw.dtype }) : torch.zeros(kw.shape);
-    case "ones": return kw.dtype ? torch.ones(kw.shape, { dtype: kw.dtype }) : torch.ones(kw.shape);
-    case "full": return torch.full(kw.shape, kw.value, kw.dtype ? { dtype: kw.dtype } : undefined);
-    case "zeros_like": return torch.zeros_like(x);
-    case "ones_like": return torch.ones_like(x);
-    case "full_like": return torch.full_like(x, kw.value);
+    case "linspace":
+      return torch.linspace(kw.args[0], kw.args[1], kw.args[2]);
+    case "zeros":
+      return kw.dtype ? torch.zeros(kw.shape, { dtype: kw.dtype }) : torch.zeros(kw.shape);
+    case "ones":
+      return kw.dtype ? torch.ones(kw.shape, { dtype: kw.dtype }) : torch.ones(kw.shape);
+    case "full":
+      return torch.full(kw.shape, kw.value, kw.dtype ? { dtype: kw.dtype } : undefined);
+    case "zeros_like":
+      return torch.zeros_like(x);
+    case "ones_like":
+      return torch.ones_like(x);
+    case "full_like":
+      return torch.full_like(x, kw.value);
     case "inplace": {
       const base = x;
       const v0 = base._version;
       const tgt = applyTf(base, kw.target);
       // {"$in": i} is input i; {"$view": tf} is a view of the base itself (aliasing the output).
-      const args = ((kw.args ?? []) as any[]).map((a) =>
-        a !== null && typeof a === "object" ? ("$in" in a ? xs[a.$in] : applyTf(base, a.$view)) : a);
+      const args = ((kw.args ?? []) as any[]).map((a) => (a !== null && typeof a === "object" ? ("$in" in a ? xs[a.$in] : applyTf(base, a.$view)) : a));
       const m = kw.method as string;
       if (m === "setitem") base.setitem(args[0], args[1]);
       else if (m === "clamp_") tgt.clamp_(kw.min ?? null, kw.max ?? null);

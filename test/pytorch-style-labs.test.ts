@@ -110,7 +110,8 @@ describe("the article's labs in PyTorch style (no using, no scope, no dispose)",
   });
 
   it("the issue's training loop prints a flat figure, PyTorch's, from the first step", async () => {
-    await runCell(`
+    await runCell(
+      `
       const base = torch.cuda.memory_allocated();
       const model = new torch.nn.Linear(256, 256);
       figures = [];
@@ -120,14 +121,18 @@ describe("the article's labs in PyTorch style (no using, no scope, no dispose)",
         loss.backward();
         figures.push(torch.cuda.memory_allocated() - base);
       }
-    `, globals);
+    `,
+      globals,
+    );
     // weight 256 KiB + bias 1 KiB and their grads, x and x.grad (128 KiB each), loss (512 B): model(x)
     // and its square died with their statement, as in Python.
     expect(g.figures).toEqual(Array(8).fill(2 * (262144 + 1024) + 2 * 131072 + 512));
   });
 
   it("benchmark_checkpointing's model keeps PyTorch's activations after forward in each mode", async () => {
-    await torch.cuda.simulate({}, () => runCell(`
+    await torch.cuda.simulate({}, () =>
+      runCell(
+        `
       const { checkpoint, create_selective_checkpoint_contexts } = torch.utils.checkpoint;
       class DeepBlock extends torch.nn.Module {
         linear1 = new torch.nn.Linear(D, D);
@@ -161,7 +166,10 @@ describe("the article's labs in PyTorch style (no using, no scope, no dispose)",
         after[mode] = torch.cuda.memory_allocated() - before;
         model = x = out = undefined; // del model, x, out
       }
-    `, { torch, T: 1024, D: 512 }));
+    `,
+        { torch, T: 1024, D: 512 },
+      ),
+    );
     const act = 1024 * 512 * 4; // one [T, D] activation: 2 MiB
     // per block PyTorch saves the block input, linear1's output and GELU's output (the last block's
     // output is returned); full checkpointing keeps each block's output; selective also linear1's output

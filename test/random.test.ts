@@ -141,7 +141,10 @@ describe("dropout", () => {
 
   it("dropout on a non-contiguous input keeps the input's layout semantics", async () => {
     torch.manual_seed(13);
-    const base = torch.tensor([[1, 2, 3], [4, 5, 6]]);
+    const base = torch.tensor([
+      [1, 2, 3],
+      [4, 5, 6],
+    ]);
     const xt = base.t();
     const xv = await arr(xt);
     const y = F.dropout(xt, 0.5, true);

@@ -24,8 +24,11 @@ function expectValidSpec(spec: unknown) {
 function expectSvg(svg: unknown) {
   expect(typeof svg).toBe("string");
   const errors: string[] = [];
-  const doc = new DOMParser({ onError: (level: string, msg: string) => { if (level !== "warning") errors.push(msg); } })
-    .parseFromString(svg as string, "image/svg+xml");
+  const doc = new DOMParser({
+    onError: (level: string, msg: string) => {
+      if (level !== "warning") errors.push(msg);
+    },
+  }).parseFromString(svg as string, "image/svg+xml");
   expect(errors).toEqual([]);
   expect(doc.documentElement?.nodeName).toBe("svg");
 }
@@ -130,7 +133,12 @@ describe("torch.viz.graph as people see it", () => {
     const nodes = Array.from(doc.getElementsByTagName("g")).filter((e) => e.getAttribute("class") === "node");
     expect(nodes.length).toBeGreaterThan(12);
     for (const n of nodes) {
-      const pts = n.getElementsByTagName("polygon")[0].getAttribute("points")!.trim().split(/\s+/).map((p) => Number(p.split(",")[0]));
+      const pts = n
+        .getElementsByTagName("polygon")[0]
+        .getAttribute("points")!
+        .trim()
+        .split(/\s+/)
+        .map((p) => Number(p.split(",")[0]));
       const boxWidth = Math.max(...pts) - Math.min(...pts);
       for (const t of Array.from(n.getElementsByTagName("text"))) {
         expect(t.getAttribute("font-family")).toMatch(/^Courier\b/);
@@ -167,7 +175,10 @@ describe("torch.viz.graph as people see it", () => {
     expect(png.subarray(1, 4).toString("latin1")).toBe("PNG");
     // drawn at twice the SVG's CSS size; the <img> keeps the CSS size
     const [w, h] = [png.readUInt32BE(16), png.readUInt32BE(20)];
-    const [cw, ch] = html.match(/width="(\d+)" height="(\d+)"/)!.slice(1).map(Number);
+    const [cw, ch] = html
+      .match(/width="(\d+)" height="(\d+)"/)!
+      .slice(1)
+      .map(Number);
     expect(Math.abs(w - 2 * cw)).toBeLessThanOrEqual(2);
     expect(Math.abs(h - 2 * ch)).toBeLessThanOrEqual(2);
   });
@@ -177,7 +188,8 @@ describe("PNG fallback", () => {
   it("draws Chinese text with a CJK font (the article's lab strings)", async () => {
     const { renderSvg, hasCjkFont } = await import("../src/viz/png.ts");
     expect(hasCjkFont(), "no CJK font: .ci/setup installs fonts-wqy-zenhei").toBe(true);
-    const svgOf = (s: string) => `<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40"><text x="4" y="30" font-family="sans-serif" font-size="24">${s}</text></svg>`;
+    const svgOf = (s: string) =>
+      `<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40"><text x="4" y="30" font-family="sans-serif" font-size="24">${s}</text></svg>`;
     const ink = async (s: string) => {
       const { pixels } = await renderSvg(svgOf(s), 1);
       let dark = 0;
@@ -239,13 +251,21 @@ describe("torch.viz.saved_tensors", () => {
 
 describe("tensor and module displays", () => {
   it("adds an HTML table with a metadata line to the tensor repr", async () => {
-    const t = torch.tensor([[1, 2, 3], [4, 5, 6]], { requires_grad: true });
+    const t = torch.tensor(
+      [
+        [1, 2, 3],
+        [4, 5, 6],
+      ],
+      { requires_grad: true },
+    );
     const b = await show(t);
     expect(keys(b)).toEqual(["text/html", "text/plain"]);
     expect(b["text/plain"]).toBe(await t.repr());
     const html = b["text/html"] as string;
     expect(html).toContain(">6.</td>");
-    expect(html).toContain('shape=torch.Size([2, 3]) · dtype=torch.float32 · device=webgpu:0 · requires_grad=True · grad_fn=None · _version=0 · bytes=<span title="24 bytes">24 bytes</span>');
+    expect(html).toContain(
+      'shape=torch.Size([2, 3]) · dtype=torch.float32 · device=webgpu:0 · requires_grad=True · grad_fn=None · _version=0 · bytes=<span title="24 bytes">24 bytes</span>',
+    );
     const y = t.mul(2);
     expect((await show(y))["text/html"]).toContain("grad_fn=&lt;MulBackward0&gt;");
   });
@@ -306,10 +326,36 @@ function syntheticEvents(n: number) {
     const alloc = phase === "forward" || live.length === 0 || i % 3 !== 0;
     if (alloc) {
       live.push(i);
-      ev.push({ action: "alloc", time_us: i, device: "x", storage_id: 1e6 + i, size: 1024 * (1 + (i % 7)), requested: 0, addr: 0, op: null, node: null, phase, category: cats[i % 4], frames: [] });
+      ev.push({
+        action: "alloc",
+        time_us: i,
+        device: "x",
+        storage_id: 1e6 + i,
+        size: 1024 * (1 + (i % 7)),
+        requested: 0,
+        addr: 0,
+        op: null,
+        node: null,
+        phase,
+        category: cats[i % 4],
+        frames: [],
+      });
     } else {
       const id = live.shift()!;
-      ev.push({ action: "free", time_us: i, device: "x", storage_id: 1e6 + id, size: 1024 * (1 + (id % 7)), requested: 0, addr: 0, op: null, node: null, phase, category: cats[id % 4], frames: [] });
+      ev.push({
+        action: "free",
+        time_us: i,
+        device: "x",
+        storage_id: 1e6 + id,
+        size: 1024 * (1 + (id % 7)),
+        requested: 0,
+        addr: 0,
+        op: null,
+        node: null,
+        phase,
+        category: cats[id % 4],
+        frames: [],
+      });
     }
   }
   return ev;
@@ -335,7 +381,8 @@ describe("memory plots", () => {
   it("keeps the exact peak of a 10,000-event recording in a few hundred points", () => {
     const ev = syntheticEvents(10_000);
     const s = viz.memory_series(ev);
-    let cur = 0, peak = 0;
+    let cur = 0,
+      peak = 0;
     for (const e of ev) peak = Math.max(peak, (cur += e.action === "alloc" ? e.size : -e.size));
     expect(s.peak.bytes).toBe(peak);
     expect(s.samples.length).toBeLessThanOrEqual(601);
@@ -346,14 +393,20 @@ describe("memory plots", () => {
 
   it("per-stage bars and side-by-side runs", async () => {
     const MiB = 2 ** 20;
-    const st = viz.memory_stages([["0. start", 0, 0], ["1. weights", 128 * MiB, 128 * MiB], ["7. backward", "416.00 MB", "448.00 MB"]]);
-    expect(st.text).toBe([
-      "stage        allocated   peak",
-      "-----------  ----------  ----------",
-      "0. start     0 bytes     0 bytes",
-      "1. weights   128.00 MiB  128.00 MiB",
-      "7. backward  416.00 MiB  448.00 MiB",
-    ].join("\n"));
+    const st = viz.memory_stages([
+      ["0. start", 0, 0],
+      ["1. weights", 128 * MiB, 128 * MiB],
+      ["7. backward", "416.00 MB", "448.00 MB"],
+    ]);
+    expect(st.text).toBe(
+      [
+        "stage        allocated   peak",
+        "-----------  ----------  ----------",
+        "0. start     0 bytes     0 bytes",
+        "1. weights   128.00 MiB  128.00 MiB",
+        "7. backward  416.00 MiB  448.00 MiB",
+      ].join("\n"),
+    );
     const cmp = viz.compare_runs({ plain: syntheticEvents(300), checkpointed: syntheticEvents(200) });
     for (const v of [st, cmp]) {
       const b = await show(v);

@@ -61,8 +61,19 @@ function parseNumber(text: string | undefined, flag: string, { integer = false, 
 
 export function parseClassroomArgs(args: string[]): ClassroomOptions {
   const o: ClassroomOptions = {
-    users: "30", prefix: "student", password: null, ip: "127.0.0.1", port: 8000, mem: 1.5 * 2 ** 30, cpu: 1,
-    deviceMemory: null, kernelIdle: 1800, serverIdle: 3600, state: "/var/lib/gradlab-classroom", apiTokenFile: null, admins: "",
+    users: "30",
+    prefix: "student",
+    password: null,
+    ip: "127.0.0.1",
+    port: 8000,
+    mem: 1.5 * 2 ** 30,
+    cpu: 1,
+    deviceMemory: null,
+    kernelIdle: 1800,
+    serverIdle: 3600,
+    state: "/var/lib/gradlab-classroom",
+    apiTokenFile: null,
+    admins: "",
   };
   for (let i = 0; i < args.length; i++) {
     let flag = args[i];
@@ -78,28 +89,50 @@ export function parseClassroomArgs(args: string[]): ClassroomOptions {
       case "--users": {
         const v = next();
         if (/^\d+$/.test(v)) parseNumber(v, flag, { integer: true, min: 1 });
-        else if (!/^[a-z][a-z0-9_-]*(,[a-z][a-z0-9_-]*)*$/.test(v)) throw new Error(`--users ${JSON.stringify(v)}: a count or comma-separated lower-case user names`);
+        else if (!/^[a-z][a-z0-9_-]*(,[a-z][a-z0-9_-]*)*$/.test(v))
+          throw new Error(`--users ${JSON.stringify(v)}: a count or comma-separated lower-case user names`);
         o.users = v;
         break;
       }
       case "--prefix":
         o.prefix = next();
-        if (!/^[a-z][a-z0-9_-]{0,29}$/.test(o.prefix)) throw new Error(`--prefix ${JSON.stringify(o.prefix)}: lower-case letters, digits, '-' or '_', starting with a letter`);
+        if (!/^[a-z][a-z0-9_-]{0,29}$/.test(o.prefix))
+          throw new Error(`--prefix ${JSON.stringify(o.prefix)}: lower-case letters, digits, '-' or '_', starting with a letter`);
         break;
       case "--password":
         o.password = next();
         if (o.password.length < 8) throw new Error("--password needs at least 8 characters");
         break;
-      case "--ip": o.ip = next(); break;
-      case "--port": o.port = parseNumber(next(), flag, { integer: true, min: 0 }); break;
-      case "--mem": o.mem = parseSize(next(), flag); break;
-      case "--cpu": o.cpu = parseNumber(next(), flag, { min: 0.01 }); break;
-      case "--device-memory": o.deviceMemory = parseSize(next(), flag); break;
-      case "--kernel-idle": o.kernelIdle = parseNumber(next(), flag, { integer: true, min: 1 }); break;
-      case "--server-idle": o.serverIdle = parseNumber(next(), flag, { integer: true, min: 1 }); break;
-      case "--state": o.state = resolve(next()); break;
-      case "--api-token-file": o.apiTokenFile = resolve(next()); break;
-      case "--admin": o.admins = next(); break;
+      case "--ip":
+        o.ip = next();
+        break;
+      case "--port":
+        o.port = parseNumber(next(), flag, { integer: true, min: 0 });
+        break;
+      case "--mem":
+        o.mem = parseSize(next(), flag);
+        break;
+      case "--cpu":
+        o.cpu = parseNumber(next(), flag, { min: 0.01 });
+        break;
+      case "--device-memory":
+        o.deviceMemory = parseSize(next(), flag);
+        break;
+      case "--kernel-idle":
+        o.kernelIdle = parseNumber(next(), flag, { integer: true, min: 1 });
+        break;
+      case "--server-idle":
+        o.serverIdle = parseNumber(next(), flag, { integer: true, min: 1 });
+        break;
+      case "--state":
+        o.state = resolve(next());
+        break;
+      case "--api-token-file":
+        o.apiTokenFile = resolve(next());
+        break;
+      case "--admin":
+        o.admins = next();
+        break;
       default:
         throw new Error(`unknown option ${flag}\n${CLASSROOM_USAGE}`);
     }
@@ -110,10 +143,12 @@ export function parseClassroomArgs(args: string[]): ClassroomOptions {
 
 const freePort = () =>
   new Promise<number>((res, rej) => {
-    const s = createServer().once("error", rej).listen(0, "127.0.0.1", () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => res(p));
-    });
+    const s = createServer()
+      .once("error", rej)
+      .listen(0, "127.0.0.1", () => {
+        const p = (s.address() as { port: number }).port;
+        s.close(() => res(p));
+      });
   });
 
 export const VENV = process.env.GRADLAB_CLASSROOM_VENV || "/opt/gradlab-classroom/venv";
@@ -144,7 +179,7 @@ export async function classroomCli(args: string[]): Promise<number> {
   const password = o.password ?? fromEnv ?? randomBytes(9).toString("base64url");
   let apiToken: string | undefined;
   if (o.apiTokenFile) {
-    if (!existsSync(o.apiTokenFile)) writeFileSync(o.apiTokenFile, randomBytes(32).toString("hex") + "\n", { mode: 0o600 });
+    if (!existsSync(o.apiTokenFile)) writeFileSync(o.apiTokenFile, `${randomBytes(32).toString("hex")}\n`, { mode: 0o600 });
     apiToken = readFileSync(o.apiTokenFile, "utf8").trim();
     if (apiToken.length < 32) throw new Error(`${o.apiTokenFile}: an API token needs at least 32 characters`);
   }
@@ -177,7 +212,9 @@ export async function classroomCli(args: string[]): Promise<number> {
   const hub = spawn(JUPYTERHUB, ["-f", join(REPO, "deploy", "jupyterhub_config.py")], { cwd: o.state, env, stdio: "inherit" });
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(sig, () => hub.kill(sig));
   const host = o.ip === "0.0.0.0" || o.ip === "" ? "this machine's address" : o.ip;
-  console.log(`GradLab classroom: http://${host}:${port}/  students: ${o.users === String(Number(o.users)) ? `${o.prefix}01..${o.prefix}${o.users.padStart(2, "0")}` : o.users}  password: ${o.password || fromEnv ? "(as given)" : password}`);
+  console.log(
+    `GradLab classroom: http://${host}:${port}/  students: ${o.users === String(Number(o.users)) ? `${o.prefix}01..${o.prefix}${o.users.padStart(2, "0")}` : o.users}  password: ${o.password || fromEnv ? "(as given)" : password}`,
+  );
   return await new Promise<number>((res, rej) => {
     hub.once("error", rej);
     hub.once("exit", (code, signal) => res(code ?? (signal === "SIGINT" || signal === "SIGTERM" ? 0 : 1)));

@@ -45,8 +45,17 @@ export async function get_device_properties() {
   const dev = currentDevice();
   if (dev.simulated) {
     return {
-      name: dev.label, backend: "simulated", vendor: "GradLab", architecture: "", device: dev.name, description: dev.label,
-      is_fallback_adapter: false, feature_level: "core", total_memory: dev.allocator.capacity, limits: {} as Record<string, number>, features: [] as string[],
+      name: dev.label,
+      backend: "simulated",
+      vendor: "GradLab",
+      architecture: "",
+      device: dev.name,
+      description: dev.label,
+      is_fallback_adapter: false,
+      feature_level: "core",
+      total_memory: dev.allocator.capacity,
+      limits: {} as Record<string, number>,
+      features: [] as string[],
     };
   }
   const { facts } = await getDevice();
@@ -105,7 +114,10 @@ export const current_device_name = () => currentDevice().name;
 
 /** torch.cuda.set_per_process_memory_fraction: caps what GradLab may reserve, as a share of the device. */
 const fullCapacity = new WeakMap<MemoryDevice, number>();
-const full = (d: MemoryDevice) => fullCapacity.get(d) ?? (fullCapacity.set(d, d.allocator.capacity), d.allocator.capacity);
+const full = (d: MemoryDevice): number => {
+  if (!fullCapacity.has(d)) fullCapacity.set(d, d.allocator.capacity);
+  return fullCapacity.get(d)!;
+};
 export function set_per_process_memory_fraction(fraction: number): void {
   if (!(fraction >= 0 && fraction <= 1)) throw new ValueError(`Invalid fraction value: ${fraction}. Allowed range: 0~1`);
   alloc().capacity = Math.floor(full(currentDevice()) * fraction);
@@ -122,25 +134,27 @@ export const get_memory_capacity = () => alloc().capacity;
 export function memory_summary(): string {
   const allocator = alloc();
   const s = allocator.stats();
-  const line = "|" + "=".repeat(79) + "|";
-  const thin = "|" + "-".repeat(79) + "|";
-  const row = (label: string, vals: string[]) =>
-    "| " + label.padEnd(24) + "| " + vals.map((v) => v.padStart(10)).join(" | ") + " |";
+  const line = `|${"=".repeat(79)}|`;
+  const thin = `|${"-".repeat(79)}|`;
+  const row = (label: string, vals: string[]) => `| ${label.padEnd(24)}| ${vals.map((v) => v.padStart(10)).join(" | ")} |`;
   const block = (title: string, key: string, fmt: (n: number) => string) => [
     row(title, ["Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed"]),
     thin,
     ...(["all", "large_pool", "small_pool"] as const).map((pool) =>
-      row(pool === "all" ? "  from all pools" : pool === "large_pool" ? "    from large pool" : "    from small pool",
-        ["current", "peak", "allocated", "freed"].map((k) => fmt(s[`${key}.${pool}.${k}`])))),
+      row(
+        pool === "all" ? "  from all pools" : pool === "large_pool" ? "    from large pool" : "    from small pool",
+        ["current", "peak", "allocated", "freed"].map((k) => fmt(s[`${key}.${pool}.${k}`])),
+      ),
+    ),
     thin,
   ];
   const bytes = (n: number) => formatBytes(n).replace(" bytes", " B").replace("KiB", "KB").replace("MiB", "MB").replace("GiB", "GB");
   const count = (n: number) => String(n);
   return [
     line,
-    "|" + "                  GradLab WebGPU memory summary, device ID 0".padEnd(79) + "|",
+    `|${"                  GradLab WebGPU memory summary, device ID 0".padEnd(79)}|`,
     thin,
-    "|" + `  OOMs: ${s.num_ooms}  |  alloc retries: ${s.num_alloc_retries}  |  capacity: ${formatBytes(allocator.capacity)}`.padEnd(79) + "|",
+    `|${`  OOMs: ${s.num_ooms}  |  alloc retries: ${s.num_alloc_retries}  |  capacity: ${formatBytes(allocator.capacity)}`.padEnd(79)}|`,
     line,
     ...block("Allocated memory", "allocated_bytes", bytes),
     ...block("Requested memory", "requested_bytes", bytes),
@@ -166,8 +180,12 @@ export const memory = {
         blocks.push({ address: seg.id * 2 ** 32 + b.offset, size: b.size, requested_size: b.requested, state: b.allocated ? "active_allocated" : "inactive" });
       }
       return {
-        device: dev.name, address: seg.id * 2 ** 32, total_size: seg.size, segment_type: seg.pool === "small_pool" ? "small" : "large",
-        allocated_size: blocks.filter((b) => b.state === "active_allocated").reduce((n, b) => n + b.size, 0), blocks,
+        device: dev.name,
+        address: seg.id * 2 ** 32,
+        total_size: seg.size,
+        segment_type: seg.pool === "small_pool" ? "small" : "large",
+        allocated_size: blocks.filter((b) => b.state === "active_allocated").reduce((n, b) => n + b.size, 0),
+        blocks,
       };
     });
     return { segments, device_traces: [history._snapshot_events().filter((e) => e.device === dev.name)] };

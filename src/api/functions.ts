@@ -31,7 +31,9 @@ const SQRT = unaryOp({ kernel: "sqrt", node: "SqrtBackward0", saves: "result", g
 const RSQRT = unaryOp({ kernel: "rsqrt", node: "RsqrtBackward0", saves: "result", grad: (g, r) => g.mul(r.pow(3)).mul(-0.5) });
 const RELU = unaryOp({ kernel: "relu", node: "ReluBackward0", saves: "result", grad: fused("threshold_backward", (g, r) => g.mul(r.gt(0))) });
 const SIGMOID = unaryOp({
-  kernel: "sigmoid", node: "SigmoidBackward0", saves: "result",
+  kernel: "sigmoid",
+  node: "SigmoidBackward0",
+  saves: "result",
   grad: fused("sigmoid_backward", (g, r) => g.mul(r).mul(r.neg().add(1))),
 });
 const TANH = unaryOp({ kernel: "tanh", node: "TanhBackward0", saves: "result", grad: fused("tanh_backward", (g, r) => g.mul(r.mul(r).neg().add(1))) });
@@ -64,32 +66,47 @@ export const clamp_ = op({ impl: pw.clampInplace, grad: ["ClampBackward1"], save
 // ---- pointwise, two inputs (the second may be a number) ----
 
 const ADD = binaryOp({
-  kernel: "add", node: "AddBackward0", saves: ["alpha"],
+  kernel: "add",
+  node: "AddBackward0",
+  saves: ["alpha"],
   grad: (n, g, { aShape, bShape, alpha }) => [n.needs(0) ? sumTo(g, aShape) : null, n.needs(1) ? sumTo(alpha === 1 ? g : g.mul(alpha), bShape) : null],
 });
 const SUB = binaryOp({
-  kernel: "sub", node: "SubBackward0", saves: ["alpha"],
+  kernel: "sub",
+  node: "SubBackward0",
+  saves: ["alpha"],
   grad: (n, g, { aShape, bShape, alpha }) => [n.needs(0) ? sumTo(g, aShape) : null, n.needs(1) ? sumTo(g.mul(-alpha), bShape) : null],
 });
 const MUL = binaryOp({
-  kernel: "mul", node: "MulBackward0", saves: ["self", "other"],
-  grad: (n, g, { aShape, bShape }) => [
-    n.needs(0) ? sumTo(g.mul(savedOther(n)), aShape) : null,
-    n.needs(1) ? sumTo(g.mul(n.unpack("self")), bShape) : null,
-  ],
+  kernel: "mul",
+  node: "MulBackward0",
+  saves: ["self", "other"],
+  grad: (n, g, { aShape, bShape }) => [n.needs(0) ? sumTo(g.mul(savedOther(n)), aShape) : null, n.needs(1) ? sumTo(g.mul(n.unpack("self")), bShape) : null],
 });
 const DIV = binaryOp({
-  kernel: "div", node: "DivBackward0", saves: ["self", "other"],
+  kernel: "div",
+  node: "DivBackward0",
+  saves: ["self", "other"],
   grad: (n, g, { aShape, bShape }) => {
     const o = savedOther(n);
     return [
       n.needs(0) ? sumTo(g.div(o), aShape) : null,
-      n.needs(1) ? sumTo(g.mul(n.unpack("self")).div((o as Tensor).mul(o)).neg(), bShape) : null,
+      n.needs(1)
+        ? sumTo(
+            g
+              .mul(n.unpack("self"))
+              .div((o as Tensor).mul(o))
+              .neg(),
+            bShape,
+          )
+        : null,
     ];
   },
 });
 const POW = binaryOp({
-  kernel: "pow", node: "PowBackward1", saves: ["self", "exponent", "result"],
+  kernel: "pow",
+  node: "PowBackward1",
+  saves: ["self", "exponent", "result"],
   scalar: { node: "PowBackward0", saves: ["self", "exponent"] },
   grad: (n, g, { aShape, bShape }) => {
     const self = n.unpack("self");
@@ -121,7 +138,9 @@ function extremumGrad(pickFirst: (self: Tensor, other: Tensor) => Tensor) {
 }
 const MAXIMUM = binaryOp({ kernel: "maximum", node: "MaximumBackward0", saves: ["self", "other"], grad: extremumGrad((a, b) => a.gt(b)) });
 const ATAN2 = binaryOp({
-  kernel: "atan2", node: "Atan2Backward0", saves: ["self", "other"],
+  kernel: "atan2",
+  node: "Atan2Backward0",
+  saves: ["self", "other"],
   // d/da atan2(a, b) = b / (a² + b²), d/db = -a / (a² + b²)
   grad: (n, g, { aShape, bShape }) => {
     const a = n.unpack("self");
@@ -134,15 +153,27 @@ const MINIMUM = binaryOp({ kernel: "minimum", node: "MinimumBackward0", saves: [
 
 type Alpha = { alpha?: number };
 /** torch.add(a, b, {alpha}): a + alpha * b, broadcasting; b may be a number. Autograd: AddBackward0. */
-export const add = op({ impl: (a: Tensor, b: TensorOrScalar, opts?: Alpha): Tensor => ADD.forward(a, b, opts?.alpha), grad: ["AddBackward0"], saves: ["alpha"] });
+export const add = op({
+  impl: (a: Tensor, b: TensorOrScalar, opts?: Alpha): Tensor => ADD.forward(a, b, opts?.alpha),
+  grad: ["AddBackward0"],
+  saves: ["alpha"],
+});
 /** torch.sub(a, b, {alpha}): a - alpha * b, broadcasting. Autograd: SubBackward0. */
-export const sub = op({ impl: (a: Tensor, b: TensorOrScalar, opts?: Alpha): Tensor => SUB.forward(a, b, opts?.alpha), grad: ["SubBackward0"], saves: ["alpha"] });
+export const sub = op({
+  impl: (a: Tensor, b: TensorOrScalar, opts?: Alpha): Tensor => SUB.forward(a, b, opts?.alpha),
+  grad: ["SubBackward0"],
+  saves: ["alpha"],
+});
 /** torch.mul(a, b): elementwise product, broadcasting; saves both operands for backward (MulBackward0). */
 export const mul = op({ impl: (a: Tensor, b: TensorOrScalar): Tensor => MUL.forward(a, b), grad: ["MulBackward0"], saves: ["self", "other"] });
 /** torch.div(a, b): true division (float32), broadcasting. Autograd: DivBackward0 (saves both operands). */
 export const div = op({ impl: (a: Tensor, b: TensorOrScalar): Tensor => DIV.forward(a, b), grad: ["DivBackward0"], saves: ["self", "other"] });
 /** torch.pow(a, exponent): a number exponent gives PowBackward0 (saves a), a tensor one PowBackward1 (saves a, exponent, result). */
-export const pow = op({ impl: (a: Tensor, e: TensorOrScalar): Tensor => POW.forward(a, e), grad: ["PowBackward0", "PowBackward1"], saves: ["self", "exponent", "result"] });
+export const pow = op({
+  impl: (a: Tensor, e: TensorOrScalar): Tensor => POW.forward(a, e),
+  grad: ["PowBackward0", "PowBackward1"],
+  saves: ["self", "exponent", "result"],
+});
 /** torch.maximum(a, b): elementwise larger; on ties each operand gets half the gradient (MaximumBackward0). */
 export const maximum = op({ impl: (a: Tensor, b: Tensor): Tensor => MAXIMUM.forward(a, b), grad: ["MaximumBackward0"], saves: ["self", "other"] });
 /** torch.minimum(a, b): elementwise smaller (MinimumBackward0). */
@@ -153,14 +184,25 @@ export const atan2 = op({ impl: (a: Tensor, b: Tensor): Tensor => ATAN2.forward(
 export const rsub = op({ impl: (a: Tensor, b: number, opts?: Alpha): Tensor => pw.rsub(a, b, opts?.alpha), grad: ["RsubBackward1"], saves: ["alpha"] });
 
 /** Tensor.add_(b, {alpha}): in place; a non-leaf's history is rebased (AddBackward0 on the new version). */
-export const add_ = op({ impl: <T extends Tensor>(a: T, b: TensorOrScalar, opts?: Alpha): T => ADD.inplace(a, b, opts?.alpha), grad: ["AddBackward0"], saves: ["alpha"] });
-export const sub_ = op({ impl: <T extends Tensor>(a: T, b: TensorOrScalar, opts?: Alpha): T => SUB.inplace(a, b, opts?.alpha), grad: ["SubBackward0"], saves: ["alpha"] });
+export const add_ = op({
+  impl: <T extends Tensor>(a: T, b: TensorOrScalar, opts?: Alpha): T => ADD.inplace(a, b, opts?.alpha),
+  grad: ["AddBackward0"],
+  saves: ["alpha"],
+});
+export const sub_ = op({
+  impl: <T extends Tensor>(a: T, b: TensorOrScalar, opts?: Alpha): T => SUB.inplace(a, b, opts?.alpha),
+  grad: ["SubBackward0"],
+  saves: ["alpha"],
+});
 /** Tensor.mul_(b): in place; when b requires grad the node keeps a copy of a from before the write. */
 export const mul_ = op({ impl: <T extends Tensor>(a: T, b: TensorOrScalar): T => MUL.inplace(a, b), grad: ["MulBackward0"], saves: ["self", "other"] });
 export const div_ = op({ impl: <T extends Tensor>(a: T, b: TensorOrScalar): T => DIV.inplace(a, b), grad: ["DivBackward0"], saves: ["self", "other"] });
 
 // ---- comparisons: bool results, never differentiable ----
-const compare = (kernel: "eq" | "ne" | "lt" | "le" | "gt" | "ge") => (a: Tensor, b: TensorOrScalar): Tensor => ew.binary(kernel, a, b);
+const compare =
+  (kernel: "eq" | "ne" | "lt" | "le" | "gt" | "ge") =>
+  (a: Tensor, b: TensorOrScalar): Tensor =>
+    ew.binary(kernel, a, b);
 /** torch.eq(a, b): a bool tensor; not differentiable. */
 export const eq = op({ impl: compare("eq"), grad: NOT_DIFFERENTIABLE });
 export const ne = op({ impl: compare("ne"), grad: NOT_DIFFERENTIABLE });
@@ -171,7 +213,9 @@ export const ge = op({ impl: compare("ge"), grad: NOT_DIFFERENTIABLE });
 
 /** torch.where(cond, a, b): a where cond is true, else b (numbers allowed); saves cond (WhereBackward0). As a method: a.where(cond, b). */
 export const where = op({
-  impl: pw.where, grad: ["WhereBackward0"], saves: ["condition"],
+  impl: pw.where,
+  grad: ["WhereBackward0"],
+  saves: ["condition"],
   method: (self: Tensor, condition: Tensor, other: TensorOrScalar) => pw.where(condition, self, other),
 });
 
@@ -179,12 +223,14 @@ export const where = op({
 /** torch.sum(a, dim?, {keepdim}): over all elements (SumBackward0) or the given dims (SumBackward1). Its gradient is an expanded view: no memory. GradLab: int32 sums return float32 (no int64). */
 export const sum = op({
   impl: (a: Tensor, dim?: DimArg | ReduceOpts, opts?: ReduceOpts): Tensor => rd.sumOrMean("sum", a, dim, opts),
-  grad: ["SumBackward0", "SumBackward1"], saves: ["dim", "keepdim", "self_sym_sizes"],
+  grad: ["SumBackward0", "SumBackward1"],
+  saves: ["dim", "keepdim", "self_sym_sizes"],
 });
 /** torch.mean(a, dim?, {keepdim}): float32 only. MeanBackward1 keeps the whole input alive, as PyTorch 1.13 does. */
 export const mean = op({
   impl: (a: Tensor, dim?: DimArg | ReduceOpts, opts?: ReduceOpts): Tensor => rd.sumOrMean("mean", a, dim, opts),
-  grad: ["MeanBackward0", "MeanBackward1"], saves: ["dim", "keepdim", "self_numel", "self_sizes", "self_sym_sizes", "self"],
+  grad: ["MeanBackward0", "MeanBackward1"],
+  saves: ["dim", "keepdim", "self_numel", "self_sizes", "self_sym_sizes", "self"],
 });
 /** torch.prod(a, dim?, {keepdim}): ProdBackward0 / ProdBackward1 save the input and the result (zero-safe gradient). */
 export const prod = op({ impl: rd.prod, grad: ["ProdBackward0", "ProdBackward1"], saves: ["self", "result", "dim", "keepdim"] });
@@ -192,12 +238,14 @@ type MinMax = { (): Tensor; (dim: number, opts?: ReduceOpts): { values: Tensor; 
 /** torch.max(a): the largest element (MaxBackward1); torch.max(a, dim) → {values, indices} (MaxBackward0 saves the indices). */
 export const max = op<(a: Tensor, dim?: number, opts?: ReduceOpts) => Tensor | { values: Tensor; indices: Tensor }, MinMax>({
   impl: (a, dim, opts) => rd.minmax("max", a, dim, opts),
-  grad: ["MaxBackward0", "MaxBackward1"], saves: ["self", "result", "dim", "keepdim", "indices", "self_sizes"],
+  grad: ["MaxBackward0", "MaxBackward1"],
+  saves: ["self", "result", "dim", "keepdim", "indices", "self_sizes"],
 });
 /** torch.min(a) / torch.min(a, dim), as max. */
 export const min = op<(a: Tensor, dim?: number, opts?: ReduceOpts) => Tensor | { values: Tensor; indices: Tensor }, MinMax>({
   impl: (a, dim, opts) => rd.minmax("min", a, dim, opts),
-  grad: ["MinBackward0", "MinBackward1"], saves: ["self", "result", "dim", "keepdim", "indices", "self_sizes"],
+  grad: ["MinBackward0", "MinBackward1"],
+  saves: ["self", "result", "dim", "keepdim", "indices", "self_sizes"],
 });
 /** torch.argmax(a, dim?, {keepdim}): int32 indices; not differentiable. */
 export const argmax = op({ impl: (a: Tensor, dim?: number, opts?: ReduceOpts): Tensor => red.arg("argmax", a, dim, opts), grad: NOT_DIFFERENTIABLE });
@@ -206,13 +254,15 @@ type VarOpts = ReduceOpts & { correction?: number; unbiased?: boolean };
 /** torch.var(a, dim?, {correction | unbiased, keepdim}). VarBackward0 saves the input. */
 const variance = op({
   impl: (a: Tensor, dim?: DimArg | VarOpts, opts?: VarOpts): Tensor => rd.variance(a, dim, opts),
-  grad: ["VarBackward0"], saves: ["correction", "dim", "keepdim", "self"],
+  grad: ["VarBackward0"],
+  saves: ["correction", "dim", "keepdim", "self"],
 });
 export { variance as var };
 /** torch.std(a, ...): StdBackward0 saves the input and the result; a constant row's gradient is 0, as PyTorch masks it. */
 export const std = op({
   impl: (a: Tensor, dim?: DimArg | VarOpts, opts?: VarOpts): Tensor => rd.variance(a, dim, opts, true),
-  grad: ["StdBackward0"], saves: ["correction", "dim", "keepdim", "self", "result"],
+  grad: ["StdBackward0"],
+  saves: ["correction", "dim", "keepdim", "self", "result"],
 });
 /** torch.softmax(a, dim): saves its result (SoftmaxBackward0), which the backward formula needs. */
 export const softmax = op({ impl: (a: Tensor, dim: number): Tensor => rd.softmax(a, dim, false), grad: ["SoftmaxBackward0"], saves: ["dim", "result"] });
@@ -228,7 +278,21 @@ export const log_softmax = op({ impl: (a: Tensor, dim: number): Tensor => rd.sof
  */
 export const matmul = op({
   impl: al.matmul,
-  grad: ["DotBackward0", "MvBackward0", "MmBackward0", "BmmBackward0", "UnsafeViewBackward0", "SqueezeBackward3", "CloneBackward0", "ReshapeAliasBackward0", "ViewBackward0", "ExpandBackward0", "TransposeBackward0", "TBackward0", "UnsqueezeBackward0"],
+  grad: [
+    "DotBackward0",
+    "MvBackward0",
+    "MmBackward0",
+    "BmmBackward0",
+    "UnsafeViewBackward0",
+    "SqueezeBackward3",
+    "CloneBackward0",
+    "ReshapeAliasBackward0",
+    "ViewBackward0",
+    "ExpandBackward0",
+    "TransposeBackward0",
+    "TBackward0",
+    "UnsqueezeBackward0",
+  ],
   saves: ["self", "tensor", "vec", "mat2", "self_sym_sizes", "mat2_sym_sizes", "dim", "self_sizes", "dim0", "dim1"],
 });
 /** torch.mm(a, b): 2-D matrix product; saves both (MmBackward0); gradients come in each operand's layout, as ATen's. */
@@ -246,19 +310,22 @@ export const t = op({ impl: sh.t, grad: ["TBackward0"], saves: [] });
 /** torch.permute(a, dims): a view (PermuteBackward0). As a method also x.permute(1, 0, 2). */
 export const permute = op({
   impl: (a: Tensor, ...dims: Array<number | number[]>): Tensor => sh.permute(a, vw.flatShape(dims)),
-  grad: ["PermuteBackward0"], saves: ["dims"],
+  grad: ["PermuteBackward0"],
+  saves: ["dims"],
 });
 /** torch.reshape(a, shape): a view when the strides allow (no memory), otherwise a copy (CloneBackward0 + UnsafeViewBackward0). */
 export const reshape = op({
   impl: (a: Tensor, ...shape: Array<number | number[]>): Tensor => sh.reshape(a, vw.flatShape(shape)),
-  grad: ["ReshapeAliasBackward0", "CloneBackward0", "UnsafeViewBackward0"], saves: ["self_sym_sizes"],
+  grad: ["ReshapeAliasBackward0", "CloneBackward0", "UnsafeViewBackward0"],
+  saves: ["self_sym_sizes"],
 });
 /** torch.unsqueeze(a, dim): a view with a new size-1 dim (UnsqueezeBackward0). */
 export const unsqueeze = op({ impl: sh.unsqueeze, grad: ["UnsqueezeBackward0"], saves: ["dim"] });
 /** torch.squeeze(a, dim?): a view without size-1 dims (SqueezeBackward0 / SqueezeBackward1). */
 export const squeeze = op({
   impl: (a: Tensor, dim?: number): Tensor => sh.squeeze(a, dim),
-  grad: ["SqueezeBackward0", "SqueezeBackward1"], saves: ["dim", "self_sizes"],
+  grad: ["SqueezeBackward0", "SqueezeBackward1"],
+  saves: ["dim", "self_sizes"],
 });
 /** torch.narrow(a, dim, start, length): a view (SliceBackward0). */
 export const narrow = op({ impl: sh.narrow, grad: ["SliceBackward0"], saves: ["dim", "start", "end", "step", "self_sym_sizes"] });
@@ -267,7 +334,8 @@ export const select = op({ impl: sh.select, grad: ["SelectBackward0"], saves: ["
 /** torch.flatten(a, start, end): a reshape; returns the input itself when there is nothing to merge. */
 export const flatten = op({
   impl: (a: Tensor, start = 0, end = -1): Tensor => sh.flatten(a, start, end),
-  grad: ["ReshapeAliasBackward0", "CloneBackward0", "UnsafeViewBackward0", "ViewBackward0"], saves: ["self_sym_sizes"],
+  grad: ["ReshapeAliasBackward0", "CloneBackward0", "UnsafeViewBackward0", "ViewBackward0"],
+  saves: ["self_sym_sizes"],
 });
 /** torch.clone(a): a copy in new memory (CloneBackward0). */
 export const clone = op({ impl: sh.clone, grad: ["CloneBackward0"], saves: [] });

@@ -15,7 +15,7 @@ type MethodsOf<NS> = { [K in keyof NS]: NS[K] extends { readonly __method?: infe
 type TableMethods = MethodsOf<typeof functions> & MethodsOf<typeof methods>;
 
 declare module "../tensor.ts" {
-  // biome-ignore lint/suspicious/noEmptyInterface: the declaration merges the table's methods into the class.
+  // The declaration merges the table's methods into the class.
   interface Tensor extends TableMethods {}
 }
 
@@ -27,15 +27,19 @@ export const OP_TABLE: ReadonlyMap<string, OpDef> = new Map(
 for (const [name, def] of OP_TABLE) {
   nameOp(def, name);
   const impl = typeof def.method === "function" ? def.method : def.impl;
-  if (Object.prototype.hasOwnProperty.call(Tensor.prototype, name)) throw new Error(`internal: Tensor.${name} is declared twice`);
+  if (Object.hasOwn(Tensor.prototype, name)) throw new Error(`internal: Tensor.${name} is declared twice`);
   if (def.method === "getter") {
     Object.defineProperty(Tensor.prototype, name, {
-      get(this: Tensor) { return runOp(name, this.storage.device, () => impl(this)); },
+      get(this: Tensor) {
+        return runOp(name, this.storage.device, () => impl(this));
+      },
       configurable: true,
     });
   } else {
     Object.defineProperty(Tensor.prototype, name, {
-      value: function (this: Tensor, ...args: unknown[]) { return runOp(name, this.storage.device, () => impl(this, ...args)); },
+      value: function (this: Tensor, ...args: unknown[]) {
+        return runOp(name, this.storage.device, () => impl(this, ...args));
+      },
       writable: true,
       configurable: true,
     });

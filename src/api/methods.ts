@@ -18,26 +18,44 @@ export const view = op({ impl: (x: Tensor, ...shape: Sizes): Tensor => sh.view(x
 /** x.view_as(other): x.view(other.shape). */
 export const view_as = op({ impl: (x: Tensor, other: Tensor): Tensor => sh.view(x, other.shape), grad: ["ViewBackward0"], saves: ["self_sym_sizes"] });
 /** x.expand(...sizes): a broadcast view, stride 0 on new dims (ExpandBackward0 sums the gradient back). */
-export const expand = op({ impl: (x: Tensor, ...sizes: Sizes): Tensor => sh.expand(x, vw.flatShape(sizes)), grad: ["ExpandBackward0"], saves: ["self_sym_sizes"] });
+export const expand = op({
+  impl: (x: Tensor, ...sizes: Sizes): Tensor => sh.expand(x, vw.flatShape(sizes)),
+  grad: ["ExpandBackward0"],
+  saves: ["self_sym_sizes"],
+});
 export const expand_as = op({ impl: (x: Tensor, other: Tensor): Tensor => sh.expand(x, other.shape), grad: ["ExpandBackward0"], saves: ["self_sym_sizes"] });
 /** x.T: all dims reversed (PermuteBackward0). */
-export const T = getter({ impl: (x: Tensor): Tensor => sh.permute(x, x.shape.map((_, i) => x.ndim - 1 - i)), grad: ["PermuteBackward0"], saves: ["dims"] });
+export const T = getter({
+  impl: (x: Tensor): Tensor =>
+    sh.permute(
+      x,
+      x.shape.map((_, i) => x.ndim - 1 - i),
+    ),
+  grad: ["PermuteBackward0"],
+  saves: ["dims"],
+});
 /** x.mT: the last two dims swapped (TransposeBackward0). */
 export const mT = getter({ impl: (x: Tensor): Tensor => sh.transpose(x, -2, -1), grad: ["TransposeBackward0"], saves: ["dim0", "dim1"] });
 /** x.slice(dim, start, end, step): Python's x[:, a:b:c] along one dim (SliceBackward0). */
 export const slice = op({
   impl: (x: Tensor, dim: number, start?: number, end?: number, step = 1): Tensor => sh.slice(x, dim, start, end, step),
-  grad: ["SliceBackward0"], saves: ["dim", "start", "end", "step", "self_sym_sizes"],
+  grad: ["SliceBackward0"],
+  saves: ["dim", "start", "end", "step", "self_sym_sizes"],
 });
 /** Python's `x[...]`, from a NumPy-style string: `x.getitem(":, 1:3")`, `x.getitem("0, ..., None")`. */
 export const getitem = op({
   impl: (x: Tensor, index: string | number): Tensor => idx.getitem(x, index, sh),
-  grad: ["SelectBackward0", "SliceBackward0", "UnsqueezeBackward0", "AliasBackward0"], saves: ["dim", "index", "start", "end", "step", "self_sizes", "self_sym_sizes"],
+  grad: ["SelectBackward0", "SliceBackward0", "UnsqueezeBackward0", "AliasBackward0"],
+  saves: ["dim", "index", "start", "end", "step", "self_sizes", "self_sym_sizes"],
 });
 /** Python's `x[...] = value` (in place: bumps the version counter; a view of a graph tensor gets CopySlices). */
 export const setitem = op({
-  impl: <T extends Tensor>(x: T, index: string | number, value: TensorOrScalar): T => (idx.setitem(x, index, value, sh), x),
-  grad: ["torch::autograd::CopySlices"], saves: [],
+  impl: <T extends Tensor>(x: T, index: string | number, value: TensorOrScalar): T => {
+    idx.setitem(x, index, value, sh);
+    return x;
+  },
+  grad: ["torch::autograd::CopySlices"],
+  saves: [],
 });
 /** x.contiguous(): x itself (another handle) when already contiguous, else a copy (CloneBackward0). */
 export const contiguous = op({ impl: (x: Tensor): Tensor => (x.check().is_contiguous() ? x._alias() : sh.clone(x)), grad: ["CloneBackward0"], saves: [] });
@@ -54,7 +72,8 @@ export const bool = op({ impl: (x: Tensor): Tensor => to(x, "bool"), grad: NOT_D
 /** x.gelu({approximate}): GeluBackward0 saves the input (torch.nn.functional.gelu as a method). */
 export const gelu = op({
   impl: (x: Tensor, opts?: { approximate?: "none" | "tanh" }): Tensor => pw.gelu(x, opts?.approximate),
-  grad: ["GeluBackward0"], saves: ["self", "approximate"],
+  grad: ["GeluBackward0"],
+  saves: ["self", "approximate"],
 });
 /** x.zero_(): fills with 0 in place (ZeroBackward0: the gradient to the old values is 0). */
 export const zero_ = op({ impl: <T extends Tensor>(x: T): T => pw.fillInplace(x, 0, "ZeroBackward0"), grad: ["ZeroBackward0"], saves: [] });

@@ -8,7 +8,7 @@ import { deviceOfArgs, runOp } from "../ops/op-context.ts";
 /** An op whose outputs never require grad (comparisons, argmax, creation): declared, not forgotten. */
 export const NOT_DIFFERENTIABLE = "not differentiable";
 
-// biome-ignore lint/suspicious/noExplicitAny: an op's arguments are whatever its impl declares.
+// An op's arguments are whatever its impl declares (`any` so that every impl is assignable).
 type Impl = (self: Tensor, ...args: any[]) => unknown;
 
 export interface OpDef {

@@ -17,14 +17,27 @@ export type { TraceEvent, Guard };
 const list = <T>(x: T | T[]): T[] => (Array.isArray(x) ? x : [x]);
 
 /** torch.autograd.backward(tensors, grad_tensors, {retain_graph, create_graph, inputs}). */
-export function backward(tensors: Tensor | Tensor[], grad_tensors?: Tensor | Array<Tensor | null> | null, opts?: { retain_graph?: boolean; create_graph?: boolean; inputs?: Tensor[] }): void {
+export function backward(
+  tensors: Tensor | Tensor[],
+  grad_tensors?: Tensor | Array<Tensor | null> | null,
+  opts?: { retain_graph?: boolean; create_graph?: boolean; inputs?: Tensor[] },
+): void {
   const ts = list(tensors);
   const gs = grad_tensors ? list(grad_tensors) : ts.map(() => null);
-  run_backward(ts, gs, { retain_graph: opts?.retain_graph ?? opts?.create_graph ?? false, create_graph: opts?.create_graph ?? false, inputs: opts?.inputs, accumulate: true });
+  run_backward(ts, gs, {
+    retain_graph: opts?.retain_graph ?? opts?.create_graph ?? false,
+    create_graph: opts?.create_graph ?? false,
+    inputs: opts?.inputs,
+    accumulate: true,
+  });
 }
 
 /** torch.autograd.grad(outputs, inputs, {grad_outputs, retain_graph, create_graph, allow_unused}). */
-export function grad(outputs: Tensor | Tensor[], inputs: Tensor | Tensor[], opts?: { grad_outputs?: Tensor | Array<Tensor | null>; retain_graph?: boolean; create_graph?: boolean; allow_unused?: boolean }): Grads {
+export function grad(
+  outputs: Tensor | Tensor[],
+  inputs: Tensor | Tensor[],
+  opts?: { grad_outputs?: Tensor | Array<Tensor | null>; retain_graph?: boolean; create_graph?: boolean; allow_unused?: boolean },
+): Grads {
   const outs = list(outputs);
   const ins = list(inputs);
   const gs = opts?.grad_outputs ? list(opts.grad_outputs) : outs.map(() => null);

@@ -15,7 +15,7 @@ import { withCategory } from "../memory/category.ts";
 import { scope } from "../memory/lifetime.ts";
 import { Tensor } from "../tensor.ts";
 import { enable_grad, no_grad } from "./grad-mode.ts";
-import { AccumulateGrad, isAnomalyEnabled, Node, type Grads } from "./node.ts";
+import { AccumulateGrad, isAnomalyEnabled, type Node, type Grads } from "./node.ts";
 import { edgeOf } from "./record.ts";
 import { releaseNode, retainNode } from "./meta.ts";
 
@@ -49,7 +49,9 @@ function rootGradients(roots: Tensor[], grads: Array<Tensor | null>, opts: Backw
     if (g) {
       g.check();
       if (g.ndim !== r.ndim || g.shape.some((s, k) => s !== r.shape[k])) {
-        throw new RuntimeError(`Mismatch in shape: grad_output[${i}] has a shape of torch.Size(${sizeStr(g.shape)}) and output[${i}] has a shape of torch.Size(${sizeStr(r.shape)}).`);
+        throw new RuntimeError(
+          `Mismatch in shape: grad_output[${i}] has a shape of torch.Size(${sizeStr(g.shape)}) and output[${i}] has a shape of torch.Size(${sizeStr(r.shape)}).`,
+        );
       }
       return opts.create_graph ? g._alias() : g.detach();
     }
@@ -198,7 +200,9 @@ function pass(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOption
   if (!opts.accumulate) {
     captured.forEach((g, i) => {
       if (!g && !opts.allow_unused) {
-        throw new RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.");
+        throw new RuntimeError(
+          "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.",
+        );
       }
       void i;
     });
@@ -249,7 +253,9 @@ function runNode(
   } catch (e) {
     for (const g of buffer) g?.dispose();
     if (isAnomalyEnabled() && e instanceof Error && !(e as { __anomaly?: boolean }).__anomaly) {
-      const err = new RuntimeError(`${e.message}\n\nError detected in ${node.name()}. Traceback of forward call that caused the error:\n${node.metadata.traceback_ ?? ""}`);
+      const err = new RuntimeError(
+        `${e.message}\n\nError detected in ${node.name()}. Traceback of forward call that caused the error:\n${node.metadata.traceback_ ?? ""}`,
+      );
       (err as { __anomaly?: boolean }).__anomaly = true;
       throw err;
     }

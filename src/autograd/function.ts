@@ -57,7 +57,11 @@ export class FunctionCtx {
 }
 
 class CustomNode extends Node {
-  constructor(private readonly cls: typeof Function & { name: string }, readonly ctx: FunctionCtx, next: ReturnType<typeof edgeOf>[]) {
+  constructor(
+    private readonly cls: typeof Function & { name: string },
+    readonly ctx: FunctionCtx,
+    next: ReturnType<typeof edgeOf>[],
+  ) {
     super(next);
   }
   name(): string {

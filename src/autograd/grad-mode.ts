@@ -39,9 +39,15 @@ function mode(grad: () => boolean, inference: () => boolean): ModeFn {
 }
 
 /** Ops inside record no autograd nodes. */
-export const no_grad = mode(() => false, () => state.inference);
+export const no_grad = mode(
+  () => false,
+  () => state.inference,
+);
 /** Re-enables recording inside a no_grad region. */
-export const enable_grad = mode(() => true, () => state.inference);
+export const enable_grad = mode(
+  () => true,
+  () => state.inference,
+);
 /** no_grad, and tensors created inside are inference tensors (cheaper: no version counter tracking). */
 export const inference_mode = ((arg?: boolean | (() => unknown)) => {
   if (typeof arg === "function") return within(switchTo(false, true), arg);

@@ -45,7 +45,11 @@ export class SavedVariable {
    * kept without its autograd identity, since that identity points back at the node (PyTorch breaks the
    * same cycle with a weak grad_fn).
    */
-  constructor(t: Tensor, readonly node: Node | null, outputOf?: { node: Node; outputNr: number }) {
+  constructor(
+    t: Tensor,
+    readonly node: Node | null,
+    outputOf?: { node: Node; outputNr: number },
+  ) {
     this.savedVersion = t._version;
     this.meta = { dtype: t.dtype, shape: [...t.shape] };
     this.output = outputOf ?? null;

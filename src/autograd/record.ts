@@ -13,7 +13,7 @@ export function needsGrad(...inputs: Array<TensorOrScalar | null | undefined>): 
 }
 
 export function edgeOf(t: Tensor | null | undefined): Edge {
-  if (!t || !t.requires_grad) return [null, 0];
+  if (!t?.requires_grad) return [null, 0];
   const fn = t.grad_fn;
   return fn ? [fn, t._output_nr] : [t._accumulator(), 0];
 }
@@ -22,7 +22,10 @@ export type Formula = (node: FormulaNode, grads: Grads) => Grads;
 
 /** An extra output of the op saved for backward (layer_norm's mean and rstd): `_saved_result<nr>`. */
 export class SavedOutput {
-  constructor(readonly tensor: Tensor, readonly nr: number) {}
+  constructor(
+    readonly tensor: Tensor,
+    readonly nr: number,
+  ) {}
 }
 
 /**

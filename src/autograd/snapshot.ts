@@ -61,7 +61,6 @@ export interface LeakReport {
   toString(): string;
 }
 
-
 /** Paths (like `history[2]` or `model.cache`) to tensors inside the given named objects. */
 function findPaths(containers: Record<string, unknown>): Map<object, string> {
   const paths = new Map<object, string>();

@@ -90,13 +90,15 @@ function retainGrad(t: Tensor): void {
   const fn = t.grad_fn!;
   const hooks = fn.tensorPreHooks.get(m.output_nr) ?? [];
   // Runs after user hooks registered earlier, as PyTorch's retains_grad hook does; stores a copy.
-  hooks.push((g) => owned(() => {
-    if (m.grad) {
-      const sum = m.grad.add(g);
-      m.grad.dispose();
-      m.grad = sum;
-    } else m.grad = g.clone();
-  }));
+  hooks.push((g) =>
+    owned(() => {
+      if (m.grad) {
+        const sum = m.grad.add(g);
+        m.grad.dispose();
+        m.grad = sum;
+      } else m.grad = g.clone();
+    }),
+  );
   fn.tensorPreHooks.set(m.output_nr, hooks);
 }
 
@@ -186,28 +188,71 @@ autogradHooks.trackView = trackView;
 const method = (value: (this: Tensor, ...args: never[]) => unknown): PropertyDescriptor => ({ value, writable: true, configurable: true });
 Object.defineProperties(Tensor.prototype, {
   requires_grad: {
-    get(this: Tensor) { return this._meta.requiresGradLeaf || this.grad_fn !== null; },
-    set(this: Tensor, v: boolean) { setRequiresGrad(this, v); },
+    get(this: Tensor) {
+      return this._meta.requiresGradLeaf || this.grad_fn !== null;
+    },
+    set(this: Tensor, v: boolean) {
+      setRequiresGrad(this, v);
+    },
     configurable: true,
   },
-  requires_grad_: method(function (this: Tensor, v = true) { setRequiresGrad(this, v); return this; }),
-  grad_fn: { get(this: Tensor) { return gradFn(this); }, configurable: true },
-  is_leaf: { get(this: Tensor) { return this.grad_fn === null; }, configurable: true },
-  _output_nr: { get(this: Tensor) { return this._meta.output_nr; }, configurable: true },
+  requires_grad_: method(function (this: Tensor, v = true) {
+    setRequiresGrad(this, v);
+    return this;
+  }),
+  grad_fn: {
+    get(this: Tensor) {
+      return gradFn(this);
+    },
+    configurable: true,
+  },
+  is_leaf: {
+    get(this: Tensor) {
+      return this.grad_fn === null;
+    },
+    configurable: true,
+  },
+  _output_nr: {
+    get(this: Tensor) {
+      return this._meta.output_nr;
+    },
+    configurable: true,
+  },
   grad: {
-    get(this: Tensor) { return getGrad(this); },
-    set(this: Tensor, g: Tensor | null) { setGrad(this, g); },
+    get(this: Tensor) {
+      return getGrad(this);
+    },
+    set(this: Tensor, g: Tensor | null) {
+      setGrad(this, g);
+    },
     configurable: true,
   },
-  retains_grad: { get(this: Tensor) { return this._meta.retains_grad; }, configurable: true },
-  retain_grad: method(function (this: Tensor) { retainGrad(this); }),
-  is_inference: method(function (this: Tensor) { return this._meta.inference; }),
-  _accumulator: method(function (this: Tensor) { return accumulator(this); }),
-  _accumulateGrad: method(function (this: Tensor, g: Tensor) { accumulateGrad(this, g); }),
+  retains_grad: {
+    get(this: Tensor) {
+      return this._meta.retains_grad;
+    },
+    configurable: true,
+  },
+  retain_grad: method(function (this: Tensor) {
+    retainGrad(this);
+  }),
+  is_inference: method(function (this: Tensor) {
+    return this._meta.inference;
+  }),
+  _accumulator: method(function (this: Tensor) {
+    return accumulator(this);
+  }),
+  _accumulateGrad: method(function (this: Tensor, g: Tensor) {
+    accumulateGrad(this, g);
+  }),
   backward: method(function (this: Tensor, gradient?: Tensor | null, opts?: BackwardOpts) {
     // An op context, so that what backward allocates is attributed to "backward" on this tensor's device.
     runOp("backward", this.storage.device, () => backward(this, gradient ?? null, opts));
   }),
-  register_hook: method(function (this: Tensor, fn: (grad: Tensor) => Tensor | void) { return registerHook(this, fn); }),
-  register_post_accumulate_grad_hook: method(function (this: Tensor, fn: (t: Tensor) => void) { return registerPostAccumulateHook(this, fn); }),
+  register_hook: method(function (this: Tensor, fn: (grad: Tensor) => Tensor | void) {
+    return registerHook(this, fn);
+  }),
+  register_post_accumulate_grad_hook: method(function (this: Tensor, fn: (t: Tensor) => void) {
+    return registerPostAccumulateHook(this, fn);
+  }),
 });

@@ -164,9 +164,15 @@ async function acquire(): Promise<DeviceState> {
     if (!found) continue;
     const { adapter } = found;
     const requiredLimits: Record<string, number> = {};
-    for (const key of ["maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWorkgroupsPerDimension",
-      "maxStorageBuffersPerShaderStage", "maxComputeInvocationsPerWorkgroup", "maxComputeWorkgroupSizeX",
-      "maxComputeWorkgroupStorageSize"]) {
+    for (const key of [
+      "maxStorageBufferBindingSize",
+      "maxBufferSize",
+      "maxComputeWorkgroupsPerDimension",
+      "maxStorageBuffersPerShaderStage",
+      "maxComputeInvocationsPerWorkgroup",
+      "maxComputeWorkgroupSizeX",
+      "maxComputeWorkgroupStorageSize",
+    ]) {
       const v = (adapter.limits as unknown as Record<string, number>)[key];
       if (typeof v === "number") requiredLimits[key] = v;
     }
@@ -200,8 +206,15 @@ export function readyDevice(): DeviceState | null {
 export function getDevice(): Promise<DeviceState> {
   if (current) return Promise.resolve(current);
   pending ??= acquire().then(
-    (s) => { current = s; pending = null; return s; },
-    (e) => { pending = null; throw e; },
+    (s) => {
+      current = s;
+      pending = null;
+      return s;
+    },
+    (e) => {
+      pending = null;
+      throw e;
+    },
   );
   return pending;
 }

@@ -39,7 +39,10 @@ function shaderSource(name: string): string {
     // directives must precede every declaration, so they move to the top.
     const prelude = /^\/\/ gradlab: prelude (\w+)/.exec(own)?.[1] ?? "prelude";
     const enables = own.split("\n").filter((l) => l.startsWith("enable "));
-    const body = own.split("\n").filter((l) => !l.startsWith("enable ")).join("\n");
+    const body = own
+      .split("\n")
+      .filter((l) => !l.startsWith("enable "))
+      .join("\n");
     const consts = Object.entries(shaderConstants.get(name) ?? {}).map(([k, v]) => `const ${k}: u32 = ${v}u;`);
     src = [...enables, readFileSync(`${dir}${prelude}.wgsl`, "utf8"), ...consts, body].join("\n");
     sources.set(name, src);
@@ -75,7 +78,13 @@ export const paramsLayout = (device: GPUDevice) => perDevice(device).paramsLayou
 export const dummyFor = (device: GPUDevice) => perDevice(device).dummy;
 
 /** The pipeline, its cache key, and whether it was created just now (its validation not yet seen). */
-export function pipelineEntry(device: GPUDevice, shader: string, entry: string, constants: Record<string, number> | undefined, slots: number[]): { pipeline: GPUComputePipeline; key: string; created: boolean } {
+export function pipelineEntry(
+  device: GPUDevice,
+  shader: string,
+  entry: string,
+  constants: Record<string, number> | undefined,
+  slots: number[],
+): { pipeline: GPUComputePipeline; key: string; created: boolean } {
   const d = perDevice(device);
   let key = `${shader}:${entry}:${slots.join("")}`;
   if (constants) for (const k in constants) key += `:${k}=${constants[k]}`;

@@ -79,7 +79,16 @@ const PARAM_SLOTS = 1024;
 export const PARAM_WORDS = 56;
 let queue: Command[] = [];
 
-export function enqueue(shader: string, entry: string, blocks: Block[], params: Uint32Array, workgroups: [number, number, number], constants?: Record<string, number>, subgroupShader?: string, label?: string): void {
+export function enqueue(
+  shader: string,
+  entry: string,
+  blocks: Block[],
+  params: Uint32Array,
+  workgroups: [number, number, number],
+  constants?: Record<string, number>,
+  subgroupShader?: string,
+  label?: string,
+): void {
   record({ kind: "dispatch", shader, entry, constants, buffers: blocks.map(rangeOf), params, workgroups, subgroupShader, label });
 }
 
@@ -138,12 +147,17 @@ function schedule(dev: DeviceState | null, cmds: Command[]): Promise<void> {
     return Promise.reject(e).catch(fail);
   }
   jobs++;
-  const job = chain.then(async () => {
-    const d = dev ?? (await getDevice());
-    const p = prep ?? prepareBatch(d, cmds);
-    if (p.pending) await p.pending;
-    await encodeBatch(d, cmds, p);
-  }).catch(fail).finally(() => { jobs--; });
+  const job = chain
+    .then(async () => {
+      const d = dev ?? (await getDevice());
+      const p = prep ?? prepareBatch(d, cmds);
+      if (p.pending) await p.pending;
+      await encodeBatch(d, cmds, p);
+    })
+    .catch(fail)
+    .finally(() => {
+      jobs--;
+    });
   chain = job.catch(() => {});
   return job;
 }
@@ -158,13 +172,19 @@ export async function flush(): Promise<void> {
 }
 
 /** A segment's buffer, with the validation of its creation still to await (null: it existed already). */
-interface BufferInfo { buffer: GPUBuffer; check: Promise<string | null> | null }
+interface BufferInfo {
+  buffer: GPUBuffer;
+  check: Promise<string | null> | null;
+}
 
 function resolveBuffers(dev: DeviceState, cmds: Command[]): Map<Segment, BufferInfo> {
   const out = new Map<Segment, BufferInfo>();
   const need = (seg: Segment) => {
     if (out.has(seg)) return;
-    if (seg.buffer && seg.generation === dev.epoch) { out.set(seg, { buffer: seg.buffer, check: null }); return; }
+    if (seg.buffer && seg.generation === dev.epoch) {
+      out.set(seg, { buffer: seg.buffer, check: null });
+      return;
+    }
     const device = dev.device;
     device.pushErrorScope("out-of-memory");
     device.pushErrorScope("validation");
@@ -204,7 +224,8 @@ function encodeState(dev: DeviceState): EncodeState {
     st = {
       params,
       paramGroups: Array.from({ length: PARAM_SLOTS }, (_, i) =>
-        dev.device.createBindGroup({ layout, entries: [{ binding: 0, resource: { buffer: params, offset: i * PARAM_ALIGN, size: PARAM_ALIGN } }] })),
+        dev.device.createBindGroup({ layout, entries: [{ binding: 0, resource: { buffer: params, offset: i * PARAM_ALIGN, size: PARAM_ALIGN } }] }),
+      ),
       bindGroups: new Map(),
     };
     encodeStates.set(dev.device, st);
@@ -248,9 +269,7 @@ function prepare(dev: DeviceState, st: EncodeState, c: Dispatch, buffers: Map<Se
       const b = slots[i];
       entries.push({
         binding: i + 1,
-        resource: b
-          ? { buffer: buffers.get(b.segment)!.buffer, offset: b.offset, size: b.size }
-          : { buffer: dummyFor(dev.device), offset: i * 256, size: 256 },
+        resource: b ? { buffer: buffers.get(b.segment)!.buffer, offset: b.offset, size: b.size } : { buffer: dummyFor(dev.device), offset: i * 256, size: 256 },
       });
     }
     bindGroup = dev.device.createBindGroup({ layout: bindGroupLayout(dev.device), entries });
@@ -303,14 +322,16 @@ function prepareBatch(dev: DeviceState, cmds: Command[]): Prep {
   }
   const pending = (async () => {
     // 1. Segment buffers made for this batch.
-    await Promise.all(newBuffers.map(async ([seg, info]) => {
-      const e = await info.check;
-      if (e) {
-        badSegments.set(seg, e);
-        if (seg.buffer === info.buffer) seg.buffer = null;
-        info.buffer.destroy();
-      }
-    }));
+    await Promise.all(
+      newBuffers.map(async ([seg, info]) => {
+        const e = await info.check;
+        if (e) {
+          badSegments.set(seg, e);
+          if (seg.buffer === info.buffer) seg.buffer = null;
+          info.buffer.destroy();
+        }
+      }),
+    );
     for (const c of dispatches) {
       const bad = c.buffers.map((r) => badSegments.get(r.segment)).find((e) => e !== undefined);
       if (bad !== undefined) failed.set(c, bad);
@@ -350,38 +371,46 @@ function encodeBatch(dev: DeviceState, cmds: Command[], prep: Prep): Promise<voi
   // The common case: nothing invalid anywhere, every command runs as recorded.
   const clean = invalid.size === 0 && failed.size === 0 && badSegments.size === 0;
   const run: Command[] = clean ? cmds : [];
-  if (!clean) for (const c of cmds) {
-    if (c.kind === "dispatch") {
-      const w = c.writes ?? [0];
-      const writes = w.map((k) => c.buffers[k]).filter(Boolean);
-      // What the kernel reads: the other operands (an in-place op passes its output again as an input).
-      const readsOf = c.buffers.filter((_, k) => !w.includes(k));
-      const own = failed.get(c);
-      let why: string | undefined;
-      if (own !== undefined) {
-        why = `WebGPU rejected the kernel of op '${c.label ?? c.entry}' (${c.shader}.${c.entry}): ${firstLine(own)}`;
-      } else {
-        for (const r of readsOf) {
-          const bad = invalid.get(idOf(r));
-          if (bad !== undefined) { why = bad; break; }
+  if (!clean)
+    for (const c of cmds) {
+      if (c.kind === "dispatch") {
+        const w = c.writes ?? [0];
+        const writes = w.map((k) => c.buffers[k]).filter(Boolean);
+        // What the kernel reads: the other operands (an in-place op passes its output again as an input).
+        const readsOf = c.buffers.filter((_, k) => !w.includes(k));
+        const own = failed.get(c);
+        let why: string | undefined;
+        if (own !== undefined) {
+          why = `WebGPU rejected the kernel of op '${c.label ?? c.entry}' (${c.shader}.${c.entry}): ${firstLine(own)}`;
+        } else {
+          for (const r of readsOf) {
+            const bad = invalid.get(idOf(r));
+            if (bad !== undefined) {
+              why = bad;
+              break;
+            }
+          }
         }
+        if (why !== undefined) {
+          for (const r of writes) invalid.set(idOf(r), why);
+          continue;
+        }
+        for (const r of writes) invalid.delete(idOf(r));
+        run.push(c);
+      } else if (c.kind === "upload") {
+        const bad = badSegments.get(c.block.segment);
+        if (bad) invalid.set(idOf(c.block), bad);
+        else {
+          invalid.delete(idOf(c.block));
+          run.push(c);
+        }
+      } else {
+        const bad = badSegments.get(c.block.segment) ?? invalid.get(idOf(c.block));
+        if (bad !== undefined)
+          c.reject(new RuntimeError(`${bad}. This tensor was not computed (or was computed from a result that was not); the other ops were not affected.`));
+        else run.push(c);
       }
-      if (why !== undefined) {
-        for (const r of writes) invalid.set(idOf(r), why);
-        continue;
-      }
-      for (const r of writes) invalid.delete(idOf(r));
-      run.push(c);
-    } else if (c.kind === "upload") {
-      const bad = badSegments.get(c.block.segment);
-      if (bad) invalid.set(idOf(c.block), bad);
-      else { invalid.delete(idOf(c.block)); run.push(c); }
-    } else {
-      const bad = badSegments.get(c.block.segment) ?? invalid.get(idOf(c.block));
-      if (bad !== undefined) c.reject(new RuntimeError(`${bad}. This tensor was not computed (or was computed from a result that was not); the other ops were not affected.`));
-      else run.push(c);
     }
-  }
   device.pushErrorScope("validation");
   const reads = encodeAndSubmit(dev, st, run, prep.prepared, prep.buffers);
   beginWait();
@@ -395,7 +424,13 @@ function encodeBatch(dev: DeviceState, cmds: Command[], prep: Prep): Promise<voi
 }
 
 /** Encodes the commands (in submits of at most PARAM_SLOTS dispatches) and returns the pending readbacks. */
-function encodeAndSubmit(dev: DeviceState, st: EncodeState, cmds: Command[], prepared: Map<Dispatch, Prepared>, buffers: Map<Segment, BufferInfo>): Promise<void>[] {
+function encodeAndSubmit(
+  dev: DeviceState,
+  st: EncodeState,
+  cmds: Command[],
+  prepared: Map<Dispatch, Prepared>,
+  buffers: Map<Segment, BufferInfo>,
+): Promise<void>[] {
   const reads: Promise<void>[] = [];
   let start = 0;
   while (start < cmds.length) {
@@ -411,7 +446,14 @@ function encodeAndSubmit(dev: DeviceState, st: EncodeState, cmds: Command[], pre
   return reads;
 }
 
-function encodeChunk(dev: DeviceState, st: EncodeState, cmds: Command[], dispatches: number, prepared: Map<Dispatch, Prepared>, buffers: Map<Segment, BufferInfo>): Promise<void>[] {
+function encodeChunk(
+  dev: DeviceState,
+  st: EncodeState,
+  cmds: Command[],
+  dispatches: number,
+  prepared: Map<Dispatch, Prepared>,
+  buffers: Map<Segment, BufferInfo>,
+): Promise<void>[] {
   const device = dev.device;
   if (dispatches > 0) {
     const staging = new Uint8Array(dispatches * PARAM_ALIGN);
@@ -435,7 +477,11 @@ function encodeChunk(dev: DeviceState, st: EncodeState, cmds: Command[], dispatc
   const encoder = device.createCommandEncoder();
   let pass: GPUComputePassEncoder | null = null;
   let lastPipeline: GPUComputePipeline | null = null;
-  const endPass = () => { pass?.end(); pass = null; lastPipeline = null; };
+  const endPass = () => {
+    pass?.end();
+    pass = null;
+    lastPipeline = null;
+  };
   const temporaries: GPUBuffer[] = [];
   const reads: Array<{ cmd: Readback; staging: GPUBuffer; start: number }> = [];
   let di = 0;
@@ -476,14 +522,20 @@ function encodeChunk(dev: DeviceState, st: EncodeState, cmds: Command[], dispatc
         staging.destroy();
         cmd.resolve(out);
       },
-      (err) => { staging.destroy(); cmd.reject(err); },
+      (err) => {
+        staging.destroy();
+        cmd.reject(err);
+      },
     ),
   );
 }
 
 /** Destroys a segment's GPU buffer once the work already recorded against it has been submitted. */
 function destroyBuffer(buffer: GPUBuffer): void {
-  if (queue.length === 0 && jobs === 0) { buffer.destroy(); return; }
+  if (queue.length === 0 && jobs === 0) {
+    buffer.destroy();
+    return;
+  }
   const dev = readyDevice();
   if (queue.length > 0 && dev) schedule(dev, takeQueue()).catch(() => {});
   chain.then(() => buffer.destroy());

@@ -92,7 +92,10 @@ export class CachingAllocator {
   deviceLabel = "GPU 0";
   errorPrefix = "WebGPU";
 
-  constructor(capacity: number, private readonly hooks: AllocatorHooks) {
+  constructor(
+    capacity: number,
+    private readonly hooks: AllocatorHooks,
+  ) {
     this.capacity = capacity;
   }
 
@@ -127,8 +130,13 @@ export class CachingAllocator {
     const split = pool === "small_pool" ? remaining >= kMinBlockSize : remaining > kSmallSize;
     if (split) {
       const rest: Block = {
-        segment: block.segment, offset: block.offset + size, size: remaining,
-        allocated: false, requested: 0, prev: block, next: block.next,
+        segment: block.segment,
+        offset: block.offset + size,
+        size: remaining,
+        allocated: false,
+        requested: 0,
+        prev: block,
+        next: block.next,
       };
       if (block.next) block.next.prev = rest;
       block.next = rest;
@@ -211,13 +219,16 @@ export class CachingAllocator {
     let inactiveCount = 0;
     for (const pool of Object.values(this.free)) {
       for (const b of pool) {
-        if (b.prev || b.next) { inactive += b.size; inactiveCount++; }
+        if (b.prev || b.next) {
+          inactive += b.size;
+          inactiveCount++;
+        }
       }
     }
     out["inactive_split_bytes.all.current"] = inactive;
     out["inactive_split.all.current"] = inactiveCount;
-    out["num_alloc_retries"] = this.numAllocRetries;
-    out["num_ooms"] = this.numOoms;
+    out.num_alloc_retries = this.numAllocRetries;
+    out.num_ooms = this.numOoms;
     return out;
   }
 

@@ -16,7 +16,12 @@ export function saveContexts(): () => void {
 
 export function context<T>(initial: T): Context<T> {
   let current = initial;
-  all.push({ save: () => { const v = current; return () => void (current = v); } });
+  all.push({
+    save: () => {
+      const v = current;
+      return () => void (current = v);
+    },
+  });
   return {
     get: () => current,
     with<R>(value: T, fn: () => R): R {

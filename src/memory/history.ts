@@ -63,7 +63,12 @@ function userFrames(): string[] {
   Error.stackTraceLimit = 64;
   const stack = new Error().stack ?? "";
   Error.stackTraceLimit = limit;
-  return stack.split("\n").slice(1).filter((l) => !l.includes(runtimeDir) && !l.includes("node:")).map((l) => l.trim().replace(/^at /, "")).slice(0, 8);
+  return stack
+    .split("\n")
+    .slice(1)
+    .filter((l) => !l.includes(runtimeDir) && !l.includes("node:"))
+    .map((l) => l.trim().replace(/^at /, ""))
+    .slice(0, 8);
 }
 
 function push(e: MemoryEvent): void {
@@ -76,8 +81,17 @@ function push(e: MemoryEvent): void {
 export function recordAlloc(s: RecordedStorage, size: number, addr: number): void {
   if (!rec) return;
   const e: MemoryEvent = {
-    action: "alloc", time_us: Math.round((performance.now() - rec.t0) * 1000), device: s.device.name, storage_id: s.id,
-    size, requested: s.nbytes, addr, op: opNameOf(), node: node.get(), phase: currentPhase(), category: s.category,
+    action: "alloc",
+    time_us: Math.round((performance.now() - rec.t0) * 1000),
+    device: s.device.name,
+    storage_id: s.id,
+    size,
+    requested: s.nbytes,
+    addr,
+    op: opNameOf(),
+    node: node.get(),
+    phase: currentPhase(),
+    category: s.category,
     frames: rec.stacks ? userFrames() : [],
   };
   live.set(s, e);
@@ -90,8 +104,17 @@ export function recordFree(s: RecordedStorage, size: number, addr: number): void
   const a = live.get(s);
   live.delete(s);
   push({
-    action: "free", time_us: Math.round((performance.now() - rec.t0) * 1000), device: s.device.name, storage_id: s.id,
-    size, requested: s.nbytes, addr, op: opNameOf() ?? a?.op ?? null, node: node.get(), phase: currentPhase(), category: s.category,
+    action: "free",
+    time_us: Math.round((performance.now() - rec.t0) * 1000),
+    device: s.device.name,
+    storage_id: s.id,
+    size,
+    requested: s.nbytes,
+    addr,
+    op: opNameOf() ?? a?.op ?? null,
+    node: node.get(),
+    phase: currentPhase(),
+    category: s.category,
     frames: rec.stacks ? userFrames() : [],
   });
 }

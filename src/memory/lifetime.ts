@@ -216,8 +216,16 @@ function inFrame<T>(fn: () => T, done: (result: T) => (h: Disposable_) => boolea
     // same stack frame would be captured too, so async scopes are for sequential notebook code.
     const leave = () => void scopes.splice(scopes.lastIndexOf(frame), 1);
     return result.then(
-      (v) => { leave(); close(frame, done(v as T)); return v; },
-      (e) => { leave(); close(frame, none); throw e; },
+      (v) => {
+        leave();
+        close(frame, done(v as T));
+        return v;
+      },
+      (e) => {
+        leave();
+        close(frame, none);
+        throw e;
+      },
     ) as T;
   }
   scopes.pop();

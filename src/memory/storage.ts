@@ -5,14 +5,11 @@
 
 import type { Block } from "./allocator.ts";
 import { backing } from "./backing.ts";
-import { deviceForNewStorage, webgpu, type MemoryDevice } from "./devices.ts";
+import { deviceForNewStorage, type MemoryDevice } from "./devices.ts";
 import { RuntimeError } from "../errors.ts";
 import { currentCategory, type Category } from "./category.ts";
 import { recordAlloc, recordFree, retag } from "./history.ts";
 import { noteBytesFreed } from "./lifetime.ts";
-
-/** The WebGPU device's allocator (simulated devices have their own: memory/devices.ts). */
-const allocator = webgpu.allocator;
 
 /** Who owns a handle when the runtime does (a saved variable, a .grad, an AccumulateGrad), in words. */
 export interface Role {

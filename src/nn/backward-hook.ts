@@ -46,7 +46,11 @@ export class BackwardHook<M> {
   private nInputs = -1;
   private inputIdx: number[] | null = null;
 
-  constructor(private readonly module: M, private readonly userHooks: BackwardHookFn<M>[], private readonly userPreHooks: BackwardPreHookFn<M>[]) {}
+  constructor(
+    private readonly module: M,
+    private readonly userHooks: BackwardHookFn<M>[],
+    private readonly userPreHooks: BackwardPreHookFn<M>[],
+  ) {}
 
   private pack(indices: number[], values: Grads, size: number): Grads {
     const res: Grads = new Array(size).fill(null);

@@ -35,7 +35,12 @@ export function embedding(input: Tensor, weight: Tensor, padding_idx: number | n
   return nnf.embedding(input, weight, pad);
 }
 
-export interface LossOpts { reduction?: nnf.Reduction; ignore_index?: number; label_smoothing?: number; weight?: Tensor | null }
+export interface LossOpts {
+  reduction?: nnf.Reduction;
+  ignore_index?: number;
+  label_smoothing?: number;
+  weight?: Tensor | null;
+}
 
 export function nll_loss(input: Tensor, target: Tensor, opts: LossOpts = {}): Tensor {
   if (opts.weight) throw new RuntimeError("GradLab's nll_loss does not support class weights yet");
@@ -45,7 +50,8 @@ export function nll_loss(input: Tensor, target: Tensor, opts: LossOpts = {}): Te
 /** log_softmax over the class dim, then nll_loss: PyTorch's graph (NllLossBackward0 → LogSoftmaxBackward0). */
 export function cross_entropy(input: Tensor, target: Tensor, opts: LossOpts = {}): Tensor {
   if (opts.label_smoothing) throw new RuntimeError("GradLab's cross_entropy does not support label_smoothing yet");
-  if (target.check().dtype !== "int32") throw new RuntimeError("GradLab's cross_entropy takes int32 class indices as target (class probabilities are not supported yet)");
+  if (target.check().dtype !== "int32")
+    throw new RuntimeError("GradLab's cross_entropy takes int32 class indices as target (class probabilities are not supported yet)");
   const logp = input.log_softmax(input.ndim === 1 ? 0 : 1);
   try {
     return nll_loss(logp, target, opts);

@@ -1,7 +1,7 @@
 // torch.nn.init: fills tensors in place under no_grad from the seeded generator (torch.rand /
 // torch.randn, then scaled), with PyTorch's fan and gain rules.
 
-import { Tensor } from "../tensor.ts";
+import type { Tensor } from "../tensor.ts";
 import { ValueError } from "../errors.ts";
 import { draw, rand, randn } from "../ops/creation.ts";
 import { scope } from "../memory/lifetime.ts";
@@ -26,7 +26,11 @@ function drawInto(t: Tensor, dist: 0 | 1, a: number, b: number, make: () => Tens
 }
 
 export function uniform_(t: Tensor, a = 0, b = 1): Tensor {
-  return drawInto(t, 0, a, b, () => rand(t.shape).mul(b - a).add(a));
+  return drawInto(t, 0, a, b, () =>
+    rand(t.shape)
+      .mul(b - a)
+      .add(a),
+  );
 }
 
 export function normal_(t: Tensor, mean = 0, std = 1): Tensor {

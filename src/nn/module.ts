@@ -15,7 +15,10 @@ import { BackwardHook, runHook, type BackwardHookFn, type BackwardPreHookFn } fr
 
 export type ForwardPreHook = (module: Module, input: unknown[]) => unknown;
 export type ForwardHook = (module: Module, input: unknown[], output: any) => unknown;
-export interface RemovableHandle { readonly id: number; remove(): void }
+export interface RemovableHandle {
+  readonly id: number;
+  remove(): void;
+}
 
 interface State {
   training: boolean;
@@ -55,19 +58,22 @@ function own(m: Module, kind: "parameter" | "buffer" | "module"): Array<[string,
   for (const k of Object.keys(m)) {
     const v = (m as any)[k];
     const declared = s.kinds.get(k);
-    const isKind = declared
-      ? declared === kind
-      : kind === "parameter" ? v instanceof Parameter : kind === "module" ? v instanceof Module : false;
+    const isKind = declared ? declared === kind : kind === "parameter" ? v instanceof Parameter : kind === "module" ? v instanceof Module : false;
     if (isKind && v !== null && v !== undefined) out.push([k, v]);
   }
   return out;
 }
 
 /** PyTorch's _addindent: every line but the first indented by n spaces. */
-const addIndent = (s: string, n: number) => s.split("\n").map((l, i) => (i === 0 ? l : " ".repeat(n) + l)).join("\n");
+const addIndent = (s: string, n: number) =>
+  s
+    .split("\n")
+    .map((l, i) => (i === 0 ? l : " ".repeat(n) + l))
+    .join("\n");
 
 export interface Module {
   /** Calling a module runs its hooks and forward (PyTorch's __call__ / _call_impl). */
+  // biome-ignore lint/style/useShorthandFunctionType: a call signature merged into the class, which a type alias cannot be.
   (...args: any[]): any;
 }
 
@@ -79,8 +85,13 @@ export class Module {
     delete (f as { length?: number }).length;
     Object.setPrototypeOf(f, new.target.prototype);
     states.set(f, {
-      training: true, kinds: new Map(), nonPersistent: new Set(),
-      forwardPre: new Map(), forward: new Map(), backward: new Map(), backwardPre: new Map(),
+      training: true,
+      kinds: new Map(),
+      nonPersistent: new Set(),
+      forwardPre: new Map(),
+      forward: new Map(),
+      backward: new Map(),
+      backwardPre: new Map(),
     });
     return f;
   }
@@ -89,17 +100,25 @@ export class Module {
     throw new RuntimeError(`Module [${this._get_name()}] is missing the required "forward" function`);
   }
 
-  get training(): boolean { return state(this).training; }
-  set training(v: boolean) { state(this).training = v; }
+  get training(): boolean {
+    return state(this).training;
+  }
+  set training(v: boolean) {
+    state(this).training = v;
+  }
 
   // ---- registration ----
   register_parameter(name: string, param: Parameter | null): void {
     checkName(name, "parameter");
     if (param !== null && !(param instanceof Parameter)) {
-      throw new TypeError_(`cannot assign '${(param as unknown) instanceof Tensor ? "torch.FloatTensor" : typeof param}' object to parameter '${name}' (torch.nn.Parameter or None required)`);
+      throw new TypeError_(
+        `cannot assign '${(param as unknown) instanceof Tensor ? "torch.FloatTensor" : typeof param}' object to parameter '${name}' (torch.nn.Parameter or None required)`,
+      );
     }
     if (param && !param.is_leaf) {
-      throw new RuntimeError(`Cannot assign non-leaf Tensor to parameter '${name}'. Model parameters must be created explicitly. To express '${name}' as a function of another Tensor, compute the value in the forward() method.`);
+      throw new RuntimeError(
+        `Cannot assign non-leaf Tensor to parameter '${name}'. Model parameters must be created explicitly. To express '${name}' as a function of another Tensor, compute the value in the forward() method.`,
+      );
     }
     state(this).kinds.set(name, "parameter");
     (this as any)[name] = param;
@@ -119,7 +138,9 @@ export class Module {
     state(this).kinds.set(name, "module");
     (this as any)[name] = module;
   }
-  register_module(name: string, module: Module | null): void { this.add_module(name, module); }
+  register_module(name: string, module: Module | null): void {
+    this.add_module(name, module);
+  }
 
   // ---- traversal ----
   *named_modules(memo = new Set<Module>(), prefix = "", remove_duplicate = true): Generator<[string, Module]> {
@@ -128,12 +149,20 @@ export class Module {
     yield [prefix, this];
     for (const [name, m] of own(this, "module")) yield* (m as Module).named_modules(memo, prefix ? `${prefix}.${name}` : name, remove_duplicate);
   }
-  *modules(): Generator<Module> { for (const [, m] of this.named_modules()) yield m; }
+  *modules(): Generator<Module> {
+    for (const [, m] of this.named_modules()) yield m;
+  }
   *named_children(): Generator<[string, Module]> {
     const seen = new Set<Module>();
-    for (const [name, m] of own(this, "module")) if (!seen.has(m)) { seen.add(m); yield [name, m]; }
+    for (const [name, m] of own(this, "module"))
+      if (!seen.has(m)) {
+        seen.add(m);
+        yield [name, m];
+      }
   }
-  *children(): Generator<Module> { for (const [, m] of this.named_children()) yield m; }
+  *children(): Generator<Module> {
+    for (const [, m] of this.named_children()) yield m;
+  }
 
   private *namedMembers(kind: "parameter" | "buffer", prefix: string, recurse: boolean): Generator<[string, any]> {
     const seen = new Set<unknown>();
@@ -149,11 +178,15 @@ export class Module {
   *named_parameters(opts: { prefix?: string; recurse?: boolean } = {}): Generator<[string, Parameter]> {
     yield* this.namedMembers("parameter", opts.prefix ?? "", opts.recurse ?? true);
   }
-  *parameters(recurse = true): Generator<Parameter> { for (const [, p] of this.named_parameters({ recurse })) yield p; }
+  *parameters(recurse = true): Generator<Parameter> {
+    for (const [, p] of this.named_parameters({ recurse })) yield p;
+  }
   *named_buffers(opts: { prefix?: string; recurse?: boolean } = {}): Generator<[string, Tensor]> {
     yield* this.namedMembers("buffer", opts.prefix ?? "", opts.recurse ?? true);
   }
-  *buffers(recurse = true): Generator<Tensor> { for (const [, b] of this.named_buffers({ recurse })) yield b; }
+  *buffers(recurse = true): Generator<Tensor> {
+    for (const [, b] of this.named_buffers({ recurse })) yield b;
+  }
 
   get_submodule(target: string): Module {
     let m: Module = this;
@@ -179,7 +212,9 @@ export class Module {
     for (const c of this.children()) c.train(mode);
     return this;
   }
-  eval(): this { return this.train(false); }
+  eval(): this {
+    return this.train(false);
+  }
   requires_grad_(requires_grad = true): this {
     for (const p of this.parameters()) p.requires_grad_(requires_grad);
     return this;
@@ -190,10 +225,18 @@ export class Module {
     return this;
   }
   /** One device and float32 only: these return the module itself, as PyTorch's do when nothing moves. */
-  to(..._args: unknown[]): this { return this; }
-  cuda(): this { return this; }
-  cpu(): this { return this; }
-  float(): this { return this; }
+  to(..._args: unknown[]): this {
+    return this;
+  }
+  cuda(): this {
+    return this;
+  }
+  cpu(): this {
+    return this;
+  }
+  float(): this {
+    return this;
+  }
 
   /** Frees the gradients (set_to_none, the default as in PyTorch 2) or zeroes them in place. */
   zero_grad(opts: { set_to_none?: boolean } = {}): void {
@@ -220,19 +263,23 @@ export class Module {
     const missing = Object.keys(own_).filter((k) => !(k in sd));
     const unexpected = Object.keys(sd).filter((k) => !(k in own_));
     const errors: string[] = [];
-    no_grad(() => scope(() => {
-      for (const [k, target] of Object.entries(own_)) {
-        if (!(k in sd)) continue;
-        const v = sd[k];
-        const src = v instanceof Tensor ? v : tensor(v as number[], { dtype: target.dtype });
-        const same = src.ndim === target.ndim && src.shape.every((s, i) => s === target.shape[i]);
-        if (!same) {
-          errors.push(`size mismatch for ${k}: copying a param with shape torch.Size([${src.shape.join(", ")}]) from checkpoint, the shape in current model is torch.Size([${target.shape.join(", ")}]).`);
-          continue;
+    no_grad(() =>
+      scope(() => {
+        for (const [k, target] of Object.entries(own_)) {
+          if (!(k in sd)) continue;
+          const v = sd[k];
+          const src = v instanceof Tensor ? v : tensor(v as number[], { dtype: target.dtype });
+          const same = src.ndim === target.ndim && src.shape.every((s, i) => s === target.shape[i]);
+          if (!same) {
+            errors.push(
+              `size mismatch for ${k}: copying a param with shape torch.Size([${src.shape.join(", ")}]) from checkpoint, the shape in current model is torch.Size([${target.shape.join(", ")}]).`,
+            );
+            continue;
+          }
+          target.copy_(src);
         }
-        target.copy_(src);
-      }
-    }));
+      }),
+    );
     if (strict) {
       if (unexpected.length) errors.unshift(`Unexpected key(s) in state_dict: ${unexpected.map((k) => `"${k}"`).join(", ")}. `);
       if (missing.length) errors.unshift(`Missing key(s) in state_dict: ${missing.map((k) => `"${k}"`).join(", ")}. `);
@@ -242,14 +289,26 @@ export class Module {
   }
 
   // ---- hooks ----
-  register_forward_pre_hook(hook: ForwardPreHook): RemovableHandle { return handle(state(this).forwardPre, hook); }
-  register_forward_hook(hook: ForwardHook): RemovableHandle { return handle(state(this).forward, hook); }
-  register_full_backward_pre_hook(hook: BackwardPreHookFn<Module>): RemovableHandle { return handle(state(this).backwardPre, hook); }
-  register_full_backward_hook(hook: BackwardHookFn<Module>): RemovableHandle { return handle(state(this).backward, hook); }
+  register_forward_pre_hook(hook: ForwardPreHook): RemovableHandle {
+    return handle(state(this).forwardPre, hook);
+  }
+  register_forward_hook(hook: ForwardHook): RemovableHandle {
+    return handle(state(this).forward, hook);
+  }
+  register_full_backward_pre_hook(hook: BackwardPreHookFn<Module>): RemovableHandle {
+    return handle(state(this).backwardPre, hook);
+  }
+  register_full_backward_hook(hook: BackwardHookFn<Module>): RemovableHandle {
+    return handle(state(this).backward, hook);
+  }
 
   // ---- printing ----
-  _get_name(): string { return this.constructor.name; }
-  extra_repr(): string { return ""; }
+  _get_name(): string {
+    return this.constructor.name;
+  }
+  extra_repr(): string {
+    return "";
+  }
   /** PyTorch's repr: `Linear(in_features=4, out_features=2, bias=True)`, children indented. */
   repr(): string {
     const extra = this.extra_repr();
@@ -260,8 +319,12 @@ export class Module {
     if (lines.length) main += extraLines.length === 1 && !childLines.length ? extraLines[0] : `\n  ${lines.join("\n  ")}\n`;
     return `${main})`;
   }
-  toString(): string { return this.repr(); }
-  [Symbol.for("nodejs.util.inspect.custom")](): string { return this.repr(); }
+  toString(): string {
+    return this.repr();
+  }
+  [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return this.repr();
+  }
 }
 
 export function zeroGrad(p: Tensor, setToNone: boolean): void {

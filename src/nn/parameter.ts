@@ -9,7 +9,7 @@ import { owned } from "../memory/lifetime.ts";
 // written to a .d.ts; it names itself Parameter for constructor.name and error texts.
 class ParameterImpl extends Tensor {
   static {
-    Object.defineProperty(this, "name", { value: "Parameter" });
+    Object.defineProperty(ParameterImpl, "name", { value: "Parameter" });
   }
   constructor(data: Tensor | undefined, opts: { requires_grad?: boolean } = {}) {
     const src = data ?? Tensor.empty([0]);

@@ -68,7 +68,13 @@ export function tensor(data: Nested | Float32Array | Int32Array, opts?: CreateOp
     flatten(data, shape, 0, flat);
     values = flat;
   }
-  const dtype = opts?.dtype ? checkDType(opts.dtype) : data instanceof Int32Array ? "int32" : values.length > 0 && typeof values[0] === "boolean" ? "bool" : "float32";
+  const dtype = opts?.dtype
+    ? checkDType(opts.dtype)
+    : data instanceof Int32Array
+      ? "int32"
+      : values.length > 0 && typeof values[0] === "boolean"
+        ? "bool"
+        : "float32";
   if (dtype === "int32") for (let i = 0; i < values.length; i++) checkInt32(Number(values[i]), dtype);
   const t = Tensor.empty(shape, dtype);
   const n = values.length;
@@ -93,7 +99,7 @@ function pyType(v: unknown): string {
   if (typeof v === "boolean") return "bool";
   if (typeof v === "number") return Number.isInteger(v) ? "int" : "float";
   if (Array.isArray(v)) return "list";
-  return typeof v === "object" ? (v as object).constructor?.name ?? "object" : typeof v;
+  return typeof v === "object" ? ((v as object).constructor?.name ?? "object") : typeof v;
 }
 
 /** The size argument of a creation function, checked as PyTorch's argument parser checks it (torch 1.13's words). */
@@ -116,11 +122,18 @@ function shapeAndOpts(args: ShapeArgs, op = "empty"): { shape: number[]; opts: C
   return { shape, opts };
 }
 
-
-
-export const empty = (...args: ShapeArgs) => { const { shape, opts } = shapeAndOpts(args, "empty"); return finish(Tensor.empty(shape, opts.dtype ?? "float32"), opts); };
-export const zeros = (...args: ShapeArgs) => { const { shape, opts } = shapeAndOpts(args, "zeros"); return finish(full(shape, 0, opts.dtype ?? "float32"), opts); };
-export const ones = (...args: ShapeArgs) => { const { shape, opts } = shapeAndOpts(args, "ones"); return finish(full(shape, 1, opts.dtype ?? "float32"), opts); };
+export const empty = (...args: ShapeArgs) => {
+  const { shape, opts } = shapeAndOpts(args, "empty");
+  return finish(Tensor.empty(shape, opts.dtype ?? "float32"), opts);
+};
+export const zeros = (...args: ShapeArgs) => {
+  const { shape, opts } = shapeAndOpts(args, "zeros");
+  return finish(full(shape, 0, opts.dtype ?? "float32"), opts);
+};
+export const ones = (...args: ShapeArgs) => {
+  const { shape, opts } = shapeAndOpts(args, "ones");
+  return finish(full(shape, 1, opts.dtype ?? "float32"), opts);
+};
 export function fullOf(shape: number[], value: Scalar, opts?: CreateOpts): Tensor {
   shapeAndOpts([shape], "full");
   if (typeof value !== "number" && typeof value !== "boolean") {

@@ -101,7 +101,9 @@ function extent(t: Tensor): [number, number] {
  */
 function checkNoPartialOverlap(input: Tensor, out: Tensor): void {
   if (input.storage !== out.storage || input.numel() === 0 || out.numel() === 0) return;
-  const same = input._offset === out._offset && input.ndim === out.ndim &&
+  const same =
+    input._offset === out._offset &&
+    input.ndim === out.ndim &&
     input.shape.every((s, i) => s === out.shape[i] && (s === 1 || input._strides[i] === out._strides[i]));
   if (same) return;
   const [a0, a1] = extent(input);
@@ -132,7 +134,9 @@ function unaryInto(op: UnaryOp, out: Tensor, x: Tensor | null, s0 = 0, s1 = 0): 
 export function unary(op: UnaryOp, x: Tensor): Tensor {
   x.check();
   if (op === "neg" && x.dtype === "bool") {
-    throw new RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+    throw new RuntimeError(
+      "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+    );
   }
   const dtype = floatingResult(op) ? "float32" : x.dtype;
   const out = emptyResult(x.shape, dtype, [x]);
@@ -149,11 +153,27 @@ type ClampArg = number | null | undefined | { min?: number; max?: number };
 function clampBounds(min: ClampArg, max: number | null | undefined): [number, number] {
   const o = typeof min === "object" && min !== null ? min : { min: min ?? undefined, max: max ?? undefined };
   // PyTorch's argument parser refuses anything but numbers (and None) for the bounds (torch 1.13's words).
-  const kind = (v: unknown) => (v === null || v === undefined ? "NoneType" : typeof v === "string" ? "str" : typeof v === "boolean" ? "bool" : Array.isArray(v) ? "list" : typeof v === "number" ? (Number.isInteger(v) ? "int" : "float") : typeof v);
+  const kind = (v: unknown) =>
+    v === null || v === undefined
+      ? "NoneType"
+      : typeof v === "string"
+        ? "str"
+        : typeof v === "boolean"
+          ? "bool"
+          : Array.isArray(v)
+            ? "list"
+            : typeof v === "number"
+              ? Number.isInteger(v)
+                ? "int"
+                : "float"
+              : typeof v;
   for (const v of [o.min, o.max]) {
     if (v !== undefined && v !== null && typeof v !== "number") {
-      const got = typeof min === "object" && min !== null ? `min=${kind(o.min)}, max=${kind(o.max)}` : max === undefined ? kind(min) : `${kind(min)}, ${kind(max)}`;
-      throw new TypeError_(`clamp() received an invalid combination of arguments - got (${got}), but expected one of: (Tensor input, Number min, Number max), (Tensor input, Tensor min, Tensor max)`);
+      const got =
+        typeof min === "object" && min !== null ? `min=${kind(o.min)}, max=${kind(o.max)}` : max === undefined ? kind(min) : `${kind(min)}, ${kind(max)}`;
+      throw new TypeError_(
+        `clamp() received an invalid combination of arguments - got (${got}), but expected one of: (Tensor input, Number min, Number max), (Tensor input, Tensor min, Tensor max)`,
+      );
     }
   }
   if (o.min === undefined && o.max === undefined) throw new RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None");
@@ -193,11 +213,18 @@ function resultType(op: BinaryOp, a: Tensor, b: TensorOrScalar): DType {
 function binaryInto(op: BinaryOp, out: Tensor, a: Tensor, b: TensorOrScalar, alpha: number, compute: DType): void {
   const intMath = compute !== "float32" && binaryIntMath(op) ? 1 : 0;
   if (b instanceof Tensor) {
-    elementwise("binary", { OP: BINARY_CODE[op], B_SCALAR: 0, INT_MATH: intMath }, out,
-      [{ t: a, strides: stridesOver(a, out.shape) }, { t: b, strides: stridesOver(b, out.shape) }], [0, alpha]);
+    elementwise(
+      "binary",
+      { OP: BINARY_CODE[op], B_SCALAR: 0, INT_MATH: intMath },
+      out,
+      [
+        { t: a, strides: stridesOver(a, out.shape) },
+        { t: b, strides: stridesOver(b, out.shape) },
+      ],
+      [0, alpha],
+    );
   } else {
-    elementwise("binary", { OP: BINARY_CODE[op], B_SCALAR: 1, INT_MATH: intMath }, out,
-      [{ t: a, strides: stridesOver(a, out.shape) }], [Number(b), alpha]);
+    elementwise("binary", { OP: BINARY_CODE[op], B_SCALAR: 1, INT_MATH: intMath }, out, [{ t: a, strides: stridesOver(a, out.shape) }], [Number(b), alpha]);
   }
 }
 
@@ -234,7 +261,9 @@ export function inplaceBinary<T extends Tensor>(op: BinaryOp, self: T, other: Te
 export function fillInplace<T extends Tensor>(self: T, value: Scalar): T {
   self.check();
   if (typeof value !== "number" && typeof value !== "boolean") {
-    throw new TypeError_(`fill_() received an invalid combination of arguments - got (${value === null || value === undefined ? "NoneType" : typeof value === "string" ? "str" : typeof value}), but expected one of: (Number value), (Tensor value)`);
+    throw new TypeError_(
+      `fill_() received an invalid combination of arguments - got (${value === null || value === undefined ? "NoneType" : typeof value === "string" ? "str" : typeof value}), but expected one of: (Number value), (Tensor value)`,
+    );
   }
   checkInt32(Number(value), self.dtype, "int");
   checkWritable(self);
@@ -307,7 +336,12 @@ export function where(cond: Tensor, a: TensorOrScalar, b: TensorOrScalar): Tenso
     const tb = asTensor(b, a);
     const shape = broadcastShapes(broadcastShapes(cond.shape, ta.shape), tb.shape);
     const out = emptyResult(shape, promoteTypes(ta.dtype, tb.dtype), [cond, ta, tb]);
-    elementwise("where3", {}, out, [cond, ta, tb].map((t) => ({ t, strides: stridesOver(t, shape) })));
+    elementwise(
+      "where3",
+      {},
+      out,
+      [cond, ta, tb].map((t) => ({ t, strides: stridesOver(t, shape) })),
+    );
     return out;
   } finally {
     for (const t of made) t.dispose();

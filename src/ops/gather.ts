@@ -14,7 +14,9 @@ function rowPasses(t: Tensor, V: number, D: number): Array<[number, number]> {
   if (fitsOneBinding([t]) || V === 0) return [[0, V]];
   const per = Math.floor((maxBindingBytes() - 512) / (4 * Math.max(D, 1)));
   if (per < 1) {
-    throw new RuntimeError(`a row of ${D} elements is larger than this adapter's maxStorageBufferBindingSize (${maxBindingBytes()} bytes); use smaller tensors`);
+    throw new RuntimeError(
+      `a row of ${D} elements is larger than this adapter's maxStorageBufferBindingSize (${maxBindingBytes()} bytes); use smaller tensors`,
+    );
   }
   const out: Array<[number, number]> = [];
   for (let lo = 0; lo < V; lo += per) out.push([lo, Math.min(V, lo + per)]);
@@ -23,9 +25,11 @@ function rowPasses(t: Tensor, V: number, D: number): Array<[number, number]> {
 
 function checkIndex(idx: Tensor, op: "embedding" | "nll_loss"): void {
   if (idx.check().dtype === "int32") return;
-  throw new RuntimeError(op === "embedding"
-    ? `Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got torch.${typeName(idx)}Tensor instead (while checking arguments for embedding)`
-    : `expected scalar type Long but found ${typeName(idx)}`);
+  throw new RuntimeError(
+    op === "embedding"
+      ? `Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got torch.${typeName(idx)}Tensor instead (while checking arguments for embedding)`
+      : `expected scalar type Long but found ${typeName(idx)}`,
+  );
 }
 
 /** weight[idx] for a [V, D] weight: shape [...idx.shape, D] (index_select along dim 0). */
@@ -39,8 +43,14 @@ export function indexSelectRows(weight: Tensor, idx: Tensor): Tensor {
     const out = Tensor.empty([...idx.shape, D]);
     rowPasses(w, V, D).forEach(([lo, hi], pass) => {
       const extent = (k: number, k0: number, k1: number): [number, number] =>
-        k === 0 ? [k0, k1 - 1] : k === 1 ? [w._offset + lo * D, w._offset + hi * D - 1] : [i._offset + Math.floor(k0 / D), i._offset + Math.floor((k1 - 1) / D)];
-      dispatch("gather", "index_select", [out, w, i], [out.numel(), D, w._offset, i._offset, V, lo, hi, pass === 0 ? 1 : 0], out.numel(), undefined, { extent });
+        k === 0
+          ? [k0, k1 - 1]
+          : k === 1
+            ? [w._offset + lo * D, w._offset + hi * D - 1]
+            : [i._offset + Math.floor(k0 / D), i._offset + Math.floor((k1 - 1) / D)];
+      dispatch("gather", "index_select", [out, w, i], [out.numel(), D, w._offset, i._offset, V, lo, hi, pass === 0 ? 1 : 0], out.numel(), undefined, {
+        extent,
+      });
     });
     return out;
   } finally {
@@ -59,7 +69,11 @@ export function indexAddRows(V: number, src: Tensor, idx: Tensor, paddingIdx = -
     const out = full([V, D], 0, "float32");
     for (const [lo, hi] of rowPasses(out, V, D)) {
       const extent = (k: number, c0: number, c1: number): [number, number] =>
-        k === 0 ? [lo * D + c0, (hi - 1) * D + c1 - 1] : k === 1 ? [s._offset + c0, s._offset + Math.max(N - 1, 0) * D + c1 - 1] : [i._offset, i._offset + Math.max(N - 1, 0)];
+        k === 0
+          ? [lo * D + c0, (hi - 1) * D + c1 - 1]
+          : k === 1
+            ? [s._offset + c0, s._offset + Math.max(N - 1, 0) * D + c1 - 1]
+            : [i._offset, i._offset + Math.max(N - 1, 0)];
       dispatch("gather", "index_add", [out, s, i], [D, N, s._offset, i._offset, V, paddingIdx >>> 0, lo, hi], D, undefined, { extent });
     }
     return out;

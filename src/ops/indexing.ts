@@ -15,7 +15,8 @@ function parseInt_(s: string, whole: string): number {
 
 function parse(index: string | number): Part[] {
   if (typeof index === "number") {
-    if (!Number.isInteger(index)) throw new IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got float)");
+    if (!Number.isInteger(index))
+      throw new IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got float)");
     return [{ kind: "int", i: index }];
   }
   if (typeof index !== "string") {
@@ -23,19 +24,23 @@ function parse(index: string | number): Part[] {
     throw new TypeError_(`index must be a string such as "0, 1:3, ..., None" or an integer, not ${what}`);
   }
   const whole = index;
-  return index.split(",").map((raw) => raw.trim()).filter((s, i, all) => s !== "" || all.length === 1).map((s): Part => {
-    if (s === "...") return { kind: "ellipsis" };
-    if (s === "None") return { kind: "none" };
-    if (s === "" || s === ":") return { kind: "slice", step: 1 };
-    if (s.includes(":")) {
-      const [a, b, c] = s.split(":").map((x) => x.trim());
-      if (s.split(":").length > 3) throw new IndexError(`invalid slice "${s}" in "${whole}"`);
-      const step = c ? parseInt_(c, whole) : 1;
-      if (step <= 0) throw new RuntimeError("step must be greater than zero");
-      return { kind: "slice", start: a ? parseInt_(a, whole) : undefined, end: b ? parseInt_(b, whole) : undefined, step };
-    }
-    return { kind: "int", i: parseInt_(s, whole) };
-  });
+  return index
+    .split(",")
+    .map((raw) => raw.trim())
+    .filter((s, _i, all) => s !== "" || all.length === 1)
+    .map((s): Part => {
+      if (s === "...") return { kind: "ellipsis" };
+      if (s === "None") return { kind: "none" };
+      if (s === "" || s === ":") return { kind: "slice", step: 1 };
+      if (s.includes(":")) {
+        const [a, b, c] = s.split(":").map((x) => x.trim());
+        if (s.split(":").length > 3) throw new IndexError(`invalid slice "${s}" in "${whole}"`);
+        const step = c ? parseInt_(c, whole) : 1;
+        if (step <= 0) throw new RuntimeError("step must be greater than zero");
+        return { kind: "slice", start: a ? parseInt_(a, whole) : undefined, end: b ? parseInt_(b, whole) : undefined, step };
+      }
+      return { kind: "int", i: parseInt_(s, whole) };
+    });
 }
 
 /** The view ops getitem composes: plain ones here, autograd-recording ones from Tensor.getitem. */
@@ -70,13 +75,21 @@ function indexInto(t: Tensor, index: string | number, ops: ViewOps, forRead: boo
   let cur = alias(t);
   let dim = 0;
   let viewed = false;
-  const step = (next: Tensor) => { cur.dispose(); cur = next; viewed = true; };
+  const step = (next: Tensor) => {
+    cur.dispose();
+    cur = next;
+    viewed = true;
+  };
   try {
     for (const p of parts) {
       if (p.kind === "ellipsis") dim += t.ndim - consumed;
-      else if (p.kind === "none") { step(ops.unsqueeze(cur, dim)); dim++; }
-      else if (p.kind === "slice") { step(ops.slice(cur, dim, p.start, p.end, p.step)); dim++; }
-      else {
+      else if (p.kind === "none") {
+        step(ops.unsqueeze(cur, dim));
+        dim++;
+      } else if (p.kind === "slice") {
+        step(ops.slice(cur, dim, p.start, p.end, p.step));
+        dim++;
+      } else {
         const size = cur.shape[dim];
         if (p.i < -size || p.i >= size) throw new IndexError(`index ${p.i} is out of bounds for dimension ${dim} with size ${size}`);
         step(ops.select(cur, dim, p.i));
@@ -95,7 +108,9 @@ function indexInto(t: Tensor, index: string | number, ops: ViewOps, forRead: boo
 
 export function setitem(t: Tensor, index: string | number, value: TensorOrScalar, ops?: ViewOps): void {
   if (!(value instanceof Tensor) && typeof value !== "number" && typeof value !== "boolean") {
-    throw new TypeError_(`can't assign a ${value === null || value === undefined ? "NoneType" : typeof value === "string" ? "str" : typeof value} to a torch.FloatTensor`);
+    throw new TypeError_(
+      `can't assign a ${value === null || value === undefined ? "NoneType" : typeof value === "string" ? "str" : typeof value} to a torch.FloatTensor`,
+    );
   }
   const target = indexInto(t, index, ops ?? { select, slice, unsqueeze }, false);
   let squeezed: Tensor | null = null;

@@ -11,9 +11,23 @@ import { defineShaderConstants } from "../device/pipelines.ts";
  * the input's, or float32 even for integer inputs (ATen's "int-to-float" ops).
  */
 const UNARY_RESULT = {
-  neg: "input", abs: "input", exp: "float", log: "float", sqrt: "float", rsqrt: "float", relu: "input", gelu: "float",
-  gelu_tanh: "float", sigmoid: "float", tanh: "float", clamp: "input", copy: "input", fill: "input", sign: "input",
-  gelu_grad: "float", gelu_tanh_grad: "float",
+  neg: "input",
+  abs: "input",
+  exp: "float",
+  log: "float",
+  sqrt: "float",
+  rsqrt: "float",
+  relu: "input",
+  gelu: "float",
+  gelu_tanh: "float",
+  sigmoid: "float",
+  tanh: "float",
+  clamp: "input",
+  copy: "input",
+  fill: "input",
+  sign: "input",
+  gelu_grad: "float",
+  gelu_tanh_grad: "float",
 } as const;
 export const UNARY_KERNELS = Object.keys(UNARY_RESULT) as Array<keyof typeof UNARY_RESULT>;
 export const floatingResult = (k: UnaryKernel) => UNARY_RESULT[k] === "float";
@@ -23,11 +37,25 @@ export const floatingResult = (k: UnaryKernel) => UNARY_RESULT[k] === "float";
  * The fused backward kernels (one allocation, as PyTorch's threshold_backward etc.) are float-only.
  */
 const BINARY_KINDS = {
-  add: ["promote", "int"], sub: ["promote", "int"], mul: ["promote", "int"], div: ["float", "f32"], pow: ["promote", "f32"],
-  eq: ["bool", "int"], ne: ["bool", "int"], lt: ["bool", "int"], le: ["bool", "int"], gt: ["bool", "int"], ge: ["bool", "int"],
-  maximum: ["promote", "int"], minimum: ["promote", "int"], atan2: ["float", "f32"],
-  gelu_backward: ["float", "f32"], gelu_tanh_backward: ["float", "f32"], threshold_backward: ["float", "f32"],
-  sigmoid_backward: ["float", "f32"], tanh_backward: ["float", "f32"],
+  add: ["promote", "int"],
+  sub: ["promote", "int"],
+  mul: ["promote", "int"],
+  div: ["float", "f32"],
+  pow: ["promote", "f32"],
+  eq: ["bool", "int"],
+  ne: ["bool", "int"],
+  lt: ["bool", "int"],
+  le: ["bool", "int"],
+  gt: ["bool", "int"],
+  ge: ["bool", "int"],
+  maximum: ["promote", "int"],
+  minimum: ["promote", "int"],
+  atan2: ["float", "f32"],
+  gelu_backward: ["float", "f32"],
+  gelu_tanh_backward: ["float", "f32"],
+  threshold_backward: ["float", "f32"],
+  sigmoid_backward: ["float", "f32"],
+  tanh_backward: ["float", "f32"],
 } as const;
 export const BINARY_KERNELS = Object.keys(BINARY_KINDS) as Array<keyof typeof BINARY_KINDS>;
 export const binaryResult = (k: BinaryKernel): "promote" | "float" | "bool" => BINARY_KINDS[k][0];

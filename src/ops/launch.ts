@@ -67,7 +67,11 @@ function limits(): { binding: number; buffer: number | null } {
 
 const WINDOW_ALIGN = 256; // bytes: the largest minStorageBufferOffsetAlignment WebGPU allows
 
-interface Run { first: number; count: number; ranges: Range[] }
+interface Run {
+  first: number;
+  count: number;
+  ranges: Range[];
+}
 
 /**
  * Checks the operands against the adapter's limits before anything is recorded, and splits the
@@ -108,9 +112,13 @@ function plan(op: string, blocks: Block[], n: number, opts: DispatchOpts | undef
     const start = Math.floor((lo * 4) / WINDOW_ALIGN) * WINDOW_ALIGN;
     return [start, Math.min((hi + 1) * 4, big[j].size)];
   };
-  const fits = (i0: number, i1: number) => big.every((_, j) => { const [a, z] = windowOf(j, i0, i1); return z - a <= lim.binding; });
+  const fits = (i0: number, i1: number) =>
+    big.every((_, j) => {
+      const [a, z] = windowOf(j, i0, i1);
+      return z - a <= lim.binding;
+    });
   const runs: Run[] = [];
-  for (let i0 = 0; i0 < n;) {
+  for (let i0 = 0; i0 < n; ) {
     if (!fits(i0, i0 + 1)) {
       throw new RuntimeError(
         `${op}: one step of this kernel reads more than this adapter's maxStorageBufferBindingSize (${formatBytes(lim.binding)}) ` +
@@ -119,7 +127,10 @@ function plan(op: string, blocks: Block[], n: number, opts: DispatchOpts | undef
     }
     let good = 1;
     let step = 2;
-    while (i0 + step <= n && fits(i0, i0 + step)) { good = step; step *= 2; }
+    while (i0 + step <= n && fits(i0, i0 + step)) {
+      good = step;
+      step *= 2;
+    }
     let bad = Math.min(step, n - i0 + 1);
     if (i0 + good === n) bad = good + 1;
     while (bad - good > 1) {
@@ -162,7 +173,15 @@ const DEFAULTS: Record<string, (p: Uint32Array) => DispatchOpts> = {
   }),
 };
 
-export function dispatch(shader: string, entry: string, operands: Tensor[], params: number[] | Uint32Array, invocations: number, constants?: Record<string, number>, opts?: DispatchOpts): void {
+export function dispatch(
+  shader: string,
+  entry: string,
+  operands: Tensor[],
+  params: number[] | Uint32Array,
+  invocations: number,
+  constants?: Record<string, number>,
+  opts?: DispatchOpts,
+): void {
   if (invocations === 0 || !computes(operands)) return;
   const blocks = operands.map(blockOf);
   const p = params instanceof Uint32Array ? params : Uint32Array.from(params);
@@ -170,21 +189,48 @@ export function dispatch(shader: string, entry: string, operands: Tensor[], para
   opts ??= DEFAULTS[`${shader}.${entry}`]?.(p);
   const runs = plan(label, blocks, invocations, opts);
   if (!runs) {
-    if (opts?.writes) record({ kind: "dispatch", shader, entry, constants, buffers: blocks.map(rangeOf), params: p, workgroups: grid(invocations), label, writes: opts.writes });
+    if (opts?.writes)
+      record({
+        kind: "dispatch",
+        shader,
+        entry,
+        constants,
+        buffers: blocks.map(rangeOf),
+        params: p,
+        workgroups: grid(invocations),
+        label,
+        writes: opts.writes,
+      });
     else enqueue(shader, entry, blocks, p, grid(invocations), constants, undefined, label);
     return;
   }
   if (p.length > PARAM_WORDS) throw new RuntimeError(`internal: ${entry} uses ${p.length} params words`);
   for (const r of runs) {
     record({
-      kind: "dispatch", shader, entry, constants: { ...constants, WINDOWED: 1 }, buffers: r.ranges, params: p,
-      workgroups: grid(r.count), label, writes: opts?.writes, window: { first: r.first, count: r.count },
+      kind: "dispatch",
+      shader,
+      entry,
+      constants: { ...constants, WINDOWED: 1 },
+      buffers: r.ranges,
+      params: p,
+      workgroups: grid(r.count),
+      label,
+      writes: opts?.writes,
+      window: { first: r.first, count: r.count },
     });
   }
 }
 
 /** Records a dispatch with an explicit workgroup grid (kernels that index by workgroup_id). */
-export function dispatchGrid(shader: string, entry: string, operands: Tensor[], params: number[], workgroups: [number, number, number], constants?: Record<string, number>, subgroupShader?: string): void {
+export function dispatchGrid(
+  shader: string,
+  entry: string,
+  operands: Tensor[],
+  params: number[],
+  workgroups: [number, number, number],
+  constants?: Record<string, number>,
+  subgroupShader?: string,
+): void {
   if (workgroups.some((w) => w === 0) || !computes(operands)) return;
   if (workgroups.some((w) => w > MAX_GROUPS)) throw new RuntimeError(`internal: dispatch grid [${workgroups.join(", ")}] exceeds ${MAX_GROUPS} per dimension`);
   const blocks = operands.map(blockOf);
@@ -215,12 +261,17 @@ function stridedExtent(shape: readonly number[], strides: readonly number[], off
     let x = i0;
     let y = i1 - 1;
     for (let d = r - 1; d >= 0; d--) {
-      a[d] = x % shape[d]; x = Math.floor(x / shape[d]);
-      z[d] = y % shape[d]; y = Math.floor(y / shape[d]);
+      a[d] = x % shape[d];
+      x = Math.floor(x / shape[d]);
+      z[d] = y % shape[d];
+      y = Math.floor(y / shape[d]);
     }
     let d = 0;
     let base = offset;
-    while (d < r && a[d] === z[d]) { base += a[d] * strides[d]; d++; }
+    while (d < r && a[d] === z[d]) {
+      base += a[d] * strides[d];
+      d++;
+    }
     if (d === r) return [base, base];
     let hi = base + z[d] * strides[d];
     for (let e = d + 1; e < r; e++) hi += (shape[e] - 1) * strides[e];

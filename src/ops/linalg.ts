@@ -12,7 +12,20 @@ const typeName = { float32: "Float", int32: "Int", bool: "Bool" } as const;
 /** PyTorch's argument check for a Tensor operand (torch 1.13's words). */
 export function checkTensorArg(op: string, name: string, position: number, v: unknown): asserts v is Tensor {
   if (v instanceof Tensor) return;
-  const py = v === null || v === undefined ? "NoneType" : typeof v === "number" ? (Number.isInteger(v) ? "int" : "float") : typeof v === "string" ? "str" : typeof v === "boolean" ? "bool" : Array.isArray(v) ? "list" : typeof v;
+  const py =
+    v === null || v === undefined
+      ? "NoneType"
+      : typeof v === "number"
+        ? Number.isInteger(v)
+          ? "int"
+          : "float"
+        : typeof v === "string"
+          ? "str"
+          : typeof v === "boolean"
+            ? "bool"
+            : Array.isArray(v)
+              ? "list"
+              : typeof v;
   throw new TypeError_(`${op}(): argument '${name}' (position ${position}) must be Tensor, not ${py}`);
 }
 
@@ -62,15 +75,30 @@ function batchedInto(a: Tensor, b: Tensor, out: Tensor): void {
     const oneBinding = fitsOneBinding([out, A, B]);
     if (oneBinding && N % 4 === 0 && (rowMajorB || transposedB)) {
       // 8 rows per workgroup: what matmul_subgroups needs, chosen at encode time when the device has subgroups.
-      dispatchGrid("matmul_vec4", "mm", [out, A, B],
+      dispatchGrid(
+        "matmul_vec4",
+        "mm",
+        [out, A, B],
         [M, N, K, batch, A._offset, batchStride(A)!, A._strides[A.ndim - 2], A._strides[A.ndim - 1], B._offset, bStride, 0],
-        [Math.ceil(N / 4 / 64), Math.ceil(M / 8), batch], { TM: 8, B_T: rowMajorB ? 0 : 1 }, "matmul_subgroups");
+        [Math.ceil(N / 4 / 64), Math.ceil(M / 8), batch],
+        { TM: 8, B_T: rowMajorB ? 0 : 1 },
+        "matmul_subgroups",
+      );
       return;
     }
     const params = [
-      M, N, K, batch,
-      A._offset, batchStride(A)!, A._strides[A.ndim - 2], A._strides[A.ndim - 1],
-      B._offset, batchStride(B)!, B._strides[B.ndim - 2], B._strides[B.ndim - 1],
+      M,
+      N,
+      K,
+      batch,
+      A._offset,
+      batchStride(A)!,
+      A._strides[A.ndim - 2],
+      A._strides[A.ndim - 1],
+      B._offset,
+      batchStride(B)!,
+      B._strides[B.ndim - 2],
+      B._strides[B.ndim - 1],
       0,
     ];
     const colGroups = Math.ceil(N / 4);
@@ -184,8 +212,8 @@ function matmulShapeError(a: Tensor, b: Tensor): string | null {
   if (da === 1 && db === 2) return mmError(1, a.shape[0], b.shape[0], b.shape[1]);
   if (da === 2 && db === 2) return mmError(a.shape[0], a.shape[1], b.shape[0], b.shape[1]);
   // at::matmul's should_fold: a 3-D tensor whose last two dims are transposed is not folded.
-  const fold = (t: Tensor, dOther: number) => t.ndim >= 3 && (dOther === 1 || dOther === 2) &&
-    !(t.ndim === 3 && dOther === 2 && t._strides[2] !== 1 && t._strides[0] === t.shape[1] * t.shape[2]);
+  const fold = (t: Tensor, dOther: number) =>
+    t.ndim >= 3 && (dOther === 1 || dOther === 2) && !(t.ndim === 3 && dOther === 2 && t._strides[2] !== 1 && t._strides[0] === t.shape[1] * t.shape[2]);
   if (fold(a, db)) {
     const k = a.shape[da - 1];
     const rows = numelOf(a.shape.slice(0, -1));

@@ -19,9 +19,14 @@ export function native_layer_norm(x: Tensor, normalized_shape: number[], weight:
       `Given normalized_shape=[${normalized_shape.join(", ")}], expected input with shape [*, ${normalized_shape.join(", ")}], but got input of size[${x.shape.join(", ")}]`,
     );
   }
-  for (const [name, p] of [["weight", weight], ["bias", bias]] as const) {
+  for (const [name, p] of [
+    ["weight", weight],
+    ["bias", bias],
+  ] as const) {
     if (p && (p.check().numel() !== numelOf(normalized_shape) || p.dtype !== "float32")) {
-      throw new RuntimeError(`Expected ${name} to be of same shape as normalized_shape, but got ${name} of shape [${p.shape.join(", ")}] and normalized_shape = [${normalized_shape.join(", ")}]`);
+      throw new RuntimeError(
+        `Expected ${name} to be of same shape as normalized_shape, but got ${name} of shape [${p.shape.join(", ")}] and normalized_shape = [${normalized_shape.join(", ")}]`,
+      );
     }
   }
   if (x.dtype !== "float32") throw new RuntimeError(`"LayerNormKernelImpl" not implemented for '${x.dtype === "int32" ? "Int" : "Bool"}'`);
@@ -36,8 +41,13 @@ export function native_layer_norm(x: Tensor, normalized_shape: number[], weight:
     const mean = Tensor.empty(statShape);
     const rstd = Tensor.empty(statShape);
     // Absent weight/bias bind the input in their slots; the kernel's flags keep them unread.
-    dispatch("rows", "layer_norm", [y, src, w ?? src, b ?? src, mean, rstd],
-      [rows, n, f32bits(eps), src._offset, w ? 1 : 0, b ? 1 : 0, w?._offset ?? 0, b?._offset ?? 0], rows);
+    dispatch(
+      "rows",
+      "layer_norm",
+      [y, src, w ?? src, b ?? src, mean, rstd],
+      [rows, n, f32bits(eps), src._offset, w ? 1 : 0, b ? 1 : 0, w?._offset ?? 0, b?._offset ?? 0],
+      rows,
+    );
     return [y, mean, rstd];
   } finally {
     for (const t of [src, w, b]) t?.dispose();
@@ -67,4 +77,3 @@ export function native_dropout(x: Tensor, p: number, train: boolean): [Tensor, T
   }
   return [out, mask];
 }
-

@@ -55,8 +55,14 @@ function reduceInto(op: ReduceOp, x: Tensor, dims: number[], out: Tensor, scale:
   let rows = numelOf(kept.map((i) => x.shape[i]));
   const len = numelOf(dims.map((i) => x.shape[i]));
   // Try to address x directly: kept dims must coalesce to one row stride, reduced dims to one element stride.
-  const ck = coalesce(kept.map((i) => x.shape[i]), [kept.map((i) => x._strides[i])]);
-  const cr = coalesce(dims.map((i) => x.shape[i]), [dims.map((i) => x._strides[i])]);
+  const ck = coalesce(
+    kept.map((i) => x.shape[i]),
+    [kept.map((i) => x._strides[i])],
+  );
+  const cr = coalesce(
+    dims.map((i) => x.shape[i]),
+    [dims.map((i) => x._strides[i])],
+  );
   let rowStride = ck.shape.length === 0 ? 0 : ck.strides[0][0];
   let es = cr.shape.length === 0 ? 1 : cr.strides[0][0];
   // Over the binding limit, rows must be contiguous to run in windows (a strided row spans the tensor).
@@ -68,10 +74,22 @@ function reduceInto(op: ReduceOp, x: Tensor, dims: number[], out: Tensor, scale:
     rowStride = len;
     es = 1;
   }
-  const params = (rowsN: number, rowLen: number, rs: number, off: number, e: number, idt: DType, odt: DType, chunks: number, total: number, s0: number) =>
-    [rowsN, rowLen, f32bits(s0), rs, off, e, 0, dtypeCode[idt], dtypeCode[odt], chunks, total];
+  const params = (rowsN: number, rowLen: number, rs: number, off: number, e: number, idt: DType, odt: DType, chunks: number, total: number, s0: number) => [
+    rowsN,
+    rowLen,
+    f32bits(s0),
+    rs,
+    off,
+    e,
+    0,
+    dtypeCode[idt],
+    dtypeCode[odt],
+    chunks,
+    total,
+  ];
   /** What row reduction r reads of its input (rows of `chunks` chunks of `len`, see reduce.wgsl). */
-  const rowsExtent = (off: number, rs: number, e: number, len: number, chunks: number, total: number) =>
+  const rowsExtent =
+    (off: number, rs: number, e: number, len: number, chunks: number, total: number) =>
     (k: number, r0: number, r1: number): [number, number] => {
       if (k === 0) return [r0, r1 - 1];
       const q0 = Math.floor(r0 / chunks);
@@ -92,14 +110,35 @@ function reduceInto(op: ReduceOp, x: Tensor, dims: number[], out: Tensor, scale:
       const chunks = Math.ceil(len / chunkLen);
       const partial = Tensor.empty([rows, chunks], src.dtype === "float32" || out.dtype === "float32" ? "float32" : "int32");
       temps.push(partial);
-      dispatch("reduce", "reduce_rows", [partial, src], params(rows * chunks, chunkLen, rowStride, src._offset, es, src.dtype, partial.dtype, chunks, len, 1), rows * chunks, { OP: OPS[op] },
-        { extent: rowsExtent(src._offset, rowStride, es, chunkLen, chunks, len) });
-      dispatch("reduce", "reduce_rows", [out, partial], params(rows, chunks, chunks, 0, 1, partial.dtype, out.dtype, 1, chunks, scale), rows, { OP: OPS[op] },
-        { extent: rowsExtent(0, chunks, 1, chunks, 1, chunks) });
+      dispatch(
+        "reduce",
+        "reduce_rows",
+        [partial, src],
+        params(rows * chunks, chunkLen, rowStride, src._offset, es, src.dtype, partial.dtype, chunks, len, 1),
+        rows * chunks,
+        { OP: OPS[op] },
+        { extent: rowsExtent(src._offset, rowStride, es, chunkLen, chunks, len) },
+      );
+      dispatch(
+        "reduce",
+        "reduce_rows",
+        [out, partial],
+        params(rows, chunks, chunks, 0, 1, partial.dtype, out.dtype, 1, chunks, scale),
+        rows,
+        { OP: OPS[op] },
+        { extent: rowsExtent(0, chunks, 1, chunks, 1, chunks) },
+      );
     } else {
       rows = Math.max(rows, 1);
-      dispatch("reduce", "reduce_rows", [out, src], params(rows, len, rowStride, src._offset, es, src.dtype, out.dtype, 1, len, scale), rows, { OP: OPS[op] },
-        { extent: rowsExtent(src._offset, rowStride, es, len, 1, len) });
+      dispatch(
+        "reduce",
+        "reduce_rows",
+        [out, src],
+        params(rows, len, rowStride, src._offset, es, src.dtype, out.dtype, 1, len, scale),
+        rows,
+        { OP: OPS[op] },
+        { extent: rowsExtent(src._offset, rowStride, es, len, 1, len) },
+      );
     }
   } finally {
     for (const t of temps) if (t !== x) t.dispose();
@@ -111,7 +150,9 @@ export function reduce(op: "sum" | "mean" | "prod", x: Tensor, dimArg?: DimArg |
   const { dim, opts } = splitArgs(dimArg, optsArg);
   const dims = dimsOf(x, dim);
   if (op === "mean" && x.dtype !== "float32") {
-    throw new RuntimeError(`mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: ${x.dtype === "int32" ? "Int" : "Bool"}`);
+    throw new RuntimeError(
+      `mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: ${x.dtype === "int32" ? "Int" : "Bool"}`,
+    );
   }
   // PyTorch sums and multiplies integers and bools in int64. GradLab has no int64: bool sums stay int32
   // (exact: a count never exceeds numel), and int32 sums and products are promoted to float32, which
@@ -120,7 +161,8 @@ export function reduce(op: "sum" | "mean" | "prod", x: Tensor, dimArg?: DimArg |
   const asked = (opts as { dtype?: DType }).dtype;
   const dtype: DType = asked ?? (x.dtype === "float32" || (x.dtype === "int32" && op !== "mean") ? "float32" : "int32");
   if (asked !== undefined && asked !== "float32" && asked !== "int32") throw new RuntimeError(`${op}(): dtype must be float32 or int32, got ${String(asked)}`);
-  if (op === "mean" && asked === "int32") throw new RuntimeError(`mean(): could not infer output dtype. Optional dtype must be either a floating point or complex dtype. Got: Int`);
+  if (op === "mean" && asked === "int32")
+    throw new RuntimeError(`mean(): could not infer output dtype. Optional dtype must be either a floating point or complex dtype. Got: Int`);
   const out = Tensor.empty(outShape(x, dims, opts.keepdim ?? false), dtype);
   const count = numelOf(dims.map((i) => x.shape[i]));
   reduceInto(op === "mean" ? "mean" : op, x, dims, out, op === "mean" ? 1 / count : 1);

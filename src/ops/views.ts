@@ -14,7 +14,7 @@ export function flatShape(args: Array<number | number[] | readonly number[]>): n
 /** A new tensor over base's storage and version counter; `isView` false for detach() (no `_base`). */
 export function makeView(base: Tensor, shape: Shape, strides: Shape, offset: number, isView = true): Tensor {
   base.check();
-  return new Tensor(base.storage, shape, strides, offset, base.dtype, base._versionCounter, isView ? base._base ?? base : null);
+  return new Tensor(base.storage, shape, strides, offset, base.dtype, base._versionCounter, isView ? (base._base ?? base) : null);
 }
 
 export const alias = (t: Tensor) => t._alias();
@@ -117,7 +117,12 @@ export function permute(t: Tensor, dims: number[]): Tensor {
   }
   const w = dims.map((d) => wrapDim(d, t.ndim));
   if (new Set(w).size !== w.length) throw new RuntimeError("permute(): duplicate dims are not allowed.");
-  return makeView(t, w.map((d) => t.shape[d]), w.map((d) => t._strides[d]), t._offset);
+  return makeView(
+    t,
+    w.map((d) => t.shape[d]),
+    w.map((d) => t._strides[d]),
+    t._offset,
+  );
 }
 
 export function transpose(t: Tensor, d0: number, d1: number): Tensor {
@@ -181,13 +186,23 @@ export function unsqueeze(t: Tensor, dim: number): Tensor {
 export function squeeze(t: Tensor, dim?: number): Tensor {
   if (dim === undefined) {
     const keep = t.shape.map((s, i) => (s !== 1 ? i : -1)).filter((i) => i >= 0);
-    return makeView(t, keep.map((i) => t.shape[i]), keep.map((i) => t._strides[i]), t._offset);
+    return makeView(
+      t,
+      keep.map((i) => t.shape[i]),
+      keep.map((i) => t._strides[i]),
+      t._offset,
+    );
   }
   const d = wrapDim(dim, t.ndim);
   // Nothing to squeeze: still a new view (PyTorch's too), never the input's own handle and autograd
   // identity, whose grad_fn the caller's SqueezeBackward node would overwrite.
   if (t.ndim === 0 || t.shape[d] !== 1) return makeView(t, t.shape, t._strides, t._offset);
-  return makeView(t, t.shape.filter((_, i) => i !== d), t._strides.filter((_, i) => i !== d), t._offset);
+  return makeView(
+    t,
+    t.shape.filter((_, i) => i !== d),
+    t._strides.filter((_, i) => i !== d),
+    t._offset,
+  );
 }
 
 export function slice(t: Tensor, dim: number, start = 0, end = Number.MAX_SAFE_INTEGER, step = 1): Tensor {

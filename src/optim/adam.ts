@@ -5,7 +5,14 @@ import type { Tensor } from "../tensor.ts";
 import { Optimizer, checkHyper, stateTensor, type ParamGroup, type ParamState, type ParamsArg } from "./optimizer.ts";
 import { zeros_like } from "../ops/creation.ts";
 
-export interface AdamOptions { lr?: number; betas?: [number, number]; eps?: number; weight_decay?: number; amsgrad?: boolean; maximize?: boolean }
+export interface AdamOptions {
+  lr?: number;
+  betas?: [number, number];
+  eps?: number;
+  weight_decay?: number;
+  amsgrad?: boolean;
+  maximize?: boolean;
+}
 
 function checkAdam(d: Required<AdamOptions>): void {
   checkHyper(d.lr >= 0, `Invalid learning rate: ${d.lr}`);

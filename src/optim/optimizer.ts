@@ -4,7 +4,7 @@
 
 import { withPhase } from "../memory/history.ts";
 import { Tensor } from "../tensor.ts";
-import { RuntimeError, TypeError_, ValueError } from "../errors.ts";
+import { TypeError_, ValueError } from "../errors.ts";
 import { owned, scope } from "../memory/lifetime.ts";
 import { withCategory } from "../memory/category.ts";
 import { enable_grad, no_grad } from "../autograd/grad-mode.ts";
@@ -66,17 +66,21 @@ export abstract class Optimizer {
     const loss = closure ? enable_grad(closure) : undefined;
     // One frame for the whole step: it is runtime code that frees its own temporaries, so the
     // memory tools need not look for garbage at each parameter (memory/lifetime.ts).
-    withPhase("optimizer", () => no_grad(() => scope(() => {
-      for (const group of this.param_groups) {
-        for (const p of group.params) {
-          const grad = p.grad;
-          if (!grad) continue;
-          if (!this.state.has(p)) this.state.set(p, {});
-          // Temporaries of the update die with this scope; state tensors are made with stateTensor.
-          scope(() => this.update(p, grad, this.state.get(p)!, group));
-        }
-      }
-    })));
+    withPhase("optimizer", () =>
+      no_grad(() =>
+        scope(() => {
+          for (const group of this.param_groups) {
+            for (const p of group.params) {
+              const grad = p.grad;
+              if (!grad) continue;
+              if (!this.state.has(p)) this.state.set(p, {});
+              // Temporaries of the update die with this scope; state tensors are made with stateTensor.
+              scope(() => this.update(p, grad, this.state.get(p)!, group));
+            }
+          }
+        }),
+      ),
+    );
     return loss;
   }
 
@@ -130,7 +134,9 @@ export abstract class Optimizer {
     });
     return `${s}\n)`;
   }
-  [Symbol.for("nodejs.util.inspect.custom")](): string { return this.toString(); }
+  [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return this.toString();
+  }
 }
 
 function fmt(v: unknown): string {

@@ -3,7 +3,14 @@
 import type { Tensor } from "../tensor.ts";
 import { Optimizer, checkHyper, stateTensor, type ParamGroup, type ParamState, type ParamsArg } from "./optimizer.ts";
 
-export interface SGDOptions { lr?: number; momentum?: number; dampening?: number; weight_decay?: number; nesterov?: boolean; maximize?: boolean }
+export interface SGDOptions {
+  lr?: number;
+  momentum?: number;
+  dampening?: number;
+  weight_decay?: number;
+  nesterov?: boolean;
+  maximize?: boolean;
+}
 
 export class SGD extends Optimizer {
   constructor(params: ParamsArg, opts: SGDOptions = {}) {

@@ -37,7 +37,10 @@ export interface SelectiveContexts {
 
 /** The op behind a node name, as a policy sees it: AddmmBackward0 -> "addmm", NativeLayerNormBackward0 -> "native_layer_norm". */
 export function opOfNode(nodeName: string): string {
-  return pyName(nodeName).replace(/Backward\d*$/, "").replace(/([a-z0-9])([A-Z])/g, "$1_$2").toLowerCase();
+  return pyName(nodeName)
+    .replace(/Backward\d*$/, "")
+    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
+    .toLowerCase();
 }
 
 /** A policy function, or the list of ops whose outputs to save (everything else is recomputed). */
@@ -101,7 +104,11 @@ export function checkpoint<T>(fn: (...a: never[]) => T, ...rest: unknown[]): T {
         saved_tensors_hooks(
           (t) => {
             const k = i++;
-            if (dropped.has(k)) recomputed.set(k, owned(() => t._alias()));
+            if (dropped.has(k))
+              recomputed.set(
+                k,
+                owned(() => t._alias()),
+              );
             return k;
           },
           () => {
@@ -131,7 +138,9 @@ export function checkpoint<T>(fn: (...a: never[]) => T, ...rest: unknown[]): T {
     if (h.kept) return h.kept._alias();
     if (!recomputed.has(h.idx)) {
       if (done) {
-        throw new RuntimeError("torch.utils.checkpoint: Unpack is being triggered for a tensor that was already unpacked once. If you are calling ctx.saved_tensors in backward, make sure to do so only once. Otherwise please open an issue with details on your use case.");
+        throw new RuntimeError(
+          "torch.utils.checkpoint: Unpack is being triggered for a tensor that was already unpacked once. If you are calling ctx.saved_tensors in backward, make sure to do so only once. Otherwise please open an issue with details on your use case.",
+        );
       }
       recompute();
     }

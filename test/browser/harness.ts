@@ -28,7 +28,12 @@ export function freePort(): Promise<number> {
   });
 }
 
-export async function until<T>(what: string, ms: number, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, every = 200): Promise<T> {
+export async function until<T>(
+  what: string,
+  ms: number,
+  fn: () => Promise<T | null | undefined | false> | T | null | undefined | false,
+  every = 200,
+): Promise<T> {
   const end = Date.now() + ms;
   let last: unknown = null;
   for (;;) {
@@ -65,7 +70,10 @@ export async function startServer(): Promise<Server> {
   mkdirSync(join(settings, "@jupyterlab", "notebook-extension"), { recursive: true });
   writeFileSync(join(settings, "@jupyterlab", "notebook-extension", "tracker.jupyterlab-settings"), JSON.stringify({ windowingMode: "none" }));
   mkdirSync(join(settings, "@jupyterlab", "apputils-extension"), { recursive: true });
-  writeFileSync(join(settings, "@jupyterlab", "apputils-extension", "notification.jupyterlab-settings"), JSON.stringify({ fetchNews: "false", checkForUpdates: false }));
+  writeFileSync(
+    join(settings, "@jupyterlab", "apputils-extension", "notification.jupyterlab-settings"),
+    JSON.stringify({ fetchNews: "false", checkForUpdates: false }),
+  );
   const token = randomBytes(24).toString("hex");
   const port = await freePort();
   const env = {
@@ -78,22 +86,41 @@ export async function startServer(): Promise<Server> {
     JUPYTER_PLATFORM_DIRS: "1",
   };
   let out = "";
-  const proc: ChildProcess = spawn(join(VENV, "bin", "jupyter-lab"), [
-    "--no-browser", "--ServerApp.ip=127.0.0.1", `--ServerApp.port=${port}`, "--ServerApp.port_retries=0",
-    `--IdentityProvider.token=${token}`, `--ServerApp.root_dir=${root}`, "--ServerApp.open_browser=False",
-    "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    "--LabApp.extension_manager=readonly", ...(process.getuid?.() === 0 ? ["--allow-root"] : []),
-  ], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
+  const proc: ChildProcess = spawn(
+    join(VENV, "bin", "jupyter-lab"),
+    [
+      "--no-browser",
+      "--ServerApp.ip=127.0.0.1",
+      `--ServerApp.port=${port}`,
+      "--ServerApp.port_retries=0",
+      `--IdentityProvider.token=${token}`,
+      `--ServerApp.root_dir=${root}`,
+      "--ServerApp.open_browser=False",
+      "--LabApp.news_url=None",
+      "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+      "--LabApp.extension_manager=readonly",
+      ...(process.getuid?.() === 0 ? ["--allow-root"] : []),
+    ],
+    { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] },
+  );
   proc.stdout!.on("data", (d) => (out += d));
   proc.stderr!.on("data", (d) => (out += d));
   const url = `http://127.0.0.1:${port}`;
-  await until("the Jupyter server", 60_000, async () => {
-    if (proc.exitCode !== null) throw new Error(`jupyter-lab exited ${proc.exitCode}: ${out.slice(-2000)}`);
-    const r = await fetch(`${url}/api/status`, { headers: { Authorization: `token ${token}` }, signal: AbortSignal.timeout(2000) });
-    return r.ok;
-  }, 300);
+  await until(
+    "the Jupyter server",
+    60_000,
+    async () => {
+      if (proc.exitCode !== null) throw new Error(`jupyter-lab exited ${proc.exitCode}: ${out.slice(-2000)}`);
+      const r = await fetch(`${url}/api/status`, { headers: { Authorization: `token ${token}` }, signal: AbortSignal.timeout(2000) });
+      return r.ok;
+    },
+    300,
+  );
   return {
-    url, token, root, log: () => out,
+    url,
+    token,
+    root,
+    log: () => out,
     async stop() {
       if (proc.exitCode !== null) return;
       proc.kill("SIGTERM");
@@ -103,8 +130,13 @@ export async function startServer(): Promise<Server> {
 }
 
 export const CHROMIUM_ARGS = [
-  "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-  "--disable-sync", "--no-first-run",
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
 ];
 
 /** Debian's Chromium with a fresh profile directory. */
@@ -112,21 +144,31 @@ export async function startBrowser(): Promise<BrowserContext> {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} missing: bash .ci/setup installs Debian's chromium`);
   const profile = mkdtempSync(join(tmpdir(), "gradlab-chromium-"));
   return chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 1000 }, timeout: 60_000,
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport: { width: 1280, height: 1000 },
+    timeout: 60_000,
   });
 }
 
 /** Decodes an 8-bit, non-interlaced PNG (what Chromium's screenshots are) to RGBA. */
 export function decodePng(buf: Buffer): { width: number; height: number; rgba: Uint8Array } {
   let off = 8;
-  let width = 0, height = 0, colorType = 0, depth = 0;
+  let width = 0,
+    height = 0,
+    colorType = 0,
+    depth = 0;
   const idat: Buffer[] = [];
   while (off < buf.length) {
     const len = buf.readUInt32BE(off);
     const type = buf.toString("latin1", off + 4, off + 8);
     const data = buf.subarray(off + 8, off + 8 + len);
     if (type === "IHDR") {
-      width = data.readUInt32BE(0); height = data.readUInt32BE(4); depth = data[8]; colorType = data[9];
+      width = data.readUInt32BE(0);
+      height = data.readUInt32BE(4);
+      depth = data[8];
+      colorType = data[9];
       if (depth !== 8 || data[12] !== 0) throw new Error(`PNG depth ${depth}, interlace ${data[12]}: not supported`);
     } else if (type === "IDAT") idat.push(data);
     else if (type === "IEND") break;
@@ -149,7 +191,10 @@ export function decodePng(buf: Buffer): { width: number; height: number; rgba: U
       else if (f === 2) v += b;
       else if (f === 3) v += (a + b) >> 1;
       else if (f === 4) {
-        const p = a + b - c, pa = Math.abs(p - a), pb = Math.abs(p - b), pc = Math.abs(p - c);
+        const p = a + b - c,
+          pa = Math.abs(p - a),
+          pb = Math.abs(p - b),
+          pc = Math.abs(p - c);
         v += pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
       }
       px[y * stride + x] = v & 255;
@@ -158,8 +203,11 @@ export function decodePng(buf: Buffer): { width: number; height: number; rgba: U
   const rgba = new Uint8Array(width * height * 4);
   for (let i = 0; i < width * height; i++) {
     const s = i * channels;
-    if (channels >= 3) { rgba[i * 4] = px[s]; rgba[i * 4 + 1] = px[s + 1]; rgba[i * 4 + 2] = px[s + 2]; }
-    else rgba[i * 4] = rgba[i * 4 + 1] = rgba[i * 4 + 2] = px[s];
+    if (channels >= 3) {
+      rgba[i * 4] = px[s];
+      rgba[i * 4 + 1] = px[s + 1];
+      rgba[i * 4 + 2] = px[s + 2];
+    } else rgba[i * 4] = rgba[i * 4 + 1] = rgba[i * 4 + 2] = px[s];
     rgba[i * 4 + 3] = channels === 4 ? px[s + 3] : channels === 2 ? px[s + 1] : 255;
   }
   return { width, height, rgba };

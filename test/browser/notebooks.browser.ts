@@ -11,7 +11,9 @@ import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO, SHOTS, VENV, inkPixels, startBrowser, startServer, until, type Server } from "./harness.ts";
 
-const NOTEBOOKS = readdirSync(join(REPO, "notebooks")).filter((f) => /^\d\d_.*\.ipynb$/.test(f)).sort();
+const NOTEBOOKS = readdirSync(join(REPO, "notebooks"))
+  .filter((f) => /^\d\d_.*\.ipynb$/.test(f))
+  .sort();
 const IN_NOTEBOOK7 = ["02_node_and_edge.ipynb", "05_engine.ipynb", "06_memory_lifecycle.ipynb"]; // a graph, tables, plots
 /** Figures each notebook must show, by renderer (at least this many). */
 const EXPECTED: Record<string, Partial<Record<Renderer, number>>> = {
@@ -56,8 +58,14 @@ async function shoot(page: Page, name: string) {
 }
 
 async function clickMenu(page: Page, menu: string, item: string) {
-  await page.locator(".lm-MenuBar-itemLabel", { hasText: new RegExp(`^${menu}$`) }).first().click({ timeout: 20_000 });
-  await page.locator(".lm-Menu-itemLabel", { hasText: new RegExp(`^${item}$`) }).first().click({ timeout: 20_000 });
+  await page
+    .locator(".lm-MenuBar-itemLabel", { hasText: new RegExp(`^${menu}$`) })
+    .first()
+    .click({ timeout: 20_000 });
+  await page
+    .locator(".lm-Menu-itemLabel", { hasText: new RegExp(`^${item}$`) })
+    .first()
+    .click({ timeout: 20_000 });
 }
 
 /** Installed before Run All: records how the live plot's cell output changes while it runs. */
@@ -88,7 +96,9 @@ const READ_OUTPUTS = () => {
   document.querySelectorAll(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell").forEach((cell, ci) => {
     cell.querySelectorAll(".jp-OutputArea-output").forEach((o) => {
       const mime = o.getAttribute("data-mime-type") ?? "";
-      let renderer = "other", ok = true, detail = "";
+      let renderer = "other",
+        ok = true,
+        detail = "";
       // Lab's Vega extension sets no data-mime-type; its widget has its own class.
       if (mime === "application/vnd.vegalite.v5+json" || o.classList.contains("jp-RenderedVegaLite")) {
         renderer = "vega";
@@ -151,23 +161,37 @@ const GRAPH_OVERFLOW = () => {
 async function runNotebook(page: Page, url: string, name: string, app: "lab" | "notebook7") {
   await page.goto(url, { timeout: 60_000 });
   // The notebook names the GradLab kernel: it must start without asking.
-  await until(`${name}: the GradLab kernel to be idle`, 90_000, async () => {
-    if (await page.locator(".jp-Dialog").count()) throw new Error(`a dialog asks: ${await page.locator(".jp-Dialog").innerText()}`);
-    const name = await page.locator(`${PANEL} .jp-Toolbar-kernelName`).first().innerText().catch(() => "");
-    const idle = await page.locator(`${PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]`).count();
-    return name.includes("GradLab") && idle > 0 && (await page.locator(`${PANEL} .jp-CodeCell`).count()) > 0;
-  }, 300);
+  await until(
+    `${name}: the GradLab kernel to be idle`,
+    90_000,
+    async () => {
+      if (await page.locator(".jp-Dialog").count()) throw new Error(`a dialog asks: ${await page.locator(".jp-Dialog").innerText()}`);
+      const name = await page
+        .locator(`${PANEL} .jp-Toolbar-kernelName`)
+        .first()
+        .innerText()
+        .catch(() => "");
+      const idle = await page.locator(`${PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]`).count();
+      return name.includes("GradLab") && idle > 0 && (await page.locator(`${PANEL} .jp-CodeCell`).count()) > 0;
+    },
+    300,
+  );
   expect(await page.locator(PANEL).count(), "one notebook on screen").toBe(1);
   const watching = await page.evaluate(WATCH_LIVE);
   await clickMenu(page, "Run", "Run All Cells");
   const nCells = await page.locator(`${PANEL} .jp-CodeCell`).count();
-  await until(`${name}: every cell to run`, 240_000, async () => {
-    if (await page.locator(".jp-Dialog").count()) throw new Error(`a dialog asks: ${await page.locator(".jp-Dialog").innerText()}`);
-    const prompts = await page.locator(`${PANEL} .jp-CodeCell .jp-InputPrompt`).allInnerTexts();
-    const done = prompts.filter((p) => /\[\d+\]/.test(p)).length;
-    const idle = await page.locator(`${PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]`).count();
-    return done === nCells && idle > 0;
-  }, 500);
+  await until(
+    `${name}: every cell to run`,
+    240_000,
+    async () => {
+      if (await page.locator(".jp-Dialog").count()) throw new Error(`a dialog asks: ${await page.locator(".jp-Dialog").innerText()}`);
+      const prompts = await page.locator(`${PANEL} .jp-CodeCell .jp-InputPrompt`).allInnerTexts();
+      const done = prompts.filter((p) => /\[\d+\]/.test(p)).length;
+      const idle = await page.locator(`${PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]`).count();
+      return done === nCells && idle > 0;
+    },
+    500,
+  );
   await page.waitForTimeout(1500); // last renders (Vega draws asynchronously)
   const outputs = await page.evaluate(READ_OUTPUTS);
   const overflow = await page.evaluate(GRAPH_OVERFLOW);
@@ -178,12 +202,24 @@ async function runNotebook(page: Page, url: string, name: string, app: "lab" | "
 
 function checkOutputs(name: string, r: Awaited<ReturnType<typeof runNotebook>>) {
   const errors = r.outputs.filter((o) => o.mime === "application/vnd.jupyter.error");
-  expect(errors.map((e) => e.detail.slice(0, 500)), `${name}: error outputs`).toEqual([]);
+  expect(
+    errors.map((e) => e.detail.slice(0, 500)),
+    `${name}: error outputs`,
+  ).toEqual([]);
   const warnings = r.outputs.filter((o) => /warning TS\d+|artificially reduced|^Warning:/m.test(o.detail));
-  expect(warnings.map((e) => e.detail.slice(0, 300)), `${name}: warnings in the output`).toEqual([]);
-  expect(r.outputs.filter((o) => !o.ok).map((o) => `${o.cell} ${o.mime} ${o.renderer} ${o.detail}`), `${name}: outputs not drawn`).toEqual([]);
+  expect(
+    warnings.map((e) => e.detail.slice(0, 300)),
+    `${name}: warnings in the output`,
+  ).toEqual([]);
+  expect(
+    r.outputs.filter((o) => !o.ok).map((o) => `${o.cell} ${o.mime} ${o.renderer} ${o.detail}`),
+    `${name}: outputs not drawn`,
+  ).toEqual([]);
   // text/markdown is the exporters' copy of a plot: Lab must prefer the Vega view to it.
-  expect(r.outputs.filter((o) => o.renderer === "other").map((o) => `${o.mime} ${o.detail}`), `${name}: unexpected renderers`).toEqual([]);
+  expect(
+    r.outputs.filter((o) => o.renderer === "other").map((o) => `${o.mime} ${o.detail}`),
+    `${name}: unexpected renderers`,
+  ).toEqual([]);
   for (const [renderer, n] of Object.entries(EXPECTED[name] ?? {})) {
     expect(r.outputs.filter((o) => o.renderer === renderer).length, `${name}: ${renderer} outputs`).toBeGreaterThanOrEqual(n!);
   }
@@ -260,7 +296,9 @@ describe("static exports", () => {
     for (const [tag, cmd] of EXPORTERS) {
       const dir = join(server.root, "..", `export-${tag}`);
       mkdirSync(dir, { recursive: true });
-      const r = files.length ? spawnSync(cmd[0], [...cmd.slice(1), "--to", "html", "--output-dir", dir, ...files], { encoding: "utf8", timeout: 200_000 }) : null;
+      const r = files.length
+        ? spawnSync(cmd[0], [...cmd.slice(1), "--to", "html", "--output-dir", dir, ...files], { encoding: "utf8", timeout: 200_000 })
+        : null;
       exported.set(tag, { status: r ? r.status : null, stderr: r ? `${r.stderr}${r.error ?? ""}` : "nothing to export", dir });
     }
   });
@@ -273,7 +311,8 @@ describe("static exports", () => {
         expect(run.status, `${tag} failed:\n${run.stderr.slice(-3000)}`).toBe(0);
         const html = join(run.dir, name.replace(/\.ipynb$/, ".html"));
         const nb = JSON.parse(readFileSync(file!, "utf8"));
-        const figures = nb.cells.flatMap((c: { outputs?: Array<{ data?: Record<string, unknown> }> }) => c.outputs ?? [])
+        const figures = nb.cells
+          .flatMap((c: { outputs?: Array<{ data?: Record<string, unknown> }> }) => c.outputs ?? [])
           .filter((o: { data?: Record<string, unknown> }) => o.data && ("image/svg+xml" in o.data || "application/vnd.vegalite.v5+json" in o.data)).length;
         const page = await browser.newPage();
         // The exported page alone: its links to CDNs (MathJax, require.js) are refused, not waited for.
@@ -289,7 +328,10 @@ describe("static exports", () => {
             const img = imgs.nth(i);
             await img.scrollIntoViewIfNeeded({ timeout: 10_000 });
             const box = await img.boundingBox();
-            if (!box || box.width < 20 || box.height < 20) { blank.push(`img ${i}: ${JSON.stringify(box)}`); continue; }
+            if (!box || box.width < 20 || box.height < 20) {
+              blank.push(`img ${i}: ${JSON.stringify(box)}`);
+              continue;
+            }
             const ink = inkPixels(await img.screenshot({ timeout: 30_000 }));
             if (ink > 200) visible++;
             else blank.push(`img ${i}: ${ink} ink pixels`);

@@ -12,7 +12,6 @@ import { explain } from "./known.ts";
 
 const fixtures = JSON.parse(readFileSync(new URL("../fixtures/diff.json", import.meta.url), "utf8")) as { torch: string; programs: Program[] };
 
-
 const seen = new Map<string, number>();
 let started = 0;
 
@@ -22,7 +21,9 @@ beforeAll(async () => {
 });
 afterAll(() => {
   const list = [...seen].map(([k, n]) => `${k}: ${n}`).join(", ");
-  console.log(`differential tier: ${fixtures.programs.length} programs in ${((Date.now() - started) / 1000).toFixed(1)} s; known differences seen: ${list || "none"}`);
+  console.log(
+    `differential tier: ${fixtures.programs.length} programs in ${((Date.now() - started) / 1000).toFixed(1)} s; known differences seen: ${list || "none"}`,
+  );
 });
 
 describe(`differential: ${fixtures.programs.length} random programs vs torch ${fixtures.torch}`, () => {

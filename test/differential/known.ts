@@ -12,7 +12,10 @@ export interface Known {
 }
 
 const has = (re: RegExp) => (p: Program) => re.test(p.typescript);
-const any = (...res: RegExp[]) => (line: string) => res.some((re) => re.test(line));
+const any =
+  (...res: RegExp[]) =>
+  (line: string) =>
+    res.some((re) => re.test(line));
 /** Known differences. Each names the issue-11 item where there is one. */
 export const KNOWN: Record<string, Known> = {
   matmulDecomposition: {
@@ -24,9 +27,6 @@ export const KNOWN: Record<string, Known> = {
     when: has(/torch\.matmul\(/),
     explains: any(/UnsafeViewBackward0/, /grad_fn .*CloneBackward0.*, torch .*TransposeBackward0/, /torch\.matmul.*memory_allocated/),
   },
-
-
-
 
   matmulVectorBatchLeak: {
     reason:
@@ -42,8 +42,10 @@ export const KNOWN: Record<string, Known> = {
       "issue 11 item 3 (runtime: view + in-place rules): an in-place op on a view records CopySlices over the base's own view node in " +
       "torch (ViewBackward0, ...); GradLab puts AsStridedBackward0 there",
     when: has(/\.(mul_|add_|sub_|div_|relu_|clamp_|zero_|fill_|setitem)\(/),
-    explains: any(/CopySlices\(\w+:0, AsStridedBackward0:0\), torch torch::autograd::CopySlices\(\w+:0, \w+Backward\d:0\)/,
-      /`v\d+\.(mul_|add_|sub_|div_)\(v\d+\)`: memory_allocated/),
+    explains: any(
+      /CopySlices\(\w+:0, AsStridedBackward0:0\), torch torch::autograd::CopySlices\(\w+:0, \w+Backward\d:0\)/,
+      /`v\d+\.(mul_|add_|sub_|div_)\(v\d+\)`: memory_allocated/,
+    ),
   },
   layerNormOneElement: {
     reason:

@@ -18,13 +18,34 @@ function allocated(expected: number): number {
 }
 
 type Raw = number | boolean | string | null | Raw[];
-export interface Statement { py: string; ts: string; error: string | null; memory: number }
-interface NodeInfo { name: string; next: Array<[string | null, number]> }
-export interface Final {
-  shape: number[]; dtype: string; requires_grad: boolean; is_leaf: boolean; grad_fn: NodeInfo | null; graph: string[];
-  version: number; data: Raw; grad?: Raw | null;
+export interface Statement {
+  py: string;
+  ts: string;
+  error: string | null;
+  memory: number;
 }
-export interface Program { id: number; statements: Statement[]; final: Record<string, Final>; python: string; typescript: string }
+interface NodeInfo {
+  name: string;
+  next: Array<[string | null, number]>;
+}
+export interface Final {
+  shape: number[];
+  dtype: string;
+  requires_grad: boolean;
+  is_leaf: boolean;
+  grad_fn: NodeInfo | null;
+  graph: string[];
+  version: number;
+  data: Raw;
+  grad?: Raw | null;
+}
+export interface Program {
+  id: number;
+  statements: Statement[];
+  final: Record<string, Final>;
+  python: string;
+  typescript: string;
+}
 
 const RTOL = 1e-4;
 // layer_norm scales rounding errors by rstd (up to 1/sqrt(eps) = 316): near-zero outputs differ by ~1e-5.
@@ -121,22 +142,30 @@ async function run(p: Program, settle: boolean): Promise<string[]> {
     }
     // Final state of every variable torch still has.
     const names = Object.keys(p.final);
-    const reads = await Promise.all(names.map(async (k) => {
-      const t = env[k] as torch.Tensor | undefined;
-      if (!(t instanceof torch.Tensor)) return null;
-      const g = t.is_leaf && t.requires_grad ? t.grad : null;
-      try {
-        return { data: await t.tolist(), grad: g ? await g.tolist() : null, error: null as string | null };
-      } catch (e) {
-        return { data: null, grad: null, error: errText(e) };
-      }
-    }));
+    const reads = await Promise.all(
+      names.map(async (k) => {
+        const t = env[k] as torch.Tensor | undefined;
+        if (!(t instanceof torch.Tensor)) return null;
+        const g = t.is_leaf && t.requires_grad ? t.grad : null;
+        try {
+          return { data: await t.tolist(), grad: g ? await g.tolist() : null, error: null as string | null };
+        } catch (e) {
+          return { data: null, grad: null, error: errText(e) };
+        }
+      }),
+    );
     names.forEach((k, j) => {
       const want = p.final[k];
       const t = env[k] as torch.Tensor | undefined;
-      if (!(t instanceof torch.Tensor)) { out.push(`final ${k}: missing in GradLab`); return; }
+      if (!(t instanceof torch.Tensor)) {
+        out.push(`final ${k}: missing in GradLab`);
+        return;
+      }
       const r = reads[j]!;
-      if (r.error) { out.push(`final ${k}: reading it raised ${r.error}`); return; }
+      if (r.error) {
+        out.push(`final ${k}: reading it raised ${r.error}`);
+        return;
+      }
       if (t.shape.join() !== want.shape.join() || t.ndim !== want.shape.length) out.push(`final ${k}: shape [${t.shape}], torch [${want.shape}]`);
       else {
         const v = sameValues(r.data, want.data);
@@ -158,7 +187,8 @@ async function run(p: Program, settle: boolean): Promise<string[]> {
       }
       if (t._version !== want.version) out.push(`final ${k}: _version ${t._version}, torch ${want.version}`);
       if ("grad" in want) {
-        if ((want.grad === null) !== (r.grad === null)) out.push(`final ${k}: grad ${r.grad === null ? "None" : "set"}, torch ${want.grad === null ? "None" : "set"}`);
+        if ((want.grad === null) !== (r.grad === null))
+          out.push(`final ${k}: grad ${r.grad === null ? "None" : "set"}, torch ${want.grad === null ? "None" : "set"}`);
         else if (want.grad !== null && want.grad !== undefined) {
           const v = sameValues(r.grad, want.grad);
           if (v) out.push(`final ${k}: grad differs: ${v}`);

@@ -17,7 +17,7 @@ afterAll(() => {
   e?.cleanup();
   const text = JSON.stringify(figures, null, 1);
   console.log(`stress figures:\n${text}`);
-  if (process.env.GRADLAB_STRESS_OUT) writeFileSync(process.env.GRADLAB_STRESS_OUT, text + "\n");
+  if (process.env.GRADLAB_STRESS_OUT) writeFileSync(process.env.GRADLAB_STRESS_OUT, `${text}\n`);
 });
 
 const REAL = { GRADLAB_RUNTIME: "" }; // the real runtime instead of the test double
@@ -78,7 +78,8 @@ test("1,000-cell soak: latency, RSS and memory_allocated stay flat", async () =>
   figures.soak = s;
   expect(s.find((x: any) => x.error)).toBeUndefined();
   expect(s).toHaveLength(10);
-  const first = s[0], last = s[s.length - 1];
+  const first = s[0],
+    last = s[s.length - 1];
   // flat: the last hundred cells take at most about twice the early ones (other load on the machine
   // moves single windows, so the baseline is the better of the first two)
   expect(last.median_ms).toBeLessThan(Math.min(first.median_ms, s[1].median_ms) * 2.5 + 20);

@@ -21,10 +21,14 @@ export function checkInplace(self: Tensor, ...others: Array<TensorOrScalar | nul
   }
   if (!is_grad_enabled()) return false;
   if (self.is_leaf && self._meta.requiresGradLeaf) {
-    throw new RuntimeError(self._base ? "a view of a leaf Variable that requires grad is being used in an in-place operation." : "a leaf Variable that requires grad is being used in an in-place operation.");
+    throw new RuntimeError(
+      self._base
+        ? "a view of a leaf Variable that requires grad is being used in an in-place operation."
+        : "a leaf Variable that requires grad is being used in an in-place operation.",
+    );
   }
   const base = self._base;
-  if (base && base.is_leaf && base.requires_grad) {
+  if (base?.is_leaf && base.requires_grad) {
     throw new RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.");
   }
   return self.requires_grad || others.some((o) => o instanceof Tensor && o.requires_grad);
@@ -98,7 +102,11 @@ function viewGeometry(base: Tensor, view: Tensor) {
 class CopySlices extends Node {
   private readonly geometry: ReturnType<typeof viewGeometry>;
   private readonly viewShape: number[];
-  constructor(base: Tensor, view: Tensor, private readonly fn: Node) {
+  constructor(
+    base: Tensor,
+    view: Tensor,
+    private readonly fn: Node,
+  ) {
     // Edge 0: the base's history before the write; the rest: the op's other inputs.
     super([edgeOf(base), ...fn.next_functions.slice(1)]);
     this.geometry = viewGeometry(base, view);

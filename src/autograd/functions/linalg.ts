@@ -6,7 +6,7 @@ import * as la from "../../ops/linalg.ts";
 import { checkTensorArg } from "../../ops/linalg.ts";
 import { broadcastShapes } from "../../ops/elementwise.ts";
 import { RuntimeError } from "../../errors.ts";
-import { Tensor, numelOf } from "../../tensor.ts";
+import { type Tensor, numelOf } from "../../tensor.ts";
 import { attach, needsGrad, sumTo } from "../record.ts";
 import type { FormulaNode, Grads } from "../node.ts";
 import * as sh from "./shape.ts";
@@ -34,7 +34,10 @@ export function mm(a: Tensor, b: Tensor): Tensor {
   const out = sh.unview(la.mm(a, b));
   if (needsGrad(a, b)) {
     attach("MmBackward0", [a, b], [out], (n, [g]) => mmGrads(n, g!, "self", "mat2", 1), {
-      self: a, mat2: b, self_sym_sizes: [...a.shape], mat2_sym_sizes: [...b.shape],
+      self: a,
+      mat2: b,
+      self_sym_sizes: [...a.shape],
+      mat2_sym_sizes: [...b.shape],
     }).consts = { colMajor1: columnMajor(a), colMajor2: columnMajor(b) };
   }
   return out;
@@ -44,10 +47,13 @@ export function bmm(a: Tensor, b: Tensor): Tensor {
   checkTensorArg("bmm", "mat2", 2, b);
   const out = sh.unview(la.bmm(a, b));
   if (needsGrad(a, b)) {
-    attach("BmmBackward0", [a, b], [out], (n, [g]) => [
-      n.needs(0) ? g!.bmm(n.unpack("mat2").transpose(1, 2)) : null,
-      n.needs(1) ? n.unpack("self").transpose(1, 2).bmm(g!) : null,
-    ], { self: a, mat2: b });
+    attach(
+      "BmmBackward0",
+      [a, b],
+      [out],
+      (n, [g]) => [n.needs(0) ? g!.bmm(n.unpack("mat2").transpose(1, 2)) : null, n.needs(1) ? n.unpack("self").transpose(1, 2).bmm(g!) : null],
+      { self: a, mat2: b },
+    );
   }
   return out;
 }
@@ -58,7 +64,12 @@ export const addmm = asOp("addmm", function addmm(input: Tensor, m1: Tensor, m2:
   const out = sh.unview(la.addmm(input, m1, m2, opts));
   if (needsGrad(input, m1, m2)) {
     attach("AddmmBackward0", [input, m1, m2], [out], addmmFormula, {
-      alpha, beta, mat1: m1, mat1_sym_sizes: [...m1.shape], mat2: m2, mat2_sym_sizes: [...m2.shape],
+      alpha,
+      beta,
+      mat1: m1,
+      mat1_sym_sizes: [...m1.shape],
+      mat2: m2,
+      mat2_sym_sizes: [...m2.shape],
     }).consts = { inShape: [...input.shape], colMajor1: columnMajor(m1), colMajor2: columnMajor(m2) };
   }
   return out;
@@ -72,7 +83,10 @@ function addmmFormula(n: FormulaNode, [g]: Grads): Grads {
 function dot(a: Tensor, b: Tensor): Tensor {
   const out = sh.unview(la.matmul(a, b));
   if (needsGrad(a, b)) {
-    attach("DotBackward0", [a, b], [out], (n, [g]) => [n.needs(0) ? n.unpack("tensor").mul(g!) : null, n.needs(1) ? n.unpack("self").mul(g!) : null], { self: a, tensor: b });
+    attach("DotBackward0", [a, b], [out], (n, [g]) => [n.needs(0) ? n.unpack("tensor").mul(g!) : null, n.needs(1) ? n.unpack("self").mul(g!) : null], {
+      self: a,
+      tensor: b,
+    });
   }
   return out;
 }
@@ -80,10 +94,13 @@ function dot(a: Tensor, b: Tensor): Tensor {
 function mv(a: Tensor, v: Tensor): Tensor {
   const out = sh.unview(la.matmul(a, v));
   if (needsGrad(a, v)) {
-    attach("MvBackward0", [a, v], [out], (n, [g]) => [
-      n.needs(0) ? g!.unsqueeze(1).mul(n.unpack("vec").unsqueeze(0)) : null,
-      n.needs(1) ? n.unpack("self").t().matmul(g!) : null,
-    ], { self: a, vec: v });
+    attach(
+      "MvBackward0",
+      [a, v],
+      [out],
+      (n, [g]) => [n.needs(0) ? g!.unsqueeze(1).mul(n.unpack("vec").unsqueeze(0)) : null, n.needs(1) ? n.unpack("self").t().matmul(g!) : null],
+      { self: a, vec: v },
+    );
   }
   return out;
 }
@@ -98,7 +115,10 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
   if (a.ndim === 1 && b.ndim === 1) return dot(a, b);
   if (a.ndim === 2 && b.ndim === 1) return mv(a, b);
   const temps: Tensor[] = [];
-  const keep = <T extends Tensor>(t: T) => (temps.push(t), t);
+  const keep = <T extends Tensor>(t: T) => {
+    temps.push(t);
+    return t;
+  };
   try {
     if (a.ndim === 1 && b.ndim === 2) {
       return sh.squeeze(keep(mm(keep(sh.unsqueeze(a, 0)), b)), 0, "SqueezeBackward3");

@@ -2,7 +2,7 @@
 // mse_loss): forward kernels from ops/gather.ts and plain tensor ops run without recording, then one
 // node with PyTorch's name and saved attributes.
 
-import { Tensor, numelOf } from "../../tensor.ts";
+import { type Tensor, numelOf } from "../../tensor.ts";
 import { RuntimeError, ValueError } from "../../errors.ts";
 import { scope } from "../../memory/lifetime.ts";
 import { no_grad } from "../grad-mode.ts";
@@ -26,7 +26,11 @@ export function embedding(indices: Tensor, weight: Tensor, paddingIdx = -1): Ten
   if (!needsGrad(weight)) return out;
   const [V, D] = weight.shape;
   attach("EmbeddingBackward0", [weight], [out], (n, [g]) => [indexAddRows(V, g!.reshape([-1, D]), n.unpack("indices"), paddingIdx)], {
-    indices, weight, padding_idx: paddingIdx, scale_grad_by_freq: false, sparse: false,
+    indices,
+    weight,
+    padding_idx: paddingIdx,
+    scale_grad_by_freq: false,
+    sparse: false,
   });
   return out;
 }
@@ -37,30 +41,41 @@ export function nllLoss(input: Tensor, target: Tensor, reductionArg: Reduction =
   input.check();
   target.check();
   if (input.ndim < 1 || input.ndim > 2) {
-    throw new RuntimeError(`GradLab's nll_loss takes input of shape (N, C) or (C), got [${input.shape.join(", ")}]; flatten the extra dims first (input.view(-1, C))`);
+    throw new RuntimeError(
+      `GradLab's nll_loss takes input of shape (N, C) or (C), got [${input.shape.join(", ")}]; flatten the extra dims first (input.view(-1, C))`,
+    );
   }
   const single = input.ndim === 1;
   if (single ? target.ndim !== 0 : target.ndim !== 1) {
-    throw new RuntimeError(single ? `0D or 1D target tensor expected, multi-target not supported` : `0D or 1D target tensor expected, multi-target not supported`);
+    throw new RuntimeError(
+      single ? `0D or 1D target tensor expected, multi-target not supported` : `0D or 1D target tensor expected, multi-target not supported`,
+    );
   }
   const x = single ? input.unsqueeze(0) : input;
   const t = single ? target.reshape([1]) : target;
   if (x.shape[0] !== t.shape[0]) throw new ValueError(`Expected input batch_size (${x.shape[0]}) to match target batch_size (${t.shape[0]}).`);
   const C = x.shape[1];
-  const { out, total } = no_grad(() => scope(() => {
-    const picked = nllPick(x, t, ignoreIndex);
-    const total = t.ne(ignoreIndex).float().sum();
-    if (reduction === "none") return { out: single ? picked.reshape([]) : picked, total };
-    const s = picked.sum();
-    return { out: reduction === "sum" ? s : s.div(total), total };
-  }));
+  const { out, total } = no_grad(() =>
+    scope(() => {
+      const picked = nllPick(x, t, ignoreIndex);
+      const total = t.ne(ignoreIndex).float().sum();
+      if (reduction === "none") return { out: single ? picked.reshape([]) : picked, total };
+      const s = picked.sum();
+      return { out: reduction === "sum" ? s : s.div(total), total };
+    }),
+  );
   if (single) {
     x.dispose();
     t.dispose();
   }
   if (needsGrad(input)) {
     attach("NllLossBackward0", [input], [out], nllFormula, {
-      ignore_index: ignoreIndex, reduction: REDUCTION_CODE[reduction], self: input, target, total_weight: total, weight: null,
+      ignore_index: ignoreIndex,
+      reduction: REDUCTION_CODE[reduction],
+      self: input,
+      target,
+      total_weight: total,
+      weight: null,
     }).consts = { inShape: [...input.shape], C, reduction };
   }
   total.dispose();
@@ -72,14 +87,19 @@ export function mseLoss(input: Tensor, target: Tensor, reductionArg: Reduction =
   const reduction = checkReduction(reductionArg);
   const shape = broadcastShapes(input.check().shape, target.check().shape);
   const count = numelOf(shape);
-  const out = no_grad(() => scope(() => {
-    const d = input.sub(target);
-    const sq = d.mul(d);
-    return reduction === "none" ? sq : reduction === "sum" ? sq.sum() : sq.mean();
-  }));
+  const out = no_grad(() =>
+    scope(() => {
+      const d = input.sub(target);
+      const sq = d.mul(d);
+      return reduction === "none" ? sq : reduction === "sum" ? sq.sum() : sq.mean();
+    }),
+  );
   if (!needsGrad(input, target)) return out;
-  attach("MseLossBackward0", [input, target], [out], mseFormula, { reduction: REDUCTION_CODE[reduction], self: input, target })
-    .consts = { inShape: [...input.shape], tShape: [...target.shape], count };
+  attach("MseLossBackward0", [input, target], [out], mseFormula, { reduction: REDUCTION_CODE[reduction], self: input, target }).consts = {
+    inShape: [...input.shape],
+    tShape: [...target.shape],
+    count,
+  };
   return out;
 }
 

@@ -56,8 +56,9 @@ export function unaryOp(spec: UnarySpec): { forward: (x: Tensor) => Tensor; inpl
 export function gelu(x: Tensor, approximate: "none" | "tanh" = "none"): Tensor {
   const out = ew.gelu(x, approximate);
   if (needsGrad(x)) {
-    const formula = fused(approximate === "tanh" ? "gelu_tanh_backward" : "gelu_backward",
-      (g, x) => g.mul(ew.unary(approximate === "tanh" ? "gelu_tanh_grad" : "gelu_grad", x)));
+    const formula = fused(approximate === "tanh" ? "gelu_tanh_backward" : "gelu_backward", (g, x) =>
+      g.mul(ew.unary(approximate === "tanh" ? "gelu_tanh_grad" : "gelu_grad", x)),
+    );
     attach("GeluBackward0", [x], [out], (n, [g]) => [formula(g!, n.unpack("self"))], { self: x, approximate });
   }
   return out;
@@ -96,7 +97,11 @@ export function clampInplace<T extends Tensor>(x: T, min: ClampArg, max?: number
 /** What a binary node may save: the operands, the output, and add/sub's alpha. */
 export type BinarySaved = "self" | "other" | "exponent" | "result" | "alpha";
 /** Shapes and alpha of the forward call, which every binary formula may need (node.consts). */
-export interface BinaryConsts { aShape: number[]; bShape: number[]; alpha: number }
+export interface BinaryConsts {
+  aShape: number[];
+  bShape: number[];
+  alpha: number;
+}
 
 /** A differentiable two-input op (the second may be a number), as the op table declares it. */
 export interface BinarySpec {

@@ -41,17 +41,23 @@ export function sumOrMean(op: "sum" | "mean", x: Tensor, dimArg?: DimArg | Reduc
   const count = numelOf(dims.map((d) => shape[d]));
   const whole = dim === undefined;
   const name = `${op === "sum" ? "Sum" : "Mean"}Backward${whole ? 0 : 1}`;
-  attach(name, [x], [out], (_n, [g]) => {
-    const e = expandBack(g!, shape, dims, keepdim || whole);
-    // As PyTorch: sum's gradient is an expanded view (no memory), mean's a real division.
-    return [op === "mean" ? e.div(count) : e];
-  }, {
-    dim: whole ? undefined : dims,
-    keepdim: whole ? undefined : keepdim,
-    ...(op === "mean" && whole ? { self_numel: numelOf(shape), self_sizes: shape } : { self_sym_sizes: shape }),
-    // PyTorch 1.13's MeanBackward1 keeps the whole input alive (for its numel); so does GradLab's.
-    self: op === "mean" && !whole ? x : undefined,
-  });
+  attach(
+    name,
+    [x],
+    [out],
+    (_n, [g]) => {
+      const e = expandBack(g!, shape, dims, keepdim || whole);
+      // As PyTorch: sum's gradient is an expanded view (no memory), mean's a real division.
+      return [op === "mean" ? e.div(count) : e];
+    },
+    {
+      dim: whole ? undefined : dims,
+      keepdim: whole ? undefined : keepdim,
+      ...(op === "mean" && whole ? { self_numel: numelOf(shape), self_sizes: shape } : { self_sym_sizes: shape }),
+      // PyTorch 1.13's MeanBackward1 keeps the whole input alive (for its numel); so does GradLab's.
+      self: op === "mean" && !whole ? x : undefined,
+    },
+  );
   return out;
 }
 
@@ -94,23 +100,35 @@ export function minmax(op: "max" | "min", x: Tensor, dim?: number, opts?: Reduce
   const Op = op === "max" ? "Max" : "Min";
   if (out instanceof Tensor) {
     // Gradient shared evenly among the elements equal to the extreme (PyTorch's evenly_distribute_backward).
-    attach(`${Op}Backward1`, [x], [out], (n, [g]) => {
-      const self = n.unpack("self");
-      const mask = self.eq(n.unpack("result")).float();
-      return [mask.mul(g!.div(mask.sum()))];
-    }, { self: x, result: out });
+    attach(
+      `${Op}Backward1`,
+      [x],
+      [out],
+      (n, [g]) => {
+        const self = n.unpack("self");
+        const mask = self.eq(n.unpack("result")).float();
+        return [mask.mul(g!.div(mask.sum()))];
+      },
+      { self: x, result: out },
+    );
     return out;
   }
   const d = x.ndim === 0 ? 0 : wrapDim(dim!, x.ndim);
   const keepdim = opts?.keepdim ?? false;
   const shape = [...x.shape];
-  attach(`${Op}Backward0`, [x], [out.values], (n, [g]) => {
-    if (shape.length === 0) return [g!]; // a 0-d tensor is its own max
-    // Scatter g to the arg positions: a one-hot mask along d from the saved indices.
-    const idx = keepdim ? n.unpack("indices") : n.unpack("indices").unsqueeze(d);
-    const onehot = positionsAlong(shape, d).eq(idx);
-    return [expandBack(g!, shape, [d], keepdim).mul(onehot)];
-  }, { dim: d, keepdim, indices: out.indices, self_sizes: shape });
+  attach(
+    `${Op}Backward0`,
+    [x],
+    [out.values],
+    (n, [g]) => {
+      if (shape.length === 0) return [g!]; // a 0-d tensor is its own max
+      // Scatter g to the arg positions: a one-hot mask along d from the saved indices.
+      const idx = keepdim ? n.unpack("indices") : n.unpack("indices").unsqueeze(d);
+      const onehot = positionsAlong(shape, d).eq(idx);
+      return [expandBack(g!, shape, [d], keepdim).mul(onehot)];
+    },
+    { dim: d, keepdim, indices: out.indices, self_sizes: shape },
+  );
   return out;
 }
 
@@ -131,19 +149,25 @@ export function variance(x: Tensor, dimArg?: DimArg | VarOpts, optsArg?: VarOpts
   const shape = [...x.shape];
   const n = numelOf(dims.map((d) => shape[d]));
   const scale = (std ? 1 : 2) / Math.max(n - correction, 0);
-  attach(std ? "StdBackward0" : "VarBackward0", [x], [out], (node, [g]) => {
-    const self = node.unpack("self");
-    let gg = expandBack(g!, shape, dims, keepdim);
-    if (std) {
-      // d std = d var / (2 std); where std is 0 (a constant row) PyTorch masks the gradient to 0
-      const r = expandBack(node.unpack("result"), shape, dims, keepdim);
-      gg = where(r.eq(0), 0, gg.div(r));
-    }
-    // a 0-d tensor is its own mean: PyTorch's var_backward gives grad * 2 / (N - correction) there
-    if (shape.length === 0) return [gg.mul(std ? 1 : scale)];
-    const centered = self.sub(self.mean(dims, { keepdim: true }));
-    return [gg.mul(centered).mul(scale)];
-  }, { correction, dim: o.dim === undefined ? null : dims, keepdim, self: x, result: std ? out : undefined });
+  attach(
+    std ? "StdBackward0" : "VarBackward0",
+    [x],
+    [out],
+    (node, [g]) => {
+      const self = node.unpack("self");
+      let gg = expandBack(g!, shape, dims, keepdim);
+      if (std) {
+        // d std = d var / (2 std); where std is 0 (a constant row) PyTorch masks the gradient to 0
+        const r = expandBack(node.unpack("result"), shape, dims, keepdim);
+        gg = where(r.eq(0), 0, gg.div(r));
+      }
+      // a 0-d tensor is its own mean: PyTorch's var_backward gives grad * 2 / (N - correction) there
+      if (shape.length === 0) return [gg.mul(std ? 1 : scale)];
+      const centered = self.sub(self.mean(dims, { keepdim: true }));
+      return [gg.mul(centered).mul(scale)];
+    },
+    { correction, dim: o.dim === undefined ? null : dims, keepdim, self: x, result: std ? out : undefined },
+  );
   return out;
 }
 
@@ -151,45 +175,66 @@ export function softmax(x: Tensor, dim: number, log: boolean): Tensor {
   const out = red.softmax(x, dim, log);
   if (!needsGrad(x)) return out;
   const d = x.ndim === 0 ? 0 : wrapDim(dim, x.ndim);
-  attach(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", [x], [out], (n, [g]) => {
-    const r = n.unpack("result");
-    if (log) return [g!.sub(r.exp().mul(g!.sum(d, { keepdim: true })))];
-    return [r.mul(g!.sub(g!.mul(r).sum(d, { keepdim: true })))];
-  }, { dim: d, result: out });
+  attach(
+    log ? "LogSoftmaxBackward0" : "SoftmaxBackward0",
+    [x],
+    [out],
+    (n, [g]) => {
+      const r = n.unpack("result");
+      if (log) return [g!.sub(r.exp().mul(g!.sum(d, { keepdim: true })))];
+      return [r.mul(g!.sub(g!.mul(r).sum(d, { keepdim: true })))];
+    },
+    { dim: d, result: out },
+  );
   return out;
 }
 
-export const layerNorm = asOp("layer_norm", function layerNorm(x: Tensor, normalized_shape: number[], weight: Tensor | null, bias: Tensor | null, eps: number): Tensor {
-  const [y, mean, rstd] = native_layer_norm(x, normalized_shape, weight, bias, eps);
-  if (!needsGrad(x, weight, bias)) {
+export const layerNorm = asOp(
+  "layer_norm",
+  function layerNorm(x: Tensor, normalized_shape: number[], weight: Tensor | null, bias: Tensor | null, eps: number): Tensor {
+    const [y, mean, rstd] = native_layer_norm(x, normalized_shape, weight, bias, eps);
+    if (!needsGrad(x, weight, bias)) {
+      mean.dispose();
+      rstd.dispose();
+      return y;
+    }
+    const k = normalized_shape.length;
+    const lead = x.ndim - k; // not x itself in the closure: the formula below would share it (see attach)
+    const normDims = normalized_shape.map((_, i) => lead + i);
+    const batchDims = x.shape.slice(0, x.ndim - k).map((_, i) => i);
+    const wShape = weight ? [...weight.shape] : bias ? [...bias.shape] : [];
+    const hasWeight = weight !== null;
+    attach(
+      "NativeLayerNormBackward0",
+      [x, weight, bias],
+      [y],
+      (n, [g]) => {
+        const input = n.unpack("input");
+        const xhat = input.sub(n.unpack("result1")).mul(n.unpack("result2"));
+        const gw = hasWeight ? g!.mul(n.unpack("weight").reshape(normalized_shape)) : g!;
+        const N = numelOf(normalized_shape);
+        const gradInput = n.needs(0)
+          ? n
+              .unpack("result2")
+              .div(N)
+              .mul(
+                gw
+                  .mul(N)
+                  .sub(gw.sum(normDims, { keepdim: true }))
+                  .sub(xhat.mul(gw.mul(xhat).sum(normDims, { keepdim: true }))),
+              )
+          : null;
+        const gradW = n.needs(1) ? (batchDims.length ? g!.mul(xhat).sum(batchDims) : g!.mul(xhat)).reshape(wShape) : null;
+        const gradB = n.needs(2) ? (batchDims.length ? g!.sum(batchDims) : g!.clone()).reshape(wShape) : null;
+        return [gradInput, gradW, gradB];
+      },
+      { input: x, weight, bias, result1: new SavedOutput(mean, 1), result2: new SavedOutput(rstd, 2), normalized_shape },
+    );
     mean.dispose();
     rstd.dispose();
     return y;
-  }
-  const k = normalized_shape.length;
-  const lead = x.ndim - k; // not x itself in the closure: the formula below would share it (see attach)
-  const normDims = normalized_shape.map((_, i) => lead + i);
-  const batchDims = x.shape.slice(0, x.ndim - k).map((_, i) => i);
-  const wShape = weight ? [...weight.shape] : bias ? [...bias.shape] : [];
-  const hasWeight = weight !== null;
-  attach("NativeLayerNormBackward0", [x, weight, bias], [y], (n, [g]) => {
-    const input = n.unpack("input");
-    const xhat = input.sub(n.unpack("result1")).mul(n.unpack("result2"));
-    const gw = hasWeight ? g!.mul(n.unpack("weight").reshape(normalized_shape)) : g!;
-    const N = numelOf(normalized_shape);
-    const gradInput = n.needs(0)
-      ? n.unpack("result2").div(N).mul(
-          gw.mul(N).sub(gw.sum(normDims, { keepdim: true })).sub(xhat.mul(gw.mul(xhat).sum(normDims, { keepdim: true }))),
-        )
-      : null;
-    const gradW = n.needs(1) ? (batchDims.length ? g!.mul(xhat).sum(batchDims) : g!.mul(xhat)).reshape(wShape) : null;
-    const gradB = n.needs(2) ? (batchDims.length ? g!.sum(batchDims) : g!.clone()).reshape(wShape) : null;
-    return [gradInput, gradW, gradB];
-  }, { input: x, weight, bias, result1: new SavedOutput(mean, 1), result2: new SavedOutput(rstd, 2), normalized_shape });
-  mean.dispose();
-  rstd.dispose();
-  return y;
-});
+  },
+);
 
 export const dropout = asOp("dropout", function dropout(x: Tensor, p: number, training: boolean): Tensor {
   if (!(p >= 0 && p <= 1)) throw new RuntimeError(`dropout probability has to be between 0 and 1, but got ${p}`);

@@ -1,7 +1,7 @@
 // Activation modules: ReLU, GELU, Tanh, Sigmoid, Softmax.
 
 import { Module } from "../module.ts";
-import { Tensor } from "../../tensor.ts";
+import type { Tensor } from "../../tensor.ts";
 import { ValueError } from "../../errors.ts";
 
 export class ReLU extends Module {
@@ -10,8 +10,12 @@ export class ReLU extends Module {
     super();
     this.inplace = opts.inplace ?? false;
   }
-  override forward(x: Tensor): Tensor { return this.inplace ? x.relu_() : x.relu(); }
-  override extra_repr(): string { return this.inplace ? "inplace=True" : ""; }
+  override forward(x: Tensor): Tensor {
+    return this.inplace ? x.relu_() : x.relu();
+  }
+  override extra_repr(): string {
+    return this.inplace ? "inplace=True" : "";
+  }
 }
 
 export class GELU extends Module {
@@ -22,16 +26,24 @@ export class GELU extends Module {
     if (a !== "none" && a !== "tanh") throw new ValueError(`approximate argument must be either none or tanh.`);
     this.approximate = a;
   }
-  override forward(x: Tensor): Tensor { return x.gelu({ approximate: this.approximate }); }
-  override extra_repr(): string { return `approximate='${this.approximate}'`; }
+  override forward(x: Tensor): Tensor {
+    return x.gelu({ approximate: this.approximate });
+  }
+  override extra_repr(): string {
+    return `approximate='${this.approximate}'`;
+  }
 }
 
 export class Tanh extends Module {
-  override forward(x: Tensor): Tensor { return x.tanh(); }
+  override forward(x: Tensor): Tensor {
+    return x.tanh();
+  }
 }
 
 export class Sigmoid extends Module {
-  override forward(x: Tensor): Tensor { return x.sigmoid(); }
+  override forward(x: Tensor): Tensor {
+    return x.sigmoid();
+  }
 }
 
 export class Softmax extends Module {
@@ -45,5 +57,7 @@ export class Softmax extends Module {
     const d = this.dim ?? (x.ndim === 0 || x.ndim === 1 || x.ndim === 3 ? 0 : 1);
     return x.softmax(d);
   }
-  override extra_repr(): string { return `dim=${this.dim === null ? "None" : this.dim}`; }
+  override extra_repr(): string {
+    return `dim=${this.dim === null ? "None" : this.dim}`;
+  }
 }

@@ -4,7 +4,7 @@
 import { Module } from "../module.ts";
 import { IndexError } from "../../errors.ts";
 
-function wrapIndex(i: number, n: number, what: string): number {
+function wrapIndex(i: number, n: number, _what: string): number {
   const j = i < 0 ? i + n : i;
   if (!Number.isInteger(j) || j < 0 || j >= n) throw new IndexError(`index ${i} is out of range`);
   return j;
@@ -13,12 +13,16 @@ function wrapIndex(i: number, n: number, what: string): number {
 /** Shared by both containers: numbered children, length, iteration. */
 abstract class Indexed extends Module {
   [index: number]: Module;
-  get length(): number { return [...this.named_children()].length; }
+  get length(): number {
+    return [...this.named_children()].length;
+  }
   at(i: number): Module {
     const kids = [...this.named_children()];
     return kids[wrapIndex(i, kids.length, this._get_name())][1];
   }
-  *[Symbol.iterator](): Iterator<Module> { yield* this.children(); }
+  *[Symbol.iterator](): Iterator<Module> {
+    yield* this.children();
+  }
   append(m: Module): this {
     this.add_module(String(this.length), m);
     return this;

@@ -1,7 +1,7 @@
 // nn.Dropout: zeroes elements with probability p in training mode, the identity in eval mode.
 
 import { Module } from "../module.ts";
-import { Tensor } from "../../tensor.ts";
+import type { Tensor } from "../../tensor.ts";
 import { ValueError } from "../../errors.ts";
 import * as F from "../functional.ts";
 import { pyFloat } from "./normalization.ts";
@@ -20,5 +20,7 @@ export class Dropout extends Module {
     if (!this.training) return x._alias();
     return F.dropout(x, this.p, true);
   }
-  override extra_repr(): string { return `p=${pyFloat(this.p)}, inplace=${this.inplace ? "True" : "False"}`; }
+  override extra_repr(): string {
+    return `p=${pyFloat(this.p)}, inplace=${this.inplace ? "True" : "False"}`;
+  }
 }

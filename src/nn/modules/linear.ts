@@ -8,7 +8,9 @@ import * as F from "../functional.ts";
 import * as init from "../init.ts";
 
 export class Identity extends Module {
-  override forward(x: Tensor): Tensor { return x; }
+  override forward(x: Tensor): Tensor {
+    return x;
+  }
 }
 
 export class Linear extends Module {
@@ -43,7 +45,9 @@ export class Linear extends Module {
     }
   }
 
-  override forward(x: Tensor): Tensor { return F.linear(x, this.weight, this.bias); }
+  override forward(x: Tensor): Tensor {
+    return F.linear(x, this.weight, this.bias);
+  }
   override extra_repr(): string {
     return `in_features=${this.in_features}, out_features=${this.out_features}, bias=${this.bias ? "True" : "False"}`;
   }

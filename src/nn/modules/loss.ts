@@ -1,7 +1,7 @@
 // Loss modules: nn.MSELoss and nn.CrossEntropyLoss (int32 class targets).
 
 import { Module } from "../module.ts";
-import { Tensor } from "../../tensor.ts";
+import type { Tensor } from "../../tensor.ts";
 import * as F from "../functional.ts";
 import type { Reduction } from "../../autograd/functions/nn.ts";
 
@@ -11,7 +11,9 @@ export class MSELoss extends Module {
     super();
     this.reduction = opts.reduction ?? "mean";
   }
-  override forward(input: Tensor, target: Tensor): Tensor { return F.mse_loss(input, target, { reduction: this.reduction }); }
+  override forward(input: Tensor, target: Tensor): Tensor {
+    return F.mse_loss(input, target, { reduction: this.reduction });
+  }
 }
 
 export class CrossEntropyLoss extends Module {

@@ -35,7 +35,9 @@ export class Embedding extends Module {
     if (this.padding_idx !== null) no_grad(() => this.weight.select(0, this.padding_idx!).fill_(0));
   }
 
-  override forward(input: Tensor): Tensor { return F.embedding(input, this.weight, this.padding_idx); }
+  override forward(input: Tensor): Tensor {
+    return F.embedding(input, this.weight, this.padding_idx);
+  }
   override extra_repr(): string {
     return `${this.num_embeddings}, ${this.embedding_dim}${this.padding_idx !== null ? `, padding_idx=${this.padding_idx}` : ""}`;
   }

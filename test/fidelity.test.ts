@@ -323,3 +323,20 @@ describe("torch.atan2, added through the op table alone (a table entry, one WGSL
     expect(torch.atan2(torch.tensor([1, 2], { dtype: "int32" }), torch.tensor([3, 4], { dtype: "int32" })).dtype).toBe("float32");
   });
 });
+
+describe("x.mul_(x): backward raises as torch does (it gave a wrong gradient before)", () => {
+  it("on a tensor and on a view, without keeping a copy of x", () => {
+    const a = torch.tensor([1, 2], { requires_grad: true });
+    const x = a.mul(1);
+    const before = torch.cuda.memory_allocated();
+    x.mul_(x);
+    expect(torch.cuda.memory_allocated()).toBe(before); // torch saves x itself, no original_self copy
+    expect(() => x.sum().backward()).toThrow(
+      /one of the variables needed for gradient computation has been modified by an inplace operation: \[torch\.FloatTensor \[2\]\], which is output 0 of MulBackward0, is at version 1; expected version 0 instead/,
+    );
+    const b = torch.tensor([1, 2], { requires_grad: true });
+    const y = b.mul(1);
+    y.view(2).mul_(y.view(2));
+    expect(() => y.sum().backward()).toThrow(/modified by an inplace operation/);
+  });
+});

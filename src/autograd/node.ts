@@ -49,8 +49,9 @@ export class SavedVariable {
     t: Tensor,
     readonly node: Node | null,
     outputOf?: { node: Node; outputNr: number },
+    version?: number,
   ) {
-    this.savedVersion = t._version;
+    this.savedVersion = version ?? t._version;
     this.meta = { dtype: t.dtype, shape: [...t.shape] };
     this.output = outputOf ?? null;
     if (t.is_inference()) {
@@ -199,12 +200,12 @@ export abstract class Node {
    * Saves a tensor for backward under `name` (visible as `_saved_<name>` and `_raw_saved_<name>`);
    * `outputNr` says it is this node's own output number outputNr.
    */
-  save(name: string, t: Tensor | null, outputNr?: number): void {
+  save(name: string, t: Tensor | null, outputNr?: number, version?: number): void {
     if (!t) {
       Object.defineProperty(this, `_saved_${name}`, { value: null, enumerable: false, configurable: true });
       return;
     }
-    const sv = new SavedVariable(t, this, outputNr === undefined ? undefined : { node: this, outputNr });
+    const sv = new SavedVariable(t, this, outputNr === undefined ? undefined : { node: this, outputNr }, version);
     this.saved.set(name, sv);
     Object.defineProperty(this, `_saved_${name}`, { get: () => sv.unpack(), enumerable: false, configurable: true });
     Object.defineProperty(this, `_raw_saved_${name}`, { value: sv, enumerable: false, configurable: true });

@@ -29,6 +29,17 @@ export class SavedOutput {
 }
 
 /**
+ * A tensor saved as it was at an earlier version: the operand of an in-place op that is the tensor
+ * being written (x.mul_(x)). Its backward then raises PyTorch's "modified by an inplace operation".
+ */
+export class SavedAt {
+  constructor(
+    readonly tensor: Tensor,
+    readonly version: number,
+  ) {}
+}
+
+/**
  * What a node saves, as `_saved_<name>`: a Tensor becomes a SavedVariable (saved as the op's output
  * when it is one of `outputs`), a SavedOutput an output saved by number, anything else a plain value.
  * Declared as data, not as a callback, on purpose: see attach.
@@ -55,6 +66,7 @@ export function attach(name: string, inputs: Array<Tensor | null | undefined>, o
       const nr = outputs.indexOf(v);
       node.save(key, v, nr >= 0 ? nr : undefined);
     } else if (v instanceof SavedOutput) node.save(key, v.tensor, v.nr);
+    else if (v instanceof SavedAt) node.save(key, v.tensor, undefined, v.version);
     else node.saveValue(key, v);
   }
   outputs.forEach((o, i) => {

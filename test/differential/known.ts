@@ -37,16 +37,6 @@ export const KNOWN: Record<string, Known> = {
     explains: any(/^cleanup: 1024 bytes/, /`v6\.backward\(\)`: memory_allocated changed by 0, torch 512/),
   },
 
-  copySlicesBase: {
-    reason:
-      "issue 11 item 3 (runtime: view + in-place rules): an in-place op on a view records CopySlices over the base's own view node in " +
-      "torch (ViewBackward0, ...); GradLab puts AsStridedBackward0 there",
-    when: has(/\.(mul_|add_|sub_|div_|relu_|clamp_|zero_|fill_|setitem)\(/),
-    explains: any(
-      /CopySlices\(\w+:0, AsStridedBackward0:0\), torch torch::autograd::CopySlices\(\w+:0, \w+Backward\d:0\)/,
-      /`v\d+\.(mul_|add_|sub_|div_)\(v\d+\)`: memory_allocated/,
-    ),
-  },
   layerNormOneElement: {
     reason:
       "GradLab on purpose: layer_norm over one element gives exactly 0 (x - mean is exact), torch's vectorised mean leaves ~1e-5 " +

@@ -5,7 +5,7 @@
 import * as ew from "../../ops/elementwise.ts";
 import type { BinaryKernel, UnaryKernel } from "../../ops/kernel-codes.ts";
 import { Tensor, type Scalar, type TensorOrScalar } from "../../tensor.ts";
-import { attach, needsGrad, sumTo, type Formula, type Saves } from "../record.ts";
+import { SavedAt, attach, needsGrad, sumTo, type Formula, type Saves } from "../record.ts";
 import type { FormulaNode, Grads } from "../node.ts";
 import { is_grad_enabled } from "../grad-mode.ts";
 import { asOp } from "../../ops/op-context.ts";
@@ -127,11 +127,14 @@ export function binaryOp(spec: BinarySpec): {
 } {
   const { kernel, grad } = spec;
   const formula: Formula = (n, [g]) => grad(n, g!, n.consts as unknown as BinaryConsts);
-  /** `self` is what the formula reads for a: its value before an in-place write, when it needs it. */
-  const record = (a: Tensor, b: TensorOrScalar, out: Tensor, alpha: number, self: Tensor) => {
+  /**
+   * `self` is what the formula reads for a: its value before an in-place write, when it needs it;
+   * `other` what it reads for b, when that is not b itself (x.mul_(x): x as it was before the write).
+   */
+  const record = (a: Tensor, b: TensorOrScalar, out: Tensor, alpha: number, self: Tensor | SavedAt, other: Tensor | SavedAt | null = null) => {
     const bt = b instanceof Tensor ? b : null;
     const variant = !bt && spec.scalar ? spec.scalar : spec;
-    const values: Record<BinarySaved, unknown> = { self, other: b, exponent: b, result: out, alpha };
+    const values: Record<BinarySaved, unknown> = { self, other: other ?? b, exponent: other ?? b, result: out, alpha };
     const saves: Saves = {};
     for (const k of variant.saves) saves[k] = values[k];
     const node = attach(variant.node, variant === spec ? [a, bt] : [a], [out], formula, saves);
@@ -146,13 +149,27 @@ export function binaryOp(spec: BinarySpec): {
     },
     inplace<T extends Tensor>(self: T, other: TensorOrScalar, alpha = 1): T {
       const track = checkInplace(self, other);
-      // The formula for other needs self's old value: keep a copy (PyTorch's original_self).
-      const before = track && needsSelf && other instanceof Tensor && other.requires_grad ? ew.copyOf(self) : null;
-      ew.inplaceBinary(kernel, self, other, alpha);
-      // x.mul_(x): the other operand is the tensor being written; its history before the write (prev) is
-      // what the node needs, and saving x itself would make a cycle through its new grad_fn.
+      // x.mul_(x): the other operand is the tensor being written. PyTorch saves it as it was (no copy),
+      // so backward through the node raises "modified by an inplace operation"; so does GradLab, by
+      // saving the history before the write (prev: saving x would make a cycle through its new grad_fn)
+      // at the version it had then.
       const same = other instanceof Tensor && other._meta === self._meta;
-      if (track) rebase(self, (prev, out) => record(prev, same ? prev : other, out, alpha, before ?? prev), before);
+      const version = self._version;
+      // Otherwise the formula for other needs self's old value: keep a copy (PyTorch's original_self).
+      const before = track && needsSelf && !same && other instanceof Tensor && other.requires_grad ? ew.copyOf(self) : null;
+      ew.inplaceBinary(kernel, self, other, alpha);
+      if (track) {
+        rebase(
+          self,
+          (prev, out) => {
+            // Another view of the same memory (x.view(2).mul_(x.view(2))) is saved as it was too.
+            const aliased = !same && other instanceof Tensor && other._versionCounter === self._versionCounter;
+            const old = same ? new SavedAt(prev, version) : aliased ? new SavedAt(other, version) : null;
+            record(prev, same ? prev : other, out, alpha, before ?? (same ? old : null) ?? prev, old);
+          },
+          before,
+        );
+      }
       return self;
     },
   };

@@ -340,3 +340,21 @@ describe("x.mul_(x): backward raises as torch does (it gave a wrong gradient bef
     expect(() => y.sum().backward()).toThrow(/modified by an inplace operation/);
   });
 });
+
+describe("a node saves a tensor only for the inputs that need a gradient, as torch's should_compute_output", () => {
+  // torch 1.13: MulBackward0._saved_self is None when other does not require grad; MvBackward0._saved_vec
+  // is None when the matrix does not.
+  it("leaves _saved_self None and frees the input with its last reference", () => {
+    const w = torch.ones([256], { requires_grad: true });
+    const c = torch.ones([256]);
+    const before = torch.cuda.memory_allocated();
+    const y = (() => w.add(1).mul(c))(); // the add result is dropped: nothing but a node could keep it
+    const node = y.grad_fn as unknown as Record<string, unknown>;
+    expect(node._saved_self).toBeNull();
+    expect(node._saved_other).not.toBeNull();
+    expect(torch.cuda.memory_allocated() - before).toBe(1024); // y only; torch keeps the same
+    const mv = torch.matmul(torch.ones([2, 3]), torch.ones([3], { requires_grad: true })).grad_fn as unknown as Record<string, unknown>;
+    expect((mv._saved_self as torch.Tensor).shape).toEqual([2, 3]);
+    expect(mv._saved_vec).toBeNull();
+  });
+});

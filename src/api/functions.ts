@@ -81,12 +81,14 @@ const MUL = binaryOp({
   kernel: "mul",
   node: "MulBackward0",
   saves: ["self", "other"],
+  savedFor: { self: [1], other: [0] },
   grad: (n, g, { aShape, bShape }) => [n.needs(0) ? sumTo(g.mul(savedOther(n)), aShape) : null, n.needs(1) ? sumTo(g.mul(n.unpack("self")), bShape) : null],
 });
 const DIV = binaryOp({
   kernel: "div",
   node: "DivBackward0",
   saves: ["self", "other"],
+  savedFor: { self: [1], other: [0, 1] },
   grad: (n, g, { aShape, bShape }) => {
     const o = savedOther(n);
     return [
@@ -108,6 +110,7 @@ const POW = binaryOp({
   node: "PowBackward1",
   saves: ["self", "exponent", "result"],
   scalar: { node: "PowBackward0", saves: ["self", "exponent"] },
+  savedFor: { self: [0, 1], exponent: [0, 1], result: [1] },
   grad: (n, g, { aShape, bShape }) => {
     const self = n.unpack("self");
     const e = n.savedTensor("exponent");

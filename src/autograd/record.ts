@@ -57,11 +57,30 @@ export type Saves = Record<string, unknown>;
  * memory alive after PyTorch frees it, and could never be collected (test/lifecycle.test.ts checks
  * every op).
  */
-export function attach(name: string, inputs: Array<Tensor | null | undefined>, outputs: Tensor[], formula: Formula, saves: Saves = {}): FormulaNode {
+/**
+ * For a saved tensor, the inputs whose gradients its formula reads it for (derivatives.yaml's formulas
+ * say which): PyTorch saves it only when one of them requires grad, so `x.mul(mask)` with a constant
+ * mask keeps only the mask, and `_saved_self` is None. A name not listed is always saved.
+ */
+export type SavedFor = Readonly<Record<string, readonly number[]>>;
+
+export function attach(
+  name: string,
+  inputs: Array<Tensor | null | undefined>,
+  outputs: Tensor[],
+  formula: Formula,
+  saves: Saves = {},
+  savedFor: SavedFor = {},
+): FormulaNode {
   const node = new FormulaNode(name, inputs.map(edgeOf), formula);
   node.numOutputs = outputs.length;
   for (const [key, v] of Object.entries(saves)) {
     if (v === undefined) continue;
+    const users = savedFor[key];
+    if (users && (v instanceof Tensor || v instanceof SavedAt) && !users.some((i) => node.needs(i))) {
+      node.save(key, null);
+      continue;
+    }
     if (v instanceof Tensor) {
       const nr = outputs.indexOf(v);
       node.save(key, v, nr >= 0 ? nr : undefined);

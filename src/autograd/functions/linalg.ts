@@ -33,12 +33,19 @@ export function mm(a: Tensor, b: Tensor): Tensor {
   checkTensorArg("mm", "mat2", 2, b);
   const out = sh.unview(la.mm(a, b));
   if (needsGrad(a, b)) {
-    attach("MmBackward0", [a, b], [out], (n, [g]) => mmGrads(n, g!, "self", "mat2", 1), {
-      self: a,
-      mat2: b,
-      self_sym_sizes: [...a.shape],
-      mat2_sym_sizes: [...b.shape],
-    }).consts = { colMajor1: columnMajor(a), colMajor2: columnMajor(b) };
+    attach(
+      "MmBackward0",
+      [a, b],
+      [out],
+      (n, [g]) => mmGrads(n, g!, "self", "mat2", 1),
+      {
+        self: a,
+        mat2: b,
+        self_sym_sizes: [...a.shape],
+        mat2_sym_sizes: [...b.shape],
+      },
+      { self: [1], mat2: [0] },
+    ).consts = { colMajor1: columnMajor(a), colMajor2: columnMajor(b) };
   }
   return out;
 }
@@ -53,6 +60,7 @@ export function bmm(a: Tensor, b: Tensor): Tensor {
       [out],
       (n, [g]) => [n.needs(0) ? g!.bmm(n.unpack("mat2").transpose(1, 2)) : null, n.needs(1) ? n.unpack("self").transpose(1, 2).bmm(g!) : null],
       { self: a, mat2: b },
+      { self: [1], mat2: [0] },
     );
   }
   return out;
@@ -63,14 +71,21 @@ export const addmm = asOp("addmm", function addmm(input: Tensor, m1: Tensor, m2:
   const alpha = opts?.alpha ?? 1;
   const out = sh.unview(la.addmm(input, m1, m2, opts));
   if (needsGrad(input, m1, m2)) {
-    attach("AddmmBackward0", [input, m1, m2], [out], addmmFormula, {
-      alpha,
-      beta,
-      mat1: m1,
-      mat1_sym_sizes: [...m1.shape],
-      mat2: m2,
-      mat2_sym_sizes: [...m2.shape],
-    }).consts = { inShape: [...input.shape], colMajor1: columnMajor(m1), colMajor2: columnMajor(m2) };
+    attach(
+      "AddmmBackward0",
+      [input, m1, m2],
+      [out],
+      addmmFormula,
+      {
+        alpha,
+        beta,
+        mat1: m1,
+        mat1_sym_sizes: [...m1.shape],
+        mat2: m2,
+        mat2_sym_sizes: [...m2.shape],
+      },
+      { mat1: [2], mat2: [1] },
+    ).consts = { inShape: [...input.shape], colMajor1: columnMajor(m1), colMajor2: columnMajor(m2) };
   }
   return out;
 });
@@ -83,10 +98,17 @@ function addmmFormula(n: FormulaNode, [g]: Grads): Grads {
 function dot(a: Tensor, b: Tensor): Tensor {
   const out = sh.unview(la.matmul(a, b));
   if (needsGrad(a, b)) {
-    attach("DotBackward0", [a, b], [out], (n, [g]) => [n.needs(0) ? n.unpack("tensor").mul(g!) : null, n.needs(1) ? n.unpack("self").mul(g!) : null], {
-      self: a,
-      tensor: b,
-    });
+    attach(
+      "DotBackward0",
+      [a, b],
+      [out],
+      (n, [g]) => [n.needs(0) ? n.unpack("tensor").mul(g!) : null, n.needs(1) ? n.unpack("self").mul(g!) : null],
+      {
+        self: a,
+        tensor: b,
+      },
+      { self: [1], tensor: [0] },
+    );
   }
   return out;
 }
@@ -100,6 +122,7 @@ function mv(a: Tensor, v: Tensor): Tensor {
       [out],
       (n, [g]) => [n.needs(0) ? g!.unsqueeze(1).mul(n.unpack("vec").unsqueeze(0)) : null, n.needs(1) ? n.unpack("self").t().matmul(g!) : null],
       { self: a, vec: v },
+      { self: [1], vec: [0] },
     );
   }
   return out;

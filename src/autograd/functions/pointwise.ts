@@ -114,6 +114,8 @@ export interface BinarySpec {
    * slot, as PyTorch 1.13 wraps it in a tensor.
    */
   scalar?: { node: string; saves: readonly BinarySaved[] };
+  /** Which input's gradient reads each saved operand (saved only when that input requires grad). */
+  savedFor?: Partial<Record<BinarySaved, readonly number[]>>;
   /** The gradients for a and b, reading saved tensors through the node (see attach). */
   grad: (n: FormulaNode, g: Tensor, c: BinaryConsts) => Grads;
 }
@@ -137,7 +139,7 @@ export function binaryOp(spec: BinarySpec): {
     const values: Record<BinarySaved, unknown> = { self, other: other ?? b, exponent: other ?? b, result: out, alpha };
     const saves: Saves = {};
     for (const k of variant.saves) saves[k] = values[k];
-    const node = attach(variant.node, variant === spec ? [a, bt] : [a], [out], formula, saves);
+    const node = attach(variant.node, variant === spec ? [a, bt] : [a], [out], formula, saves, spec.savedFor);
     node.consts = { aShape: [...a.shape], bShape: bt ? [...bt.shape] : [], alpha } satisfies BinaryConsts;
   };
   const needsSelf = spec.saves.includes("self");

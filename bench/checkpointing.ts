@@ -16,7 +16,11 @@ const MODES: Mode[] = ["none", "full", "selective"];
 
 class DeepNetwork extends nn.Module {
   blocks: torch.nn.ModuleList;
-  constructor(layers: number, dim: number, public mode: Mode) {
+  constructor(
+    layers: number,
+    dim: number,
+    public mode: Mode,
+  ) {
     super();
     this.blocks = new nn.ModuleList(Array.from({ length: layers }, () => new DeepBlock(dim)));
   }
@@ -74,7 +78,9 @@ function report(title: string, results: Record<Mode, Result>, withTime: boolean)
     const r = results[m];
     const cut = m === "none" ? "-" : `${((1 - r.activations / base.activations) * 100).toFixed(1)}%`;
     const over = m === "none" || !withTime ? "-" : `${((r.ms / base.ms - 1) * 100).toFixed(1)}%`;
-    console.log(`${m.padEnd(10)}  ${MiBs(r.peak).padStart(12)}   ${MiBs(r.activations).padStart(24)}   ${cut.padStart(14)}   ${withTime ? `${r.ms.toFixed(0)} ms`.padStart(9) : "-".padStart(9)}   ${over.padStart(13)}`);
+    console.log(
+      `${m.padEnd(10)}  ${MiBs(r.peak).padStart(12)}   ${MiBs(r.activations).padStart(24)}   ${cut.padStart(14)}   ${withTime ? `${r.ms.toFixed(0)} ms`.padStart(9) : "-".padStart(9)}   ${over.padStart(13)}`,
+    );
   }
 }
 
@@ -91,7 +97,10 @@ report(`WebGPU: ${layers} blocks, dim ${dim}, ${tokens} tokens, AdamW, ${steps} 
 
 // The article's shapes: 20 blocks of dim 2048, batch 16 x seq 512 tokens (its code feeds [16, 2048]:
 // seq_len is unused there, which leaves activations tiny next to the weights; both are shown).
-for (const [label, toks] of [["batch 16 x seq 512 = 8192 tokens", 8192], ["the article's code as written: x = [16, 2048]", 16]] as const) {
+for (const [label, toks] of [
+  ["batch 16 x seq 512 = 8192 tokens", 8192],
+  ["the article's code as written: x = [16, 2048]", 16],
+] as const) {
   const sim = {} as Record<Mode, Result>;
   for (const m of MODES) {
     using _s = torch.cuda.simulate({ total_memory: 80 * 2 ** 30 }) as torch.autograd.Guard;

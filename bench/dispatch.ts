@@ -13,7 +13,11 @@ const fmt = (us: number) => `${us.toFixed(1).padStart(7)} µs/op`;
 
 async function gradlab(syncEach: boolean): Promise<{ host: number; total: number }> {
   let y = torch.ones(256);
-  for (let i = 0; i < 200; i++) { const z = y.add(1); y.dispose(); y = z; } // warm-up: pipelines, bind groups
+  for (let i = 0; i < 200; i++) {
+    const z = y.add(1);
+    y.dispose();
+    y = z;
+  } // warm-up: pipelines, bind groups
   await torch.webgpu.synchronize();
   const t0 = performance.now();
   let host = 0;
@@ -47,7 +51,10 @@ async function rawDawn(): Promise<number> {
     const enc = device.createCommandEncoder();
     const pass = enc.beginComputePass();
     pass.setPipeline(pipeline);
-    for (let i = 0; i < n; i++) { pass.setBindGroup(0, bg); pass.dispatchWorkgroups(4); }
+    for (let i = 0; i < n; i++) {
+      pass.setBindGroup(0, bg);
+      pass.dispatchWorkgroups(4);
+    }
     pass.end();
     device.queue.submit([enc.finish()]);
     await device.queue.onSubmittedWorkDone();

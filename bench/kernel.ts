@@ -80,11 +80,19 @@ async function main() {
     };
     // one kernel at a time, so neither competes with the other for the CPUs
     const g = await driver("gradlab", env);
-    if (resolve(g.spec.resource_dir) !== resolve(specDir)) throw new Error(`measured the kernelspec in ${g.spec.resource_dir}, not the one installed in ${specDir}`);
+    if (resolve(g.spec.resource_dir) !== resolve(specDir))
+      throw new Error(`measured the kernelspec in ${g.spec.resource_dir}, not the one installed in ${specDir}`);
     const p = withReference ? await driver("python3", env) : null;
     report(g, p);
     const l = g.lines;
-    if (l.lines_delivered !== l.lines_expected || l.cells_exact !== l.cells || l.idles !== l.cells || g.exec.not_ok || g.interrupt.alive_after !== g.interrupt.count) process.exitCode = 1;
+    if (
+      l.lines_delivered !== l.lines_expected ||
+      l.cells_exact !== l.cells ||
+      l.idles !== l.cells ||
+      g.exec.not_ok ||
+      g.interrupt.alive_after !== g.interrupt.count
+    )
+      process.exitCode = 1;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -96,10 +104,22 @@ function report(g: Result, p: Result | null) {
   type Row = { metric: string; get: (r: Result) => number; fmt: (v: number) => string; target?: number; targetText?: string };
   const rows: Row[] = [
     { metric: `start → first kernel_info_reply (median of ${g.start_s.length})`, get: (r) => median(r.start_s), fmt: sec, target: 0.5, targetText: "≤ 0.5 s" },
-    { metric: `execute 1+1 → reply + idle, median (n=${g.exec.done_s.length})`, get: (r) => median(r.exec.done_s), fmt: ms, target: 0.003, targetText: "≤ 3 ms" },
+    {
+      metric: `execute 1+1 → reply + idle, median (n=${g.exec.done_s.length})`,
+      get: (r) => median(r.exec.done_s),
+      fmt: ms,
+      target: 0.003,
+      targetText: "≤ 3 ms",
+    },
     { metric: `execute 1+1 → reply + idle, p95`, get: (r) => p95(r.exec.done_s), fmt: ms },
     { metric: `execute 1+1 → execute_reply only, median`, get: (r) => median(r.exec.reply_s), fmt: ms },
-    { metric: `${g.lines.cells} cells × ${g.lines.lines_expected / g.lines.cells} printed lines, total (Run All)`, get: (r) => r.lines.total_s, fmt: sec, target: 0.25, targetText: "≤ 0.25 s" },
+    {
+      metric: `${g.lines.cells} cells × ${g.lines.lines_expected / g.lines.cells} printed lines, total (Run All)`,
+      get: (r) => r.lines.total_s,
+      fmt: sec,
+      target: 0.25,
+      targetText: "≤ 0.25 s",
+    },
     { metric: `interrupt busy loop → execute_reply, median of ${g.interrupt.count}`, get: (r) => median(r.interrupt.latency_s), fmt: ms },
     { metric: `interrupt busy loop → execute_reply, max`, get: (r) => Math.max(...r.interrupt.latency_s), fmt: ms },
   ];
@@ -121,7 +141,8 @@ function report(g: Result, p: Result | null) {
     const garbled = l.cells - l.cells_exact;
     return `${l.lines_delivered}/${l.lines_expected} lines, ${l.idles}/${l.cells} idle${garbled ? `, ${garbled} cells garbled` : ""}`;
   };
-  const allDelivered = (r: Result) => r.lines.lines_delivered === r.lines.lines_expected && r.lines.cells_exact === r.lines.cells && r.lines.idles === r.lines.cells;
+  const allDelivered = (r: Result) =>
+    r.lines.lines_delivered === r.lines.lines_expected && r.lines.cells_exact === r.lines.cells && r.lines.idles === r.lines.cells;
   table.push(["printed lines: every line and idle delivered", delivered(g), p ? delivered(p) : "n/a", "", "all", allDelivered(g) ? "yes" : "NO"]);
   const interrupted = (r: Result) => `${r.interrupt.enames.join(",")}; ${r.interrupt.alive_after}/${r.interrupt.count} ok`;
   table.push(["interrupt: ename; next execute ok", interrupted(g), p ? interrupted(p) : "n/a", "", "", "—"]);

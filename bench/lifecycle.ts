@@ -70,14 +70,19 @@ const setups: Setup[] = [
 ];
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-console.log(`steps per round ${STEPS}, rounds ${ROUNDS} (medians); reclaiming ${torch.cuda.memory.reclaims_synchronously() ? "synchronously" : "NOT available"}`);
+console.log(
+  `steps per round ${STEPS}, rounds ${ROUNDS} (medians); reclaiming ${torch.cuda.memory.reclaims_synchronously() ? "synchronously" : "NOT available"}`,
+);
 console.log("| model | explicit ms/step | PyTorch-style ms/step | ratio | reclaims/step | GC ms/step | memory_allocated after (both) |");
 console.log("|---|---:|---:|---:|---:|---:|---|");
 for (const s of setups) {
   const runs: Record<"explicit" | "pytorch", Array<Awaited<ReturnType<typeof measure>>>> = { explicit: [], pytorch: [] };
   for (let r = 0; r < ROUNDS; r++) {
     const inSim = s.name.endsWith("simulated");
-    for (const [k, fn] of [["explicit", explicit], ["pytorch", pytorchStyle]] as const) {
+    for (const [k, fn] of [
+      ["explicit", explicit],
+      ["pytorch", pytorchStyle],
+    ] as const) {
       const base = torch.cuda.memory_allocated();
       const m = inSim ? await (torch.cuda.simulate({ total_memory: 80 * 2 ** 30 }, () => measure(s, fn)) as ReturnType<typeof measure>) : await measure(s, fn);
       runs[k].push({ ...m, after: m.after - (inSim ? 0 : base) });
@@ -87,5 +92,7 @@ for (const s of setups) {
   const e = median(runs.explicit.map((m) => m.ms));
   const p = median(runs.pytorch.map((m) => m.ms));
   const same = runs.explicit.every((m, i) => m.after === runs.pytorch[i].after) ? `${runs.explicit[0].after} B` : "DIFFERENT";
-  console.log(`| ${s.name} | ${e.toFixed(1)} | ${p.toFixed(1)} | ${(p / e).toFixed(2)}× | ${median(runs.pytorch.map((m) => m.reclaims)).toFixed(1)} | ${median(runs.pytorch.map((m) => m.gcMs)).toFixed(1)} | ${same} |`);
+  console.log(
+    `| ${s.name} | ${e.toFixed(1)} | ${p.toFixed(1)} | ${(p / e).toFixed(2)}× | ${median(runs.pytorch.map((m) => m.reclaims)).toFixed(1)} | ${median(runs.pytorch.map((m) => m.gcMs)).toFixed(1)} | ${same} |`,
+  );
 }

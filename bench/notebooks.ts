@@ -20,8 +20,25 @@ import { KernelClient } from "../kernel/cli/client.ts";
 import { kernelArgv, REPO } from "../kernel/cli/paths.ts";
 import type { Message } from "../kernel/wire/message.ts";
 
-interface CellTime { index: number; first_line: string; wall_s: number; cpu_s: number; status: string; /** CLOCK_MONOTONIC µs, the clock of --cpu-prof's timestamps */ start_us: number; end_us: number }
-interface NotebookTime { notebook: string; start_wall_s: number; start_cpu_s: number; cells: CellTime[]; total_wall_s: number; total_cpu_s: number; load_before: number[]; load_after: number[] }
+interface CellTime {
+  index: number;
+  first_line: string;
+  wall_s: number;
+  cpu_s: number;
+  status: string /** CLOCK_MONOTONIC µs, the clock of --cpu-prof's timestamps */;
+  start_us: number;
+  end_us: number;
+}
+interface NotebookTime {
+  notebook: string;
+  start_wall_s: number;
+  start_cpu_s: number;
+  cells: CellTime[];
+  total_wall_s: number;
+  total_cpu_s: number;
+  load_before: number[];
+  load_after: number[];
+}
 
 const args = process.argv.slice(2);
 let dir = join(REPO, "notebooks");
@@ -93,7 +110,18 @@ async function timeNotebook(path: string): Promise<NotebookTime> {
       const end_us = Number(process.hrtime.bigint() / 1000n);
       const cpu_s = cpuSeconds(pid) - c0;
       const status = reply.content.status === "ok" ? "ok" : `error ${errorText}`;
-      cells.push({ index: i + 1, first_line: src.split("\n").find((l) => l.trim())!.slice(0, 60), wall_s, cpu_s, status, start_us, end_us });
+      cells.push({
+        index: i + 1,
+        first_line: src
+          .split("\n")
+          .find((l) => l.trim())!
+          .slice(0, 60),
+        wall_s,
+        cpu_s,
+        status,
+        start_us,
+        end_us,
+      });
       if (status !== "ok") break;
     }
   } finally {
@@ -112,10 +140,15 @@ async function timeNotebook(path: string): Promise<NotebookTime> {
  * thread waited for a core, so compare shares, not seconds.
  */
 function profileByCell(dir: string, cells: CellTime[], since: number): void {
-  const files = readdirSync(dir).filter((f) => f.endsWith(".cpuprofile")).sort();
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith(".cpuprofile"))
+    .sort();
   for (const f of files) {
     const p = JSON.parse(readFileSync(join(dir, f), "utf8")) as {
-      nodes: Array<{ id: number; callFrame: { functionName: string; url: string } }>; samples: number[]; timeDeltas: number[]; startTime: number;
+      nodes: Array<{ id: number; callFrame: { functionName: string; url: string } }>;
+      samples: number[];
+      timeDeltas: number[];
+      startTime: number;
     };
     if (p.startTime < since) continue; // an earlier notebook's kernel
     const byId = new Map(p.nodes.map((n) => [n.id, n]));
@@ -129,7 +162,16 @@ function profileByCell(dir: string, cells: CellTime[], since: number): void {
       const c = cells.findIndex((x) => t >= x.start_us && t < x.end_us);
       if (c < 0) continue;
       const m = n.callFrame.url.match(/node_modules\/((?:@[^/]+\/)?[^/]+)/);
-      const what = fn === "(garbage collector)" ? "GC" : m ? m[1] : n.callFrame.url.includes("/dist/") ? "gradlab" : n.callFrame.url.startsWith("node:") ? "node" : "other";
+      const what =
+        fn === "(garbage collector)"
+          ? "GC"
+          : m
+            ? m[1]
+            : n.callFrame.url.includes("/dist/")
+              ? "gradlab"
+              : n.callFrame.url.startsWith("node:")
+                ? "node"
+                : "other";
       per[c].set(what, (per[c].get(what) ?? 0) + (p.timeDeltas[i + 1] ?? 0));
     }
     const total = per.reduce((s, m) => s + [...m.values()].reduce((a, b) => a + b, 0), 0);
@@ -138,7 +180,11 @@ function profileByCell(dir: string, cells: CellTime[], since: number): void {
     per.forEach((m, i) => {
       const sum = [...m.values()].reduce((a, b) => a + b, 0);
       if (sum < 50_000) return;
-      const top = [...m].sort((a, b) => b[1] - a[1]).slice(0, 4).map(([k, v]) => `${k} ${(v / 1e6).toFixed(2)}`).join(", ");
+      const top = [...m]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 4)
+        .map(([k, v]) => `${k} ${(v / 1e6).toFixed(2)}`)
+        .join(", ");
       console.log(`    #${cells[i].index}: ${(sum / 1e6).toFixed(2)} s (${top})`);
     });
   }
@@ -147,7 +193,9 @@ function profileByCell(dir: string, cells: CellTime[], since: number): void {
 const f1 = (x: number) => x.toFixed(1).padStart(5);
 const f2 = (x: number) => x.toFixed(2).padStart(6);
 console.log(`notebooks in ${dir}; load average (1, 5, 15 min) ${load().join(", ")}; ${new Date().toISOString()}`);
-console.log(`${"notebook".padEnd(40)} ${"start".padStart(6)} ${"cells".padStart(6)} ${"total".padStart(6)}  ${"cpu".padStart(6)}  slowest cell (wall / cpu)      load 1-min before→after`);
+console.log(
+  `${"notebook".padEnd(40)} ${"start".padStart(6)} ${"cells".padStart(6)} ${"total".padStart(6)}  ${"cpu".padStart(6)}  slowest cell (wall / cpu)      load 1-min before→after`,
+);
 const results: NotebookTime[] = [];
 for (const f of files) {
   const since = Number(process.hrtime.bigint() / 1000n);
@@ -157,8 +205,8 @@ for (const f of files) {
   const failed = r.cells.find((c) => c.status !== "ok");
   console.log(
     `${r.notebook.padEnd(40)} ${f2(r.start_wall_s)} ${f2(r.cells.reduce((s, c) => s + c.wall_s, 0))} ${f2(r.total_wall_s)}  ${f2(r.total_cpu_s)}  ` +
-    `#${String(worst?.index ?? "-").padEnd(3)} ${f1(worst?.wall_s ?? 0)} s / ${f1(worst?.cpu_s ?? 0)} s   ` +
-    `${r.load_before[0]}→${r.load_after[0]}${failed ? `   FAILED at cell ${failed.index}: ${failed.status}` : ""}`,
+      `#${String(worst?.index ?? "-").padEnd(3)} ${f1(worst?.wall_s ?? 0)} s / ${f1(worst?.cpu_s ?? 0)} s   ` +
+      `${r.load_before[0]}→${r.load_after[0]}${failed ? `   FAILED at cell ${failed.index}: ${failed.status}` : ""}`,
   );
   if (profDir) profileByCell(profDir, r.cells, since);
 }
@@ -171,4 +219,4 @@ if (slowCells.length) {
   for (const c of slowCells) console.log(`  ${c.nb} #${c.index}: ${c.wall_s.toFixed(2)} s wall, ${c.cpu_s.toFixed(2)} s cpu   ${c.first_line}`);
 }
 console.log(`load average after: ${load().join(", ")}`);
-if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ dir, date: new Date().toISOString(), results }, null, 1) + "\n");
+if (jsonOut) writeFileSync(jsonOut, `${JSON.stringify({ dir, date: new Date().toISOString(), results }, null, 1)}\n`);

@@ -41,9 +41,25 @@ for (let i = 0; i < 10_000; i++) {
   const alloc = phase === "forward" || live.length === 0 || i % 3 !== 0;
   const id = alloc ? i : live.shift()!;
   if (alloc) live.push(i);
-  ev.push({ action: alloc ? "alloc" : "free", time_us: i, device: "sim", storage_id: 1e7 + id, size: 1024 * (1 + (id % 7)), requested: 0, addr: 0, op: null, node: null, phase, category: cats[id % 4], frames: [] });
+  ev.push({
+    action: alloc ? "alloc" : "free",
+    time_us: i,
+    device: "sim",
+    storage_id: 1e7 + id,
+    size: 1024 * (1 + (id % 7)),
+    requested: 0,
+    addr: 0,
+    op: null,
+    node: null,
+    phase,
+    category: cats[id % 4],
+    frames: [],
+  });
 }
-await time("timeline 10k: series + spec + text", () => { const t = viz.memory_timeline(ev, { baseline: false }); return [t.spec, t.text]; });
+await time("timeline 10k: series + spec + text", () => {
+  const t = viz.memory_timeline(ev, { baseline: false });
+  return [t.spec, t.text];
+});
 await time("timeline 10k: bundle, first (loads vega)", () => viz.memory_timeline(ev, { baseline: false }).bundle());
 for (let i = 0; i < 3; i++) await time(`timeline 10k: bundle #${i + 1}`, () => viz.memory_timeline(ev, { baseline: false }).bundle());
 await time("compare_runs (2 x 10k): bundle", () => viz.compare_runs({ a: ev, b: ev.slice(0, 6000) }, { baseline: false }).bundle());

@@ -23,9 +23,10 @@
  */
 
 type Value = unknown;
-interface HasToList { tolist(): Promise<unknown> | unknown }
-const isTensorLike = (v: unknown): v is HasToList =>
-  typeof v === "object" && v !== null && typeof (v as HasToList).tolist === "function";
+interface HasToList {
+  tolist(): Promise<unknown> | unknown;
+}
+const isTensorLike = (v: unknown): v is HasToList => typeof v === "object" && v !== null && typeof (v as HasToList).tolist === "function";
 
 async function plain(v: Value): Promise<unknown> {
   return isTensorLike(v) ? await v.tolist() : v;
@@ -43,7 +44,7 @@ function close(a: unknown, b: unknown, tol: number): boolean {
 function show(v: unknown): string {
   const s = JSON.stringify(v, (_k, x) => (typeof x === "number" && !Number.isInteger(x) ? Number(x.toPrecision(6)) : x));
   if (s === undefined) return String(v);
-  return s.length > 120 ? s.slice(0, 117) + "..." : s;
+  return s.length > 120 ? `${s.slice(0, 117)}...` : s;
 }
 
 const MiB = (b: number) => (Math.abs(b) < 2 ** 20 ? `${b} B` : `${(b / 2 ** 20).toFixed(2)} MiB`);
@@ -56,13 +57,20 @@ function report(name: string, pass: boolean, detail: string, hint?: string): voi
 export const check = {
   /** Values equal (numbers within `tol`); tensors are compared by their values. */
   async equal(name: string, actual: Value, expected: Value, hint?: string, opts: { tol?: number; reveal?: boolean } = {}): Promise<void> {
-    const a = await plain(actual), e = await plain(expected);
+    const a = await plain(actual),
+      e = await plain(expected);
     const detail = opts.reveal === false ? `got ${show(a)}, which is not it` : `got ${show(a)}, expected ${show(e)}`;
     return report(name, close(a, e, opts.tol ?? 1e-4), detail, hint);
   },
 
   /** A byte count (memory_allocated(), a peak, a difference) equals the expected bytes (± tol_bytes). */
-  memory(name: string, actual_bytes: number | null | undefined, expected_bytes: number, hint?: string, opts: { tol_bytes?: number; reveal?: boolean } = {}): void {
+  memory(
+    name: string,
+    actual_bytes: number | null | undefined,
+    expected_bytes: number,
+    hint?: string,
+    opts: { tol_bytes?: number; reveal?: boolean } = {},
+  ): void {
     const ok = typeof actual_bytes === "number" && Math.abs(actual_bytes - expected_bytes) <= (opts.tol_bytes ?? 0);
     const got = typeof actual_bytes === "number" ? MiB(actual_bytes) : String(actual_bytes);
     report(name, ok, opts.reveal === false ? `got ${got}, which is not it` : `got ${got}, expected ${MiB(expected_bytes)}`, hint);
@@ -71,27 +79,35 @@ export const check = {
   /** The leaf's `.grad` has the expected values (`null` expects no gradient). */
   async grad(name: string, leaf: { grad: Value } | null | undefined, expected: Value, hint?: string, opts: { tol?: number } = {}): Promise<void> {
     const g = leaf?.grad ?? null;
-    const a = g === null ? null : await plain(g), e = await plain(expected);
+    const a = g === null ? null : await plain(g),
+      e = await plain(expected);
     return report(name, close(a, e, opts.tol ?? 1e-4), `.grad is ${show(a)}, expected ${show(e)}`, hint);
   },
 
   /** `fn` runs without throwing (an error is reported, not rethrown). */
   no_error(name: string, fn: () => unknown, hint?: string): void {
-    try { fn(); report(name, true, ""); }
-    catch (e) { return report(name, false, `it raised ${(e as Error).name}: ${String((e as Error).message).split("\n")[0]}`, hint); }
+    try {
+      fn();
+      report(name, true, "");
+    } catch (e) {
+      report(name, false, `it raised ${(e as Error).name}: ${String((e as Error).message).split("\n")[0]}`, hint);
+    }
   },
 
   /** `fn` throws, and its message matches `pattern` when given. */
   raises(name: string, fn: () => unknown, pattern?: RegExp, hint?: string): void {
-    try { fn(); } catch (e) {
+    try {
+      fn();
+    } catch (e) {
       const msg = String((e as Error).message);
-      return report(name, !pattern || pattern.test(msg), `raised, but the message was: ${msg.split("\n")[0]}`, hint);
+      report(name, !pattern || pattern.test(msg), `raised, but the message was: ${msg.split("\n")[0]}`, hint);
+      return;
     }
-    return report(name, false, "no error was raised", hint);
+    report(name, false, "no error was raised", hint);
   },
 
   /** Any condition. */
   ok(name: string, condition: boolean, hint?: string, detail = "the condition is false"): void {
-    return report(name, condition, detail, hint);
+    report(name, condition, detail, hint);
   },
 };

@@ -6,8 +6,7 @@ import { sizeRepr } from "../format.ts";
 export const DISPLAY = Symbol.for("Jupyter.display");
 export type MimeBundle = Record<string, unknown>;
 
-export const esc = (s: unknown) =>
-  String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+export const esc = (s: unknown) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 
 export const bytes = formatBytes;
 /** Exact byte count with thousands separators: 12,669,440 bytes. */
@@ -22,7 +21,11 @@ export const shapeStr = sizeRepr;
  * An SVG as a standalone fragment: no XML declaration or DOCTYPE. Debian's nbconvert 6.5.3 feeds
  * image/svg+xml to lxml as a str, which refuses one with an encoding declaration (the export crashes).
  */
-export const svgFragment = (svg: string) => svg.replace(/^\s*<\?xml[^>]*\?>\s*/, "").replace(/^\s*<!DOCTYPE[^>]*>\s*/, "").replace(/^(\s*<!--[\s\S]*?-->)+\s*/, "");
+export const svgFragment = (svg: string) =>
+  svg
+    .replace(/^\s*<\?xml[^>]*\?>\s*/, "")
+    .replace(/^\s*<!DOCTYPE[^>]*>\s*/, "")
+    .replace(/^(\s*<!--[\s\S]*?-->)+\s*/, "");
 
 /**
  * A figure for exporters: a <picture> whose source is the SVG and whose <img> is the PNG. Browsers
@@ -31,13 +34,14 @@ export const svgFragment = (svg: string) => svg.replace(/^\s*<\?xml[^>]*\?>\s*/,
  */
 export function pictureHtml(svg: string, png: { base64: string; width: number; height: number }, alt: string): string {
   const svg64 = Buffer.from(svg, "utf8").toString("base64");
-  return `<picture class="gradlab-figure"><source type="image/svg+xml" srcset="data:image/svg+xml;base64,${svg64}">` +
-    `<img src="data:image/png;base64,${png.base64}" width="${png.width}" height="${png.height}" alt="${esc(alt)}"></picture>`;
+  return (
+    `<picture class="gradlab-figure"><source type="image/svg+xml" srcset="data:image/svg+xml;base64,${svg64}">` +
+    `<img src="data:image/png;base64,${png.base64}" width="${png.width}" height="${png.height}" alt="${esc(alt)}"></picture>`
+  );
 }
 export { pyName } from "../autograd/names.ts";
 
-export const TABLE_STYLE =
-  "border-collapse:collapse;font-family:monospace;font-size:12px";
+export const TABLE_STYLE = "border-collapse:collapse;font-family:monospace;font-size:12px";
 const CELL = "border:1px solid #ccc;padding:2px 6px;text-align:left";
 
 /** An HTML table; cells are escaped unless given as {html}. */
@@ -57,7 +61,11 @@ export function htmlTable(head: string[], rows: unknown[][], caption?: string): 
 export function textTable(head: string[], rows: unknown[][]): string {
   const all = [head, ...rows.map((r) => r.map((c) => String(c ?? "")))];
   const w = head.map((_, i) => Math.max(...all.map((r) => [...String(r[i] ?? "")].length)));
-  const line = (r: unknown[]) => r.map((c, i) => String(c ?? "").padEnd(w[i])).join("  ").trimEnd();
+  const line = (r: unknown[]) =>
+    r
+      .map((c, i) => String(c ?? "").padEnd(w[i]))
+      .join("  ")
+      .trimEnd();
   return [line(head), w.map((n) => "-".repeat(n)).join("  "), ...all.slice(1).map(line)].join("\n");
 }
 

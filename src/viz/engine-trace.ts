@@ -41,7 +41,16 @@ export class EngineTraceView extends Display {
           left.set(row.node, row.dependencies);
         }
       } else if (e.step === "ready") {
-        cur = { step: this.steps.length + 1, node: pyName(e.node ?? ""), sequence_nr: e.sequence_nr === undefined ? null : seqStr(e.sequence_nr), queue: (d.queue ?? []).map(pyName), grads_in: [], released: [], bytes_freed: 0, passes: [] };
+        cur = {
+          step: this.steps.length + 1,
+          node: pyName(e.node ?? ""),
+          sequence_nr: e.sequence_nr === undefined ? null : seqStr(e.sequence_nr),
+          queue: (d.queue ?? []).map(pyName),
+          grads_in: [],
+          released: [],
+          bytes_freed: 0,
+          passes: [],
+        };
         this.steps.push(cur);
       } else if (cur && e.step === "apply") cur.grads_in = (d.grads_in ?? []).map((g: string | null) => g ?? "None");
       else if (cur && e.step === "release") {
@@ -65,8 +74,15 @@ export class EngineTraceView extends Display {
   }
   static readonly HEAD = ["#", "node (seq)", "ready queue after pop", "grads in", "released", "bytes freed", "passes to"];
   private cells(s: EngineStep): string[] {
-    return [String(s.step), `${s.node} (${s.sequence_nr ?? "-"})`, s.queue.join(", ") || "(empty)", s.grads_in.join(", "),
-      s.released.join(", "), s.bytes_freed ? bytes(s.bytes_freed) : s.released.length ? "0 bytes" : "", s.passes.join("; ")];
+    return [
+      String(s.step),
+      `${s.node} (${s.sequence_nr ?? "-"})`,
+      s.queue.join(", ") || "(empty)",
+      s.grads_in.join(", "),
+      s.released.join(", "),
+      s.bytes_freed ? bytes(s.bytes_freed) : s.released.length ? "0 bytes" : "",
+      s.passes.join("; "),
+    ];
   }
   private entryLine(): string {
     const e = this.entry ?? {};
@@ -74,12 +90,19 @@ export class EngineTraceView extends Display {
     return `1. entry: ${roots.length} root(s) of shape ${roots.join(", ")}, retain_graph=${e.retain_graph ? "True" : "False"}, create_graph=${e.create_graph ? "True" : "False"}`;
   }
   get text(): string {
-    const deps = textTable(["node", "seq", "dependencies"], this.dependencies.map((d) => [d.node, d.sequence_nr, d.dependencies]));
+    const deps = textTable(
+      ["node", "seq", "dependencies"],
+      this.dependencies.map((d) => [d.node, d.sequence_nr, d.dependencies]),
+    );
     return [
       this.entryLine(),
-      "2. dependency counts:", deps,
+      "2. dependency counts:",
+      deps,
       "3-6. ready queue (highest sequence_nr first), apply, release saved tensors, pass gradients on:",
-      textTable(EngineTraceView.HEAD, this.steps.map((s) => this.cells(s))),
+      textTable(
+        EngineTraceView.HEAD,
+        this.steps.map((s) => this.cells(s)),
+      ),
       `${this.steps.length} nodes run, ${bytes(this.total_freed)} freed by releasing saved tensors`,
     ].join("\n");
   }
@@ -87,8 +110,16 @@ export class EngineTraceView extends Display {
     const p = (s: string) => `<p style="font-family:monospace;font-size:12px;margin:4px 0">${esc(s)}</p>`;
     const html = [
       p(this.entryLine()),
-      htmlTable(["node", "seq", "dependencies"], this.dependencies.map((d) => [d.node, d.sequence_nr, d.dependencies]), "2. dependency counts"),
-      htmlTable(EngineTraceView.HEAD, this.steps.map((s) => this.cells(s).map((c, i) => (i === 5 && s.bytes_freed ? bytesHtml(s.bytes_freed) : c))), "3–6. ready queue, apply, release, pass"),
+      htmlTable(
+        ["node", "seq", "dependencies"],
+        this.dependencies.map((d) => [d.node, d.sequence_nr, d.dependencies]),
+        "2. dependency counts",
+      ),
+      htmlTable(
+        EngineTraceView.HEAD,
+        this.steps.map((s) => this.cells(s).map((c, i) => (i === 5 && s.bytes_freed ? bytesHtml(s.bytes_freed) : c))),
+        "3–6. ready queue, apply, release, pass",
+      ),
       p(`${this.steps.length} nodes run, ${bytes(this.total_freed)} freed by releasing saved tensors`),
     ].join("");
     return { "text/plain": this.text, "text/html": html };

@@ -28,20 +28,25 @@ const attrValue = (v: unknown): string => {
 };
 
 function savedLabel(s: SavedInfo): string {
-  const version = s.currentVersion === null
-    ? `version ${s.savedVersion}`
-    : s.currentVersion === s.savedVersion ? `version ${s.savedVersion}` : `saved v${s.savedVersion}, now v${s.currentVersion}`;
+  const version =
+    s.currentVersion === null
+      ? `version ${s.savedVersion}`
+      : s.currentVersion === s.savedVersion
+        ? `version ${s.savedVersion}`
+        : `saved v${s.savedVersion}, now v${s.currentVersion}`;
   const state = s.released ? "released" : s.packed ? "packed by hooks" : bytes(s.bytes);
   return `${s.slot}\n${sizeTuple(s.shape)}\n${state}, ${version}`;
 }
-const savedState = (s: SavedInfo) =>
-  s.released ? "released" : s.currentVersion !== null && s.currentVersion !== s.savedVersion ? "stale" : "alive";
+const savedState = (s: SavedInfo) => (s.released ? "released" : s.currentVersion !== null && s.currentVersion !== s.savedVersion ? "stale" : "alive");
 
 export class GraphView extends Display {
   readonly roots: Array<Tensor | Node>;
   readonly nodes: Node[];
   private readonly names: Map<unknown, string>;
-  constructor(root: Root | Root[], readonly opts: GraphOptions = {}) {
+  constructor(
+    root: Root | Root[],
+    readonly opts: GraphOptions = {},
+  ) {
     super();
     const list = (Array.isArray(root) ? root : [root]).filter((r): r is Tensor | Node => r != null);
     this.roots = list;
@@ -52,7 +57,7 @@ export class GraphView extends Display {
 
   private leafName(n: Node): string | null {
     const v = leafOf(n);
-    return v ? this.names.get(v._meta) ?? null : null;
+    return v ? (this.names.get(v._meta) ?? null) : null;
   }
 
   /** DOT source, with node ids numbered in visit order (stable for the same graph). */
@@ -95,8 +100,12 @@ export class GraphView extends Display {
           sid = `s${nSaved++}`;
           savedIds.set(key, sid);
           const st = savedState(s);
-          const style = st === "released" ? 'style="filled,dashed" fillcolor=white fontcolor=gray50 color=gray50'
-            : st === "stale" ? "fillcolor=tomato" : "fillcolor=orange";
+          const style =
+            st === "released"
+              ? 'style="filled,dashed" fillcolor=white fontcolor=gray50 color=gray50'
+              : st === "stale"
+                ? "fillcolor=tomato"
+                : "fillcolor=orange";
           lines.push(`\t${sid} [label=${dotStr(savedLabel(s))} ${style}]`);
         }
         lines.push(`\t${sid} -> ${id.get(n)} [dir=none style=dashed]`);

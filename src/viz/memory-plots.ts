@@ -11,7 +11,10 @@ const PHASE_COLORS = ["#9ecae9", "#ffbf79", "#88d27a", "#eeeeee"];
 const r3 = (v: number) => Math.round(v * 1000) / 1000;
 
 export interface TimelineOptions {
-  title?: string; width?: number; height?: number; max_points?: number;
+  title?: string;
+  width?: number;
+  height?: number;
+  max_points?: number;
   /** Count memory allocated before recording and still alive now (parameters made earlier). Default true. */
   baseline?: boolean;
 }
@@ -21,7 +24,8 @@ const seriesOf = (src: EventsLike | PartialEvent[], o: TimelineOptions, points =
 /** Long-format rows (one per sample and category) for a stacked area. */
 function areaRows(s: Series, div: number, run?: string) {
   const rows: Array<Record<string, unknown>> = [];
-  for (const p of s.samples) for (const c of CATEGORIES) rows.push({ ...(run ? { run } : {}), event: p.i, category: c, value: r3(p.byCat[c] / div), bytes: p.byCat[c] });
+  for (const p of s.samples)
+    for (const c of CATEGORIES) rows.push({ ...(run ? { run } : {}), event: p.i, category: c, value: r3(p.byCat[c] / div), bytes: p.byCat[c] });
   return rows;
 }
 const catScale = { domain: [...CATEGORIES], range: CAT_COLORS };
@@ -32,13 +36,15 @@ function timelineSpec(s: Series, o: TimelineOptions): object {
   return {
     $schema: VEGALITE_SCHEMA,
     title: o.title ?? "Device memory over one run",
-    width: o.width ?? 640, height: o.height ?? 260,
+    width: o.width ?? 640,
+    height: o.height ?? 260,
     layer: [
       {
         data: { values: s.bands.map((b) => ({ ...b })) },
         mark: { type: "rect", opacity: 0.35 },
         encoding: {
-          x: { field: "start", type: "quantitative", title: "event #" }, x2: { field: "end" },
+          x: { field: "start", type: "quantitative", title: "event #" },
+          x2: { field: "end" },
           color: { field: "phase", type: "nominal", scale: { domain: [...PHASES], range: PHASE_COLORS }, legend: { title: "phase" } },
         },
       },
@@ -49,15 +55,26 @@ function timelineSpec(s: Series, o: TimelineOptions): object {
           x: { field: "event", type: "quantitative", title: "event #" },
           y: { field: "value", type: "quantitative", stack: "zero", title: y },
           fill: { field: "category", type: "nominal", scale: catScale, legend: { title: "category" } },
-          tooltip: [{ field: "event", type: "quantitative" }, { field: "category", type: "nominal" }, { field: "value", type: "quantitative", title: u.name }, { field: "bytes", type: "quantitative", title: "bytes (exact)", format: "," }],
+          tooltip: [
+            { field: "event", type: "quantitative" },
+            { field: "category", type: "nominal" },
+            { field: "value", type: "quantitative", title: u.name },
+            { field: "bytes", type: "quantitative", title: "bytes (exact)", format: "," },
+          ],
         },
       },
       {
         data: { values: [{ event: s.peak.i, value: r3(s.peak.bytes / u.div), label: `peak ${bytes(s.peak.bytes)} (${s.peak.phase})` }] },
         layer: [
           { mark: { type: "rule", color: "black", strokeDash: [4, 3] }, encoding: { x: { field: "event", type: "quantitative" } } },
-          { mark: { type: "point", color: "black", filled: true }, encoding: { x: { field: "event", type: "quantitative" }, y: { field: "value", type: "quantitative" } } },
-          { mark: { type: "text", align: "left", dx: 5, dy: -6 }, encoding: { x: { field: "event", type: "quantitative" }, y: { field: "value", type: "quantitative" }, text: { field: "label", type: "nominal" } } },
+          {
+            mark: { type: "point", color: "black", filled: true },
+            encoding: { x: { field: "event", type: "quantitative" }, y: { field: "value", type: "quantitative" } },
+          },
+          {
+            mark: { type: "text", align: "left", dx: 5, dy: -6 },
+            encoding: { x: { field: "event", type: "quantitative" }, y: { field: "value", type: "quantitative" }, text: { field: "label", type: "nominal" } },
+          },
         ],
       },
     ],
@@ -90,7 +107,10 @@ export class MemoryTimelineView extends Display {
   throttle_ms: number | "auto" = "auto";
   /** How long the last redraw took, in ms (for the "auto" throttle). */
   private cost = 0;
-  constructor(src: EventsLike | PartialEvent[], readonly opts: TimelineOptions = {}) {
+  constructor(
+    src: EventsLike | PartialEvent[],
+    readonly opts: TimelineOptions = {},
+  ) {
     super();
     this.s = seriesOf(src, opts);
   }
@@ -184,11 +204,16 @@ export function memory_timeline(src: EventsLike | PartialEvent[] = [], opts: Tim
 // ---- per-stage bars ----
 type StageRow = [string, number] | [string, number, number];
 const parseBytes = (v: number | string) =>
-  typeof v === "number" ? v : parseFloat(v) * ({ GB: 2 ** 30, GiB: 2 ** 30, MB: 2 ** 20, MiB: 2 ** 20, KB: 1024, KiB: 1024 }[v.trim().split(/\s+/)[1] ?? ""] ?? 1);
+  typeof v === "number"
+    ? v
+    : parseFloat(v) * ({ GB: 2 ** 30, GiB: 2 ** 30, MB: 2 ** 20, MiB: 2 ** 20, KB: 1024, KiB: 1024 }[v.trim().split(/\s+/)[1] ?? ""] ?? 1);
 
 export class MemoryStagesView extends Display {
   readonly rows: Array<{ stage: string; allocated: number; peak: number | null }>;
-  constructor(rows: Array<StageRow | [string, string] | [string, string, string]>, readonly opts: { title?: string } = {}) {
+  constructor(
+    rows: Array<StageRow | [string, string] | [string, string, string]>,
+    readonly opts: { title?: string } = {},
+  ) {
     super();
     this.rows = rows.map((r) => ({ stage: r[0], allocated: parseBytes(r[1]), peak: r.length > 2 ? parseBytes(r[2] as number | string) : null }));
   }
@@ -200,13 +225,26 @@ export class MemoryStagesView extends Display {
   get spec(): object {
     const max = Math.max(0, ...this.rows.map((r) => Math.max(r.allocated, r.peak ?? 0)));
     const u = unitFor(max);
-    const values = this.rows.map((r, i) => ({ order: i, stage: r.stage, allocated: r3(r.allocated / u.div), allocated_bytes: r.allocated, ...(r.peak === null ? {} : { peak: r3(r.peak / u.div), peak_bytes: r.peak }) }));
-    const tooltip = [{ field: "stage", type: "nominal" }, { field: "allocated", type: "quantitative", title: u.name }, { field: "allocated_bytes", type: "quantitative", title: "allocated bytes (exact)", format: "," },
-      ...(this.rows.some((r) => r.peak !== null) ? [{ field: "peak_bytes", type: "quantitative", title: "peak bytes (exact)", format: "," }] : [])];
+    const values = this.rows.map((r, i) => ({
+      order: i,
+      stage: r.stage,
+      allocated: r3(r.allocated / u.div),
+      allocated_bytes: r.allocated,
+      ...(r.peak === null ? {} : { peak: r3(r.peak / u.div), peak_bytes: r.peak }),
+    }));
+    const tooltip = [
+      { field: "stage", type: "nominal" },
+      { field: "allocated", type: "quantitative", title: u.name },
+      { field: "allocated_bytes", type: "quantitative", title: "allocated bytes (exact)", format: "," },
+      ...(this.rows.some((r) => r.peak !== null) ? [{ field: "peak_bytes", type: "quantitative", title: "peak bytes (exact)", format: "," }] : []),
+    ];
     const y = { field: "stage", type: "nominal", sort: this.rows.map((r) => r.stage), title: null };
     const layer: object[] = [
       { mark: { type: "bar", color: "#4c78a8" }, encoding: { x: { field: "allocated", type: "quantitative", title: `${u.name}` }, tooltip } },
-      { mark: { type: "text", align: "left", dx: 3 }, encoding: { x: { field: "allocated", type: "quantitative" }, text: { field: "allocated", type: "quantitative", format: ".2f" } } },
+      {
+        mark: { type: "text", align: "left", dx: 3 },
+        encoding: { x: { field: "allocated", type: "quantitative" }, text: { field: "allocated", type: "quantitative", format: ".2f" } },
+      },
     ];
     if (this.rows.some((r) => r.peak !== null)) {
       layer.push({ mark: { type: "tick", color: "#e45756", thickness: 2 }, encoding: { x: { field: "peak", type: "quantitative" } } });
@@ -216,7 +254,10 @@ export class MemoryStagesView extends Display {
   }
   get text(): string {
     const head = ["stage", "allocated", ...(this.rows.some((r) => r.peak !== null) ? ["peak"] : [])];
-    return textTable(head, this.rows.map((r) => [r.stage, bytes(r.allocated), ...(r.peak === null ? [] : [bytes(r.peak)])]));
+    return textTable(
+      head,
+      this.rows.map((r) => [r.stage, bytes(r.allocated), ...(r.peak === null ? [] : [bytes(r.peak)])]),
+    );
   }
   protected build(): MimeBundle {
     return plotBundle(this.spec, this.text);
@@ -234,7 +275,10 @@ export function memory_stages(rows: Array<StageRow | [string, string] | [string,
 // ---- runs side by side ----
 export class CompareRunsView extends Display {
   readonly runs: Array<[string, Series]>;
-  constructor(runs: Record<string, EventsLike | PartialEvent[]>, readonly opts: TimelineOptions = {}) {
+  constructor(
+    runs: Record<string, EventsLike | PartialEvent[]>,
+    readonly opts: TimelineOptions = {},
+  ) {
     super();
     this.runs = Object.entries(runs).map(([k, v]) => [k, seriesOf(v, opts, 300)]);
   }
@@ -253,7 +297,8 @@ export class CompareRunsView extends Display {
       data: { values: [...values, ...peaks.map((p) => ({ ...p, category: "peak" }))] },
       facet: { column: { field: "run", type: "nominal", sort: this.runs.map(([n]) => n), title: null } },
       spec: {
-        width: this.opts.width ?? 320, height: this.opts.height ?? 220,
+        width: this.opts.width ?? 320,
+        height: this.opts.height ?? 220,
         layer: [
           {
             transform: [{ filter: "datum.category !== 'peak'" }],
@@ -275,7 +320,10 @@ export class CompareRunsView extends Display {
     };
   }
   get text(): string {
-    return textTable(["run", "events", "peak", "peak phase", "final"], this.runs.map(([n, s]) => [n, s.events, bytes(s.peak.bytes), s.peak.phase, bytes(s.final)]));
+    return textTable(
+      ["run", "events", "peak", "peak phase", "final"],
+      this.runs.map(([n, s]) => [n, s.events, bytes(s.peak.bytes), s.peak.phase, bytes(s.final)]),
+    );
   }
   protected build(): MimeBundle {
     return plotBundle(this.spec, this.text);

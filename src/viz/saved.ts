@@ -22,7 +22,10 @@ export interface SavedRow {
 
 export class SavedTensorsView extends Display {
   private readonly fns: Array<NonNullable<Tensor["grad_fn"]>>;
-  constructor(root: Root | Root[], private readonly tensors: Record<string, Tensor> = {}) {
+  constructor(
+    root: Root | Root[],
+    private readonly tensors: Record<string, Tensor> = {},
+  ) {
     super();
     const list = (Array.isArray(root) ? root : [root]).filter((r) => r != null);
     this.fns = list.map((r) => (isNode(r) ? r : (r as Tensor).grad_fn)).filter((n) => !!n) as NonNullable<Tensor["grad_fn"]>[];
@@ -39,12 +42,18 @@ export class SavedTensorsView extends Display {
     for (const n of reachable(this.fns)) {
       for (const [k, sv] of n.savedVariables()) {
         const s = savedInfo(k, sv);
-        const state = s.released ? "released" : s.packed ? "packed"
-          : s.currentVersion !== null && s.currentVersion !== s.savedVersion ? "stale" : "alive";
+        const state = s.released ? "released" : s.packed ? "packed" : s.currentVersion !== null && s.currentVersion !== s.savedVersion ? "stale" : "alive";
         rows.push({
-          node: pyName(n.name()), sequence_nr: n.sequence_nr(), slot: s.slot, shape: s.shape, dtype: s.dtype, bytes: s.bytes,
-          saved_version: s.savedVersion, current_version: s.currentVersion, state,
-          shares_storage_with: s.storage ? byStorage.get(s.storage) ?? [] : [],
+          node: pyName(n.name()),
+          sequence_nr: n.sequence_nr(),
+          slot: s.slot,
+          shape: s.shape,
+          dtype: s.dtype,
+          bytes: s.bytes,
+          saved_version: s.savedVersion,
+          current_version: s.currentVersion,
+          state,
+          shares_storage_with: s.storage ? (byStorage.get(s.storage) ?? []) : [],
         });
       }
     }
@@ -64,7 +73,10 @@ export class SavedTensorsView extends Display {
 
   private textOf(rows: SavedRow[]): string {
     if (!rows.length) return "No saved tensors (nothing saved, or no graph).";
-    return `${textTable(SavedTensorsView.HEAD, rows.map((r) => this.cells(r)))}\n${rows.length} saved tensor(s), ${bytes(aliveBytes(rows))} still held`;
+    return `${textTable(
+      SavedTensorsView.HEAD,
+      rows.map((r) => this.cells(r)),
+    )}\n${rows.length} saved tensor(s), ${bytes(aliveBytes(rows))} still held`;
   }
   get text(): string {
     return this.textOf(this.rows);
@@ -73,7 +85,10 @@ export class SavedTensorsView extends Display {
     const rows = this.rows;
     const colour = { alive: "#fff3e0", released: "#f0f0f0", packed: "#e3f2fd", stale: "#ffcdd2" };
     const cells = rows.map((r) =>
-      this.cells(r).map((c, i) => (i === 7 ? { html: `<span style="background:${colour[r.state]};padding:0 4px">${esc(c)}</span>` } : i === 5 ? bytesHtml(r.bytes) : c)));
+      this.cells(r).map((c, i) =>
+        i === 7 ? { html: `<span style="background:${colour[r.state]};padding:0 4px">${esc(c)}</span>` } : i === 5 ? bytesHtml(r.bytes) : c,
+      ),
+    );
     const html = rows.length
       ? htmlTable(SavedTensorsView.HEAD, cells, `Saved tensors: ${rows.length}, ${bytes(aliveBytes(rows))} still held`)
       : `<p>${esc(this.textOf(rows))}</p>`;

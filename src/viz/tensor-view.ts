@@ -25,19 +25,33 @@ function formatter(values: ArrayLike<number>, dtype: string): (v: number) => str
     if (!Number.isFinite(v)) continue;
     if (v !== Math.trunc(v)) ints = false;
     const a = Math.abs(v);
-    if (a > 0) { max = Math.max(max, a); min = Math.min(min, a); }
+    if (a > 0) {
+      max = Math.max(max, a);
+      min = Math.min(min, a);
+    }
   }
   const sci = max > 1e8 || (max > 0 && (max / min > 1000 || (!ints && min < 1e-4)));
-  return (v) => (!Number.isFinite(v) ? String(v).replace("Infinity", "inf").replace("NaN", "nan")
-    : sci ? v.toExponential(4).replace(/e([+-])(\d)$/, "e$10$2") : ints ? `${v}.` : v.toFixed(4));
+  return (v) =>
+    !Number.isFinite(v)
+      ? String(v).replace("Infinity", "inf").replace("NaN", "nan")
+      : sci
+        ? v.toExponential(4).replace(/e([+-])(\d)$/, "e$10$2")
+        : ints
+          ? `${v}.`
+          : v.toFixed(4);
 }
 
 /** The metadata line: shape, dtype, device, requires_grad, grad_fn, _version, bytes. */
 export function tensorMeta(t: Tensor): string {
   const fn = t.grad_fn ? `&lt;${esc(pyName(t.grad_fn.name()))}&gt;` : "None";
   return [
-    `shape=${sizeRepr(t.shape)}`, `dtype=torch.${t.dtype}`, `device=${esc(t.device)}`,
-    `requires_grad=${t.requires_grad ? "True" : "False"}`, `grad_fn=${fn}`, `_version=${t._version}`, `bytes=<span title="${exactBytes(t.nbytes)}">${esc(bytes(t.nbytes))}</span>`,
+    `shape=${sizeRepr(t.shape)}`,
+    `dtype=torch.${t.dtype}`,
+    `device=${esc(t.device)}`,
+    `requires_grad=${t.requires_grad ? "True" : "False"}`,
+    `grad_fn=${fn}`,
+    `_version=${t._version}`,
+    `bytes=<span title="${exactBytes(t.nbytes)}">${esc(bytes(t.nbytes))}</span>`,
   ].join(" · ");
 }
 
@@ -58,10 +72,12 @@ export function tensorHtml(t: Tensor, values: ArrayLike<number> | null): string 
   const td = 'style="border:1px solid #ddd;padding:1px 6px;text-align:right"';
   const th = 'style="border:1px solid #ddd;padding:1px 6px;color:#888;font-weight:normal"';
   const head = `<tr><th ${th}></th>${ci.map((c) => `<th ${th}>${c < 0 ? "…" : c}</th>`).join("")}</tr>`;
-  const body = ri.map((r) => {
-    const label = t.ndim === 1 ? "" : r < 0 ? "…" : String(r);
-    const cells = ci.map((c) => `<td ${td}>${r < 0 || c < 0 ? "…" : esc(fmt(values[r * cols + c]))}</td>`).join("");
-    return `<tr><th ${th}>${label}</th>${cells}</tr>`;
-  }).join("");
+  const body = ri
+    .map((r) => {
+      const label = t.ndim === 1 ? "" : r < 0 ? "…" : String(r);
+      const cells = ci.map((c) => `<td ${td}>${r < 0 || c < 0 ? "…" : esc(fmt(values[r * cols + c]))}</td>`).join("");
+      return `<tr><th ${th}>${label}</th>${cells}</tr>`;
+    })
+    .join("");
   return `<div><table style="${TABLE_STYLE}">${head}${body}</table>${meta}</div>`;
 }

@@ -37,11 +37,21 @@ export function vegaLiteToSvgSync(spec: object): string {
     view.run();
     const v = view as unknown as { _viewWidth: number; _viewHeight: number; _origin: [number, number] };
     const pad = view.padding() as { left: number; right: number; top: number; bottom: number };
-    type StringRenderer = { initialize(el: null, w: number, h: number, origin: number[], scale: number): void; background(c: unknown): void; render(scene: unknown): void; svg(): string | null };
+    type StringRenderer = {
+      initialize(el: null, w: number, h: number, origin: number[], scale: number): void;
+      background(c: unknown): void;
+      render(scene: unknown): void;
+      svg(): string | null;
+    };
     const Renderer = (vega as unknown as { SVGStringRenderer: new (loader: unknown) => StringRenderer }).SVGStringRenderer;
     const r = new Renderer(view.loader());
-    r.initialize(null, Math.max(0, v._viewWidth + pad.left + pad.right), Math.max(0, v._viewHeight + pad.top + pad.bottom),
-      [pad.left + v._origin[0], pad.top + v._origin[1]], 1);
+    r.initialize(
+      null,
+      Math.max(0, v._viewWidth + pad.left + pad.right),
+      Math.max(0, v._viewHeight + pad.top + pad.bottom),
+      [pad.left + v._origin[0], pad.top + v._origin[1]],
+      1,
+    );
     r.background(view.background());
     r.render((view.scenegraph() as unknown as { root: unknown }).root);
     return r.svg() as string;

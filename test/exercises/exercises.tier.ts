@@ -12,7 +12,11 @@ import { describe, expect, it } from "vitest";
 const repo = new URL("../..", import.meta.url).pathname;
 const solutions = readdirSync(join(repo, "notebooks", "solutions")).filter((f) => f.endsWith(".ipynb"));
 
-interface Output { output_type: string; text?: string | string[]; name?: string }
+interface Output {
+  output_type: string;
+  text?: string | string[];
+  name?: string;
+}
 
 function run(path: string): { checks: string[]; errors: Output[] } {
   const out = join(mkdtempSync(join(tmpdir(), "gradlab-ex-")), "out.ipynb");
@@ -43,7 +47,10 @@ describe("exercises: templates fail their checks, solutions pass them", () => {
       expect(s.errors).toEqual([]);
       expect(t.checks.length).toBeGreaterThan(0);
       expect(t.checks.filter((l) => l.startsWith("✗ ")).length, t.checks.join("\n")).toBeGreaterThan(0);
-      expect(s.checks.filter((l) => l.startsWith("✗ ")), s.checks.join("\n")).toEqual([]);
+      expect(
+        s.checks.filter((l) => l.startsWith("✗ ")),
+        s.checks.join("\n"),
+      ).toEqual([]);
       // the same checks, by name, all passing
       const name = (l: string) => l.slice(2).split(":")[0];
       expect(s.checks.map(name).sort()).toEqual(t.checks.map(name).sort());

@@ -21,6 +21,7 @@ interface GraphNode {
  * The node classes, declared into this module by autograd/node.ts (module augmentation), so that the
  * tensor's identity names its grad_fn's type without importing the graph: the only import cycle left
  * is the type-only tensor <-> meta pair.
+ * @public (the augmentation's target)
  */
 // biome-ignore lint/suspicious/noEmptyInterface: filled in by autograd/node.ts.
 export interface GraphTypes {}

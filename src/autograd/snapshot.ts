@@ -9,6 +9,7 @@ import { formatBytes } from "../memory/format-bytes.ts";
 import { liveStorages, type HandleInfo, type Storage } from "../memory/storage.ts";
 import { reclaim, takeReleases } from "../memory/lifetime.ts";
 
+/** @public (part of the runtime's typed API) */
 export interface Holder {
   kind: "tensor" | "view" | "saved" | "grad" | "accumulate_grad" | string;
   description: string;
@@ -47,6 +48,7 @@ export function memory_snapshot(): LiveStorage[] {
     .sort((a, b) => b.bytes - a.bytes);
 }
 
+/** @public (part of the runtime's typed API) */
 export interface Leak {
   /** Where the graph's root tensor is kept, e.g. "bad_history[3]", or its description when not found. */
   holder: string;

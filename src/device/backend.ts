@@ -16,6 +16,7 @@ const INSTALL_HINT =
   "Dawn rejects Mesa 22) or the GLES fallback with `apt-get install libegl1 libgles2 libegl-mesa0` " +
   "(then GRADLAB_WEBGPU_BACKEND=opengles). `bash .ci/setup` in the GradLab checkout does both.";
 
+/** @public (part of the runtime's typed API) */
 export interface AdapterFacts {
   backend: "vulkan" | "opengles" | "other";
   vendor: string;

@@ -52,7 +52,10 @@ function engineHooks(): { gc: (() => void) | null; Registry: typeof Finalization
 const hooks = engineHooks();
 let live = 0;
 let reclaimed = 0;
-/** Why handles let go of their storage: for lifecycle_report (what the runtime did, and why). */
+/**
+ * Why handles let go of their storage: for lifecycle_report (what the runtime did, and why).
+ * @public (part of the runtime's typed API)
+ */
 export type ReleaseReason = "dispose" | "scope" | "collected";
 let reason: ReleaseReason = "dispose";
 const tally = () => ({ dispose: { handles: 0, bytes: 0 }, scope: { handles: 0, bytes: 0 }, collected: { handles: 0, bytes: 0 } });

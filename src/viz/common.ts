@@ -13,8 +13,6 @@ export const bytes = formatBytes;
 export const exactBytes = (n: number) => `${n.toLocaleString("en-US")} bytes`;
 /** Human units in HTML with the exact count kept as a tooltip: <span title="12,669,440 bytes">12.08 MiB</span>. */
 export const bytesHtml = (n: number) => ({ html: `<span title="${exactBytes(n)}">${esc(formatBytes(n))}</span>` });
-/** Human units in text with the exact count beside it when they differ: 12.08 MiB (12,669,440 bytes). */
-export const bytesText = (n: number) => (n <= 1024 ? formatBytes(n) : `${formatBytes(n)} (${exactBytes(n)})`);
 export const shapeStr = sizeRepr;
 
 /**

@@ -50,7 +50,7 @@ export function savedAttrs(n: Node): Array<[string, unknown]> {
   return out;
 }
 
-export const isAccumulateGrad = (n: Node) => pyName(n.name()) === "AccumulateGrad";
+const isAccumulateGrad = (n: Node) => pyName(n.name()) === "AccumulateGrad";
 export const leafOf = (n: Node): Tensor | null => (isAccumulateGrad(n) ? ((n as unknown as { variable: Tensor }).variable ?? null) : null);
 
 export type Root = Tensor | Node | null | undefined;

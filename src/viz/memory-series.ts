@@ -12,11 +12,12 @@ type Cat = (typeof CATEGORIES)[number];
 export type EventsLike = MemoryEvent[] | { device_traces: MemoryEvent[][] };
 export type PartialEvent = Pick<MemoryEvent, "action" | "size" | "category" | "phase"> & Partial<MemoryEvent>;
 
-export function eventsOf(src: EventsLike | PartialEvent[]): PartialEvent[] {
+function eventsOf(src: EventsLike | PartialEvent[]): PartialEvent[] {
   if (Array.isArray(src)) return src;
   return (src.device_traces ?? [])[0] ?? [];
 }
 
+/** @public (part of the runtime's typed API) */
 export interface Sample {
   /** Event index (0 = before the first event). */
   i: number;

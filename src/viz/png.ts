@@ -14,7 +14,7 @@ let mod: ResvgMod | null = null;
 const load = (): ResvgMod => (mod ??= createRequire(import.meta.url)("@resvg/resvg-js") as ResvgMod);
 
 /** Font files GradLab gives resvg, where the machine has them (Debian paths). */
-export const FONT_FILES = [
+const FONT_FILES = [
   "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
   "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf",
   "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf",
@@ -24,7 +24,7 @@ export const FONT_FILES = [
   "/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf",
 ];
 /** CJK fonts known to GradLab's PNG fallback; the first one present is used for Chinese text. */
-export const CJK_FONT_FILES = FONT_FILES.slice(4);
+const CJK_FONT_FILES = FONT_FILES.slice(4);
 
 let fontFiles: string[] | null = null;
 function fonts(): { files: string[]; system: boolean } {

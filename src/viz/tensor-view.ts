@@ -42,7 +42,7 @@ function formatter(values: ArrayLike<number>, dtype: string): (v: number) => str
 }
 
 /** The metadata line: shape, dtype, device, requires_grad, grad_fn, _version, bytes. */
-export function tensorMeta(t: Tensor): string {
+function tensorMeta(t: Tensor): string {
   const fn = t.grad_fn ? `&lt;${esc(pyName(t.grad_fn.name()))}&gt;` : "None";
   return [
     `shape=${sizeRepr(t.shape)}`,

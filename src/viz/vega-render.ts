@@ -29,7 +29,7 @@ export async function vegaLiteToSvg(spec: object): Promise<string> {
  * data, nothing to load) and the scene is written by vega's SVG string renderer, sized as
  * view.toSVG() sizes it (the same text, measured by the tests).
  */
-export function vegaLiteToSvgSync(spec: object): string {
+function vegaLiteToSvgSync(spec: object): string {
   const [vega, vl] = load();
   const compiled = vl.compile(spec as Parameters<typeof vl.compile>[0]).spec;
   const view = new vega.View(vega.parse(compiled), { renderer: "none", logLevel: vega.Error });

@@ -13,11 +13,11 @@ import { chromium, type BrowserContext } from "playwright-core";
 
 export const REPO = join(import.meta.dirname, "..", "..");
 export const VENV = process.env.GRADLAB_JUPYTER_VENV ?? "/opt/gradlab-jupyter";
-export const CHROMIUM = process.env.GRADLAB_CHROMIUM ?? "/usr/bin/chromium";
+const CHROMIUM = process.env.GRADLAB_CHROMIUM ?? "/usr/bin/chromium";
 /** Where screenshots go (README: "Browser tier"). */
 export const SHOTS = process.env.GRADLAB_SCREENSHOTS ?? join(REPO, "test-artifacts", "browser");
 
-export function freePort(): Promise<number> {
+function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once("error", reject);
@@ -129,7 +129,7 @@ export async function startServer(): Promise<Server> {
   };
 }
 
-export const CHROMIUM_ARGS = [
+const CHROMIUM_ARGS = [
   "--headless",
   "--no-sandbox",
   "--disable-gpu",
@@ -153,7 +153,7 @@ export async function startBrowser(): Promise<BrowserContext> {
 }
 
 /** Decodes an 8-bit, non-interlaced PNG (what Chromium's screenshots are) to RGBA. */
-export function decodePng(buf: Buffer): { width: number; height: number; rgba: Uint8Array } {
+function decodePng(buf: Buffer): { width: number; height: number; rgba: Uint8Array } {
   let off = 8;
   let width = 0,
     height = 0,

@@ -17,7 +17,7 @@ const any =
   (line: string) =>
     res.some((re) => re.test(line));
 /** Known differences. Each names the issue-11 item where there is one. */
-export const KNOWN: Record<string, Known> = {
+const KNOWN: Record<string, Known> = {
   matmulDecomposition: {
     reason:
       "runtime: src/autograd/functions/linalg.ts matmul. For 2-D @ >=3-D, torch 1.13's at::matmul computes (b^T @ a^T)^T and, " +

@@ -18,7 +18,7 @@ function allocated(expected: number): number {
 }
 
 type Raw = number | boolean | string | null | Raw[];
-export interface Statement {
+interface Statement {
   py: string;
   ts: string;
   error: string | null;
@@ -28,7 +28,7 @@ interface NodeInfo {
   name: string;
   next: Array<[string | null, number]>;
 }
-export interface Final {
+interface Final {
   shape: number[];
   dtype: string;
   requires_grad: boolean;

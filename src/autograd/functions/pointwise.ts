@@ -94,7 +94,10 @@ export function clampInplace<T extends Tensor>(x: T, min: ClampArg, max?: number
   return x;
 }
 
-/** What a binary node may save: the operands, the output, and add/sub's alpha. */
+/**
+ * What a binary node may save: the operands, the output, and add/sub's alpha.
+ * @public (part of the runtime's typed API)
+ */
 export type BinarySaved = "self" | "other" | "exponent" | "result" | "alpha";
 /** Shapes and alpha of the forward call, which every binary formula may need (node.consts). */
 export interface BinaryConsts {

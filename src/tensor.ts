@@ -75,8 +75,8 @@ export class Tensor {
   readonly _offset: number;
   readonly dtype: DType;
   readonly _versionCounter: VersionCounter;
-  /** The tensor this one is a view of (PyTorch's `._base`), or null. */
-  readonly _base: Tensor | null;
+  /** The tensor this one is a view of (PyTorch's `._base`), or null (also once this handle is disposed). */
+  _base: Tensor | null;
   /** Autograd identity, shared by handles that are the same tensor (see autograd/meta.ts). */
   readonly _meta: AutogradMeta;
   private readonly _rec: HandleRecord;
@@ -121,6 +121,9 @@ export class Tensor {
     this._disposed = true;
     untrack(this);
     this._rec.release();
+    // As dropping a view in Python drops its reference to the base: a base only the view held (matmul's
+    // product behind its transposed result) becomes collectable even while this disposed handle is kept.
+    this._base = null;
   }
   /** Who owns this handle when the runtime does (a saved variable, a .grad, an AccumulateGrad): for snapshots. */
   get _role(): Role | null {

@@ -358,3 +358,46 @@ describe("a node saves a tensor only for the inputs that need a gradient, as tor
     expect(mv._saved_vec).toBeNull();
   });
 });
+
+describe("2-D @ 3-D matmul is recorded as at::matmul records it", () => {
+  // torch 1.13: output.mT().contiguous() is the transposed view itself when a has one row, a copy otherwise.
+  it("a one-row left operand gives TransposeBackward0 of UnsafeViewBackward0, and in place on it keeps every gradient", async () => {
+    const a = torch.tensor([[1, 2, 3]], { requires_grad: true });
+    const b = torch.tensor(
+      [
+        [
+          [1, 0],
+          [0, 1],
+          [1, 1],
+        ],
+        [
+          [2, 0],
+          [0, 2],
+          [1, -1],
+        ],
+      ],
+      { requires_grad: true },
+    );
+    const y = torch.matmul(a, b);
+    expect(y.grad_fn!.name()).toBe("TransposeBackward0");
+    expect(y.grad_fn!.next_functions[0][0]!.name()).toBe("UnsafeViewBackward0");
+    y.mul_(2);
+    expect(await y.tolist()).toEqual([[[8, 10]], [[10, 2]]]);
+    y.sum().backward();
+    expect(await a.grad!.tolist()).toEqual([[6, 6, 4]]);
+    expect(await b.grad!.tolist()).toEqual([
+      [
+        [2, 2],
+        [4, 4],
+        [6, 6],
+      ],
+      [
+        [2, 2],
+        [4, 4],
+        [6, 6],
+      ],
+    ]);
+    const two = torch.matmul(torch.ones([2, 3], { requires_grad: true }), torch.ones([4, 3, 2]));
+    expect(two.grad_fn!.name()).toBe("CloneBackward0");
+  });
+});

@@ -18,25 +18,6 @@ const any =
     res.some((re) => re.test(line));
 /** Known differences. Each names the issue-11 item where there is one. */
 const KNOWN: Record<string, Known> = {
-  matmulDecomposition: {
-    reason:
-      "runtime: src/autograd/functions/linalg.ts matmul. For 2-D @ >=3-D, torch 1.13's at::matmul computes (b^T @ a^T)^T and, " +
-      "depending on the shapes, returns it either as a copy (CloneBackward0 of TransposeBackward0, what GradLab always does) or as a " +
-      "transposed view of the folded product (TransposeBackward0 of UnsafeViewBackward0, no extra output-size block); GradLab does " +
-      "not reproduce the shape rule that picks the view, so those programs differ in grad_fn names and one block of memory",
-    when: has(/torch\.matmul\(/),
-    explains: any(/UnsafeViewBackward0/, /grad_fn .*CloneBackward0.*, torch .*TransposeBackward0/, /torch\.matmul.*memory_allocated/),
-  },
-
-  matmulVectorBatchLeak: {
-    reason:
-      "runtime (not yet reduced further): program 656 (1-D @ 3-D matmul, backward through sum) leaves 1024 bytes allocated after " +
-      "every handle is disposed, or (depending on what the GC has collected before) backward frees 512 bytes torch keeps; torch " +
-      "frees everything at the end. A figure that depends on GC timing is itself the defect",
-    when: (p) => p.id === 656,
-    explains: any(/^cleanup: 1024 bytes/, /`v6\.backward\(\)`: memory_allocated changed by 0, torch 512/),
-  },
-
   layerNormOneElement: {
     reason:
       "GradLab on purpose: layer_norm over one element gives exactly 0 (x - mean is exact), torch's vectorised mean leaves ~1e-5 " +

@@ -161,8 +161,14 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
       if (a.shape[a.ndim - 1] !== b.shape[b.ndim - 2]) return la.matmul(a, b);
       const bT = keep(sh.transpose(b, -1, -2));
       if (a.ndim === 1) return matmul(bT, a);
-      const r = keep(matmul(bT, keep(sh.t(a))));
-      return sh.clone(keep(sh.transpose(r, -1, -2)));
+      // ATen returns output.mT().contiguous(): a copy (CloneBackward0), unless the transposed product is
+      // already contiguous (a has one row), when it is the transposed view itself (TransposeBackward0 of
+      // UnsafeViewBackward0).
+      const r = matmul(bT, keep(sh.t(a)));
+      const tr = sh.transpose(r, -1, -2);
+      if (tr.is_contiguous()) return tr; // r lives on as the view's base (an in-place op goes through it)
+      keep(r);
+      return sh.clone(keep(tr));
     }
     // Batched: broadcast the batch dims, fold them into one, bmm, and view back.
     const A = a.ndim === 1 ? keep(sh.unsqueeze(a, 0)) : a;

@@ -48,6 +48,31 @@ export interface ClassroomOptions {
   removeAccounts?: boolean;
 }
 
+/** Waits (bounded) until a student has no process left: the hub stops each server on its way out, but a
+ * kernel notices its server is gone only at its next parent check (about a second), and userdel refuses an
+ * account that still runs something. What outlives the wait is ended (these are the test's own processes). */
+async function drainProcesses(name: string) {
+  let uid: number;
+  try {
+    uid = uidOf(name).uid;
+  } catch {
+    return; // no account
+  }
+  for (const [waitMs, signal] of [[20_000, "SIGTERM"], [5_000, "SIGKILL"]] as const) {
+    const deadline = Date.now() + waitMs;
+    while (processesOf(uid).length > 0 && Date.now() < deadline) await sleep(200);
+    const left = processesOf(uid);
+    if (left.length === 0) return;
+    for (const pid of left) {
+      try {
+        process.kill(pid, signal);
+      } catch {
+        // already gone
+      }
+    }
+  }
+}
+
 /** Deletes a test student's account and home (and nothing else: only names with our test prefix). */
 export function removeAccount(name: string) {
   if (spawnSync("id", ["-u", name]).status === 0) {
@@ -60,7 +85,11 @@ export function removeAccount(name: string) {
 export async function startClassroom(o: ClassroomOptions): Promise<Classroom> {
   if (process.getuid?.() !== 0) throw new Error("the classroom runs as root (it creates Unix accounts); run this as root, as CI does");
   const students = Array.from({ length: o.students }, (_, i) => `${o.prefix}${String(i + 1).padStart(2, "0")}`);
-  if (o.removeAccounts) students.forEach(removeAccount); // a previous run's leftovers would keep old files
+  if (o.removeAccounts) {
+    // a previous run's leftovers would keep old files
+    await Promise.all(students.map(drainProcesses));
+    students.forEach(removeAccount);
+  }
   const state = mkdtempSync(join(tmpdir(), "gradlab-classroom-"));
   const password = randomBytes(12).toString("base64url");
   const port = await freePort();
@@ -81,7 +110,10 @@ export async function startClassroom(o: ClassroomOptions): Promise<Classroom> {
       const exited = new Promise((r) => proc.once("exit", r));
       if (!(await Promise.race([exited.then(() => true), sleep(60_000).then(() => false)]))) proc.kill("SIGKILL");
     }
-    if (o.removeAccounts) students.forEach(removeAccount);
+    if (o.removeAccounts) {
+      await Promise.all(students.map(drainProcesses));
+      students.forEach(removeAccount);
+    }
     rmSync(state, { recursive: true, force: true });
   };
   // up when the proxy routes /hub/ to the hub: the proxy alone answers 404 for a moment before that

@@ -16,9 +16,7 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg, cpus, totalmem } from "node:os";
 import { join, resolve } from "node:path";
-import {
-  codeCells, execute, login, openNotebook, processesOf, REPO, serverSettings, startClassroom, startServer, uidOf,
-} from "../test/classroom/hub.ts";
+import { codeCells, execute, login, openNotebook, processesOf, REPO, serverSettings, startClassroom, startServer, uidOf } from "../test/classroom/hub.ts";
 
 const args = process.argv.slice(2);
 let sizes = [1, 10, 20, 30];
@@ -35,7 +33,10 @@ for (let i = 0; i < args.length; i++) {
     if (x === undefined) throw new Error(`${a} needs a value`);
     return x;
   };
-  if (a === "--students") sizes = v().split(",").map((s) => Number(s));
+  if (a === "--students")
+    sizes = v()
+      .split(",")
+      .map((s) => Number(s));
   else if (a === "--think") think = v().split("-").map(Number) as [number, number];
   else if (a === "--arrival") arrival = Number(v());
   else if (a === "--notebooks") notebookPrefixes = v().split(",");
@@ -150,38 +151,40 @@ async function drive(n: number, cls: Awaited<ReturnType<typeof startClassroom>>,
   })();
   const deadline = Date.now() + PER_RUN_LIMIT_S * 1000;
 
-  const results: StudentResult[] = await Promise.all(cls.students.map(async (name, i) => {
-    const r: StudentResult = { name, first_kernel_s: null, session_s: 0, cells: [], failures: [], peak_rss: 0, cgroup_peak: 0, cpu_s: 0 };
-    const rand = rng(1000 + i);
-    await sleep(rand() * arrival * 1000);
-    const arrived = Date.now();
-    try {
-      const token = await login(cls.base, name, cls.password);
-      await startServer(cls.base, token, name, 300_000);
-      const settings = serverSettings(cls.base, token, name);
-      for (const nb of nbNames) {
-        const cells = await codeCells(cls.base, token, name, nb);
-        const opened = await openNotebook(settings, nb);
-        try {
-          await opened.session.kernel!.info; // kernel_info answered: the kernel is ready for the first cell
-          if (r.first_kernel_s === null) r.first_kernel_s = (Date.now() - arrived) / 1000;
-          for (const code of cells) {
-            if (Date.now() > deadline) throw new Error("ran past the run's time limit");
-            await sleep((think[0] + rand() * (think[1] - think[0])) * 1000);
-            const run = await execute(opened.session, code);
-            r.cells.push(run.ms);
-            if (run.status !== "ok") r.failures.push(`${nb}: ${run.error}`);
+  const results: StudentResult[] = await Promise.all(
+    cls.students.map(async (name, i) => {
+      const r: StudentResult = { name, first_kernel_s: null, session_s: 0, cells: [], failures: [], peak_rss: 0, cgroup_peak: 0, cpu_s: 0 };
+      const rand = rng(1000 + i);
+      await sleep(rand() * arrival * 1000);
+      const arrived = Date.now();
+      try {
+        const token = await login(cls.base, name, cls.password);
+        await startServer(cls.base, token, name, 300_000);
+        const settings = serverSettings(cls.base, token, name);
+        for (const nb of nbNames) {
+          const cells = await codeCells(cls.base, token, name, nb);
+          const opened = await openNotebook(settings, nb);
+          try {
+            await opened.session.kernel!.info; // kernel_info answered: the kernel is ready for the first cell
+            if (r.first_kernel_s === null) r.first_kernel_s = (Date.now() - arrived) / 1000;
+            for (const code of cells) {
+              if (Date.now() > deadline) throw new Error("ran past the run's time limit");
+              await sleep((think[0] + rand() * (think[1] - think[0])) * 1000);
+              const run = await execute(opened.session, code);
+              r.cells.push(run.ms);
+              if (run.status !== "ok") r.failures.push(`${nb}: ${run.error}`);
+            }
+          } finally {
+            await opened.close();
           }
-        } finally {
-          await opened.close();
         }
+      } catch (e) {
+        r.failures.push(String((e as Error)?.message ?? e));
       }
-    } catch (e) {
-      r.failures.push(String((e as Error)?.message ?? e));
-    }
-    r.session_s = (Date.now() - arrived) / 1000;
-    return r;
-  }));
+      r.session_s = (Date.now() - arrived) / 1000;
+      return r;
+    }),
+  );
   sampling = false;
   await sampler;
   for (const r of results) {
@@ -196,7 +199,9 @@ async function drive(n: number, cls: Awaited<ReturnType<typeof startClassroom>>,
   return { n, results, stray_rejections: strayRejections, wall_s: (Date.now() - t0) / 1000, load_before: loadBefore, load_after: loadAfter };
 }
 
-console.log(`classroom simulation: ${cpus().length} CPUs, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM; notebooks ${notebookPrefixes.join(", ")}; think ${think[0]}–${think[1]} s; arrivals over ${arrival} s; memory cap ${mem} per student`);
+console.log(
+  `classroom simulation: ${cpus().length} CPUs, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM; notebooks ${notebookPrefixes.join(", ")}; think ${think[0]}–${think[1]} s; arrivals over ${arrival} s; memory cap ${mem} per student`,
+);
 const all = [];
 for (const n of sizes) {
   const run = await runClass(n);
@@ -227,4 +232,4 @@ for (const n of sizes) {
   console.log(JSON.stringify(row));
   for (const f of failures.slice(0, 10)) console.log(`  failure: ${f}`);
 }
-if (jsonOut) writeFileSync(jsonOut, JSON.stringify(all, null, 2) + "\n");
+if (jsonOut) writeFileSync(jsonOut, `${JSON.stringify(all, null, 2)}\n`);

@@ -8,8 +8,21 @@ import { readFileSync, readdirSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import {
-  codeCells, execute, homeOf, hubApi, login, openNotebook, processesOf, serverSettings, startClassroom, startServer,
-  stopServer, uidOf, userApi, WebSocket, type Classroom,
+  codeCells,
+  execute,
+  homeOf,
+  hubApi,
+  login,
+  openNotebook,
+  processesOf,
+  serverSettings,
+  startClassroom,
+  startServer,
+  stopServer,
+  uidOf,
+  userApi,
+  WebSocket,
+  type Classroom,
 } from "./hub.ts";
 
 const NB = "01_dynamic_graph.ipynb";
@@ -35,9 +48,14 @@ afterAll(async () => {
 describe("classroom", () => {
   test("the hub listens on 127.0.0.1 only", async () => {
     expect((await fetch(`${cls.base}/hub/api`)).status).toBe(200);
-    const outside = Object.values(networkInterfaces()).flat().find((i) => i && i.family === "IPv4" && !i.internal);
+    const outside = Object.values(networkInterfaces())
+      .flat()
+      .find((i) => i && i.family === "IPv4" && !i.internal);
     if (outside) {
-      const err = await fetch(`http://${outside.address}:${cls.port}/hub/api`).then(() => null, (e) => e);
+      const err = await fetch(`http://${outside.address}:${cls.port}/hub/api`).then(
+        () => null,
+        (e) => e,
+      );
       expect(err?.cause?.code).toBe("ECONNREFUSED");
     }
   });
@@ -77,15 +95,17 @@ describe("classroom", () => {
   }, 300_000);
 
   test("both students run notebook 01 cell by cell through the hub", async () => {
-    await Promise.all(cls.students.map(async (s) => {
-      const cells = await codeCells(cls.base, tokens[s], s, NB);
-      expect(cells.length).toBeGreaterThan(3);
-      notebooks[s] = await openNotebook(serverSettings(cls.base, tokens[s], s), NB);
-      for (const [i, code] of cells.entries()) {
-        const r = await execute(notebooks[s].session, code);
-        expect({ student: s, cell: i, error: r.error }).toEqual({ student: s, cell: i, error: undefined });
-      }
-    }));
+    await Promise.all(
+      cls.students.map(async (s) => {
+        const cells = await codeCells(cls.base, tokens[s], s, NB);
+        expect(cells.length).toBeGreaterThan(3);
+        notebooks[s] = await openNotebook(serverSettings(cls.base, tokens[s], s), NB);
+        for (const [i, code] of cells.entries()) {
+          const r = await execute(notebooks[s].session, code);
+          expect({ student: s, cell: i, error: r.error }).toEqual({ student: s, cell: i, error: undefined });
+        }
+      }),
+    );
   }, 400_000);
 
   test("each kernel has the per-student device capacity and its own HMAC key, in a file only its student can read", async () => {
@@ -114,15 +134,26 @@ describe("classroom", () => {
       if (r.status === 302) expect(r.headers.get("location")).not.toContain(`/user/${b}/api`);
     }
     // the hub answers 404 or 403 depending on whether the scope lets A know B exists; never 2xx
-    for (const [path, method] of [[`/users/${b}`, "GET"], [`/users/${b}/server`, "DELETE"], [`/users/${b}/server`, "POST"], [`/users/${b}/tokens`, "POST"]]) {
+    for (const [path, method] of [
+      [`/users/${b}`, "GET"],
+      [`/users/${b}/server`, "DELETE"],
+      [`/users/${b}/server`, "POST"],
+      [`/users/${b}/tokens`, "POST"],
+    ]) {
       expect([403, 404]).toContain((await hubApi(cls.base, t, path, { method, body: method === "POST" ? "{}" : undefined })).status);
     }
     // B's kernel's websocket with A's token
     const kid = notebooks[b].session.kernel!.id;
     const status = await new Promise<number>((res) => {
       const ws = new WebSocket(`${cls.base.replace("http", "ws")}/user/${b}/api/kernels/${kid}/channels?token=${t}`);
-      ws.on("unexpected-response", (_req: unknown, resp: { statusCode: number }) => { res(resp.statusCode); ws.terminate(); });
-      ws.on("open", () => { res(101); ws.close(); });
+      ws.on("unexpected-response", (_req: unknown, resp: { statusCode: number }) => {
+        res(resp.statusCode);
+        ws.terminate();
+      });
+      ws.on("open", () => {
+        res(101);
+        ws.close();
+      });
       ws.on("error", () => {});
     });
     expect(status).toBe(403);

@@ -18,12 +18,14 @@ export const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export const freePort = () =>
+const freePort = () =>
   new Promise<number>((res, rej) => {
-    const s = createServer().once("error", rej).listen(0, "127.0.0.1", () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => res(p));
-    });
+    const s = createServer()
+      .once("error", rej)
+      .listen(0, "127.0.0.1", () => {
+        const p = (s.address() as { port: number }).port;
+        s.close(() => res(p));
+      });
   });
 
 export interface Classroom {
@@ -58,7 +60,10 @@ async function drainProcesses(name: string) {
   } catch {
     return; // no account
   }
-  for (const [waitMs, signal] of [[20_000, "SIGTERM"], [5_000, "SIGKILL"]] as const) {
+  for (const [waitMs, signal] of [
+    [20_000, "SIGTERM"],
+    [5_000, "SIGKILL"],
+  ] as const) {
     const deadline = Date.now() + waitMs;
     while (processesOf(uid).length > 0 && Date.now() < deadline) await sleep(200);
     const left = processesOf(uid);
@@ -74,7 +79,7 @@ async function drainProcesses(name: string) {
 }
 
 /** Deletes a test student's account and home (and nothing else: only names with our test prefix). */
-export function removeAccount(name: string) {
+function removeAccount(name: string) {
   if (spawnSync("id", ["-u", name]).status === 0) {
     const r = spawnSync("userdel", ["--remove", name], { encoding: "utf8" });
     // userdel warns (status 12) when the mail spool is missing; the account and home are gone anyway
@@ -93,8 +98,20 @@ export async function startClassroom(o: ClassroomOptions): Promise<Classroom> {
   const state = mkdtempSync(join(tmpdir(), "gradlab-classroom-"));
   const password = randomBytes(12).toString("base64url");
   const port = await freePort();
-  const args = ["bin/gradlab.js", "classroom", "--users", String(o.students), "--prefix", o.prefix,
-    "--port", String(port), "--state", state, "--api-token-file", join(state, "api-token")];
+  const args = [
+    "bin/gradlab.js",
+    "classroom",
+    "--users",
+    String(o.students),
+    "--prefix",
+    o.prefix,
+    "--port",
+    String(port),
+    "--state",
+    state,
+    "--api-token-file",
+    join(state, "api-token"),
+  ];
   if (o.mem) args.push("--mem", o.mem);
   if (o.cpu) args.push("--cpu", String(o.cpu));
   if (o.deviceMemory) args.push("--device-memory", o.deviceMemory);
@@ -143,7 +160,10 @@ export async function login(base: string, name: string, password: string): Promi
     redirect: "manual",
   });
   if (form.status !== 302) throw new Error(`login of ${name} failed: ${form.status}`);
-  const cookies = form.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
+  const cookies = form.headers
+    .getSetCookie()
+    .map((c) => c.split(";")[0])
+    .join("; ");
   // the hub accepts a cookie on its API only from its own pages (Referer) and only with a JSON body
   const r = await fetch(`${base}/hub/api/users/${name}/tokens`, {
     method: "POST",
@@ -241,13 +261,17 @@ export async function codeCells(base: string, token: string, name: string, path:
 }
 
 export const homeOf = (name: string) => {
-  const line = readFileSync("/etc/passwd", "utf8").split("\n").find((l) => l.startsWith(`${name}:`));
+  const line = readFileSync("/etc/passwd", "utf8")
+    .split("\n")
+    .find((l) => l.startsWith(`${name}:`));
   if (!line) throw new Error(`no account ${name}`);
   return line.split(":")[5];
 };
 
 export const uidOf = (name: string) => {
-  const line = readFileSync("/etc/passwd", "utf8").split("\n").find((l) => l.startsWith(`${name}:`));
+  const line = readFileSync("/etc/passwd", "utf8")
+    .split("\n")
+    .find((l) => l.startsWith(`${name}:`));
   if (!line) throw new Error(`no account ${name}`);
   const f = line.split(":");
   return { uid: Number(f[2]), gid: Number(f[3]) };
@@ -256,5 +280,8 @@ export const uidOf = (name: string) => {
 /** The processes running as a student (server, kernels, their helpers). */
 export function processesOf(uid: number): number[] {
   const out = spawnSync("ps", ["-o", "pid=", "-u", String(uid)], { encoding: "utf8" }).stdout;
-  return out.split("\n").map((s) => Number(s.trim())).filter((n) => n > 0 && existsSync(`/proc/${n}`));
+  return out
+    .split("\n")
+    .map((s) => Number(s.trim()))
+    .filter((n) => n > 0 && existsSync(`/proc/${n}`));
 }

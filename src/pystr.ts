@@ -34,3 +34,16 @@ export function pyStr(v: unknown): string {
 export function f(strings: TemplateStringsArray, ...values: unknown[]): string {
   return strings.reduce((out, s, i) => out + s + (i < values.length ? pyStr(values[i]) : ""), "");
 }
+
+/**
+ * Python's type name for a JS argument, as PyTorch's argument errors print it ("NoneType", "int",
+ * "float", "str", "bool", "list"); any other value by `other` (its JS typeof unless told).
+ */
+export function pyTypeName(v: unknown, other: (v: unknown) => string = (x) => typeof x): string {
+  if (v === null || v === undefined) return "NoneType";
+  if (typeof v === "string") return "str";
+  if (typeof v === "boolean") return "bool";
+  if (typeof v === "number") return Number.isInteger(v) ? "int" : "float";
+  if (Array.isArray(v)) return "list";
+  return other(v);
+}

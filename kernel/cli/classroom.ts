@@ -4,9 +4,9 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import { REPO } from "./paths.ts";
+import { freePort } from "../sockets/connection.ts";
 
 export const CLASSROOM_USAGE = `usage: gradlab classroom [options]        (as root; see docs/classroom.md)
   --users N | --users a,b,c   students: student01..studentNN (default 30), or these user names
@@ -140,16 +140,6 @@ export function parseClassroomArgs(args: string[]): ClassroomOptions {
   if (o.deviceMemory !== null && o.deviceMemory >= o.mem) throw new Error("--device-memory must be below --mem (the kernel needs memory of its own)");
   return o;
 }
-
-const freePort = () =>
-  new Promise<number>((res, rej) => {
-    const s = createServer()
-      .once("error", rej)
-      .listen(0, "127.0.0.1", () => {
-        const p = (s.address() as { port: number }).port;
-        s.close(() => res(p));
-      });
-  });
 
 export const VENV = process.env.GRADLAB_CLASSROOM_VENV || "/opt/gradlab-classroom/venv";
 export const CHP = process.env.GRADLAB_CLASS_PROXY || "/opt/gradlab-classroom/chp/node_modules/.bin/configurable-http-proxy";

@@ -3,25 +3,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as zmq from "zeromq";
 import { makeHeader, parse, serialize, Signer, type Message } from "../wire/message.ts";
-import { endpoint, type ConnectionInfo } from "../sockets/connection.ts";
+import { endpoint, freePort, type ConnectionInfo } from "../sockets/connection.ts";
 import { SendQueue } from "../sockets/queue.ts";
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.unref();
-    s.on("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export interface Pending {
   reply: Promise<Message>;

@@ -1,5 +1,19 @@
 // Connection file (written by the client that starts the kernel) and endpoint helpers.
 import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
+
+/** A TCP port free on 127.0.0.1 now (the OS picks it; whoever binds it next should do so soon). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.unref();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
 
 export interface ConnectionInfo {
   transport: string;

@@ -4,6 +4,7 @@
 // get_rng_state/set_rng_state replay a draw exactly (as checkpointing's preserve_rng_state needs).
 
 import { checkDType, type DType } from "../dtype.ts";
+import { pyTypeName } from "../pystr.ts";
 import { RuntimeError, TypeError_ } from "../errors.ts";
 import { upload } from "../device/scheduler.ts";
 import { Tensor, type Scalar } from "../tensor.ts";
@@ -92,15 +93,8 @@ export function scalar_tensor(v: Scalar, opts?: CreateOpts): Tensor {
 }
 
 type ShapeArgs = Array<number | number[] | CreateOpts>;
-/** Python's type name for a JS value, as PyTorch's argument errors print it. */
-function pyType(v: unknown): string {
-  if (v === null || v === undefined) return "NoneType";
-  if (typeof v === "string") return "str";
-  if (typeof v === "boolean") return "bool";
-  if (typeof v === "number") return Number.isInteger(v) ? "int" : "float";
-  if (Array.isArray(v)) return "list";
-  return typeof v === "object" ? ((v as object).constructor?.name ?? "object") : typeof v;
-}
+/** Python's type name for a JS value; an object by its class (a torch.Tensor, a Map). */
+const pyType = (v: unknown) => pyTypeName(v, (o) => (typeof o === "object" ? ((o as object).constructor?.name ?? "object") : typeof o));
 
 /** The size argument of a creation function, checked as PyTorch's argument parser checks it (torch 1.13's words). */
 function shapeAndOpts(args: ShapeArgs, op = "empty"): { shape: number[]; opts: CreateOpts } {

@@ -2,6 +2,7 @@
 // texts follow ATen (TensorIterator, ExpandUtils.cpp).
 
 import { promoteTypes, promoteWithScalar, type DType } from "../dtype.ts";
+import { pyTypeName } from "../pystr.ts";
 import { RuntimeError, TypeError_ } from "../errors.ts";
 import { Tensor, type Scalar, type TensorOrScalar } from "../tensor.ts";
 import { elementwise } from "./launch.ts";
@@ -153,20 +154,7 @@ type ClampArg = number | null | undefined | { min?: number; max?: number };
 function clampBounds(min: ClampArg, max: number | null | undefined): [number, number] {
   const o = typeof min === "object" && min !== null ? min : { min: min ?? undefined, max: max ?? undefined };
   // PyTorch's argument parser refuses anything but numbers (and None) for the bounds (torch 1.13's words).
-  const kind = (v: unknown) =>
-    v === null || v === undefined
-      ? "NoneType"
-      : typeof v === "string"
-        ? "str"
-        : typeof v === "boolean"
-          ? "bool"
-          : Array.isArray(v)
-            ? "list"
-            : typeof v === "number"
-              ? Number.isInteger(v)
-                ? "int"
-                : "float"
-              : typeof v;
+  const kind = (v: unknown) => pyTypeName(v);
   for (const v of [o.min, o.max]) {
     if (v !== undefined && v !== null && typeof v !== "number") {
       const got =

@@ -1,6 +1,7 @@
 // matmul / mm / bmm / addmm with PyTorch's shape rules and error texts (LinearAlgebra.cpp).
 // Operands are read through their strides, so transposed weights (x @ w.t()) need no copy.
 
+import { pyTypeName } from "../pystr.ts";
 import { RuntimeError, TypeError_ } from "../errors.ts";
 import { Tensor, contiguousStrides, numelOf } from "../tensor.ts";
 import { binary, broadcastShapes, copyOf } from "./elementwise.ts";
@@ -12,21 +13,7 @@ const typeName = { float32: "Float", int32: "Int", bool: "Bool" } as const;
 /** PyTorch's argument check for a Tensor operand (torch 1.13's words). */
 export function checkTensorArg(op: string, name: string, position: number, v: unknown): asserts v is Tensor {
   if (v instanceof Tensor) return;
-  const py =
-    v === null || v === undefined
-      ? "NoneType"
-      : typeof v === "number"
-        ? Number.isInteger(v)
-          ? "int"
-          : "float"
-        : typeof v === "string"
-          ? "str"
-          : typeof v === "boolean"
-            ? "bool"
-            : Array.isArray(v)
-              ? "list"
-              : typeof v;
-  throw new TypeError_(`${op}(): argument '${name}' (position ${position}) must be Tensor, not ${py}`);
+  throw new TypeError_(`${op}(): argument '${name}' (position ${position}) must be Tensor, not ${pyTypeName(v)}`);
 }
 
 function checkFloat(op: string, ...ts: Tensor[]): void {

@@ -5,28 +5,17 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inflateSync } from "node:zlib";
 import { chromium, type BrowserContext } from "playwright-core";
+import { freePort } from "../../kernel/sockets/connection.ts";
 
 export const REPO = join(import.meta.dirname, "..", "..");
 export const VENV = process.env.GRADLAB_JUPYTER_VENV ?? "/opt/gradlab-jupyter";
 const CHROMIUM = process.env.GRADLAB_CHROMIUM ?? "/usr/bin/chromium";
 /** Where screenshots go (README: "Browser tier"). */
 export const SHOTS = process.env.GRADLAB_SCREENSHOTS ?? join(REPO, "test-artifacts", "browser");
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export async function until<T>(
   what: string,

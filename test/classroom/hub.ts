@@ -6,27 +6,17 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KernelManager, ServerConnection, SessionManager, type Session, type KernelMessage } from "@jupyterlab/services";
+import { freePort } from "../../kernel/sockets/connection.ts";
 
 // ws ships no types; @jupyterlab/services needs a WebSocket implementation in Node 20
 export const { WebSocket } = createRequire(import.meta.url)("ws") as { WebSocket: any };
 export const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-const freePort = () =>
-  new Promise<number>((res, rej) => {
-    const s = createServer()
-      .once("error", rej)
-      .listen(0, "127.0.0.1", () => {
-        const p = (s.address() as { port: number }).port;
-        s.close(() => res(p));
-      });
-  });
 
 export interface Classroom {
   base: string;

@@ -2,13 +2,13 @@
 // jupyter-server: start, execute with iopub, interrupt, restart, shutdown.
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
 import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { KernelManager, ServerConnection, type Kernel, type KernelMessage } from "@jupyterlab/services";
 import { createRequire } from "node:module";
 import { installedKernel, PYTHON, type Env } from "./helpers.ts";
+import { freePort } from "../../kernel/sockets/connection.ts";
 
 // ws ships no types; @jupyterlab/services needs a WebSocket implementation in Node 20
 const { WebSocket } = createRequire(import.meta.url)("ws");
@@ -18,14 +18,6 @@ let server: ChildProcess;
 let settings: ServerConnection.ISettings;
 let manager: KernelManager;
 let serverLog = "";
-
-const freePort = () =>
-  new Promise<number>((res) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => res(p));
-    });
-  });
 
 beforeAll(async () => {
   e = await installedKernel({ GRADLAB_KERNEL_QUIET: "1" });

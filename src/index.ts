@@ -1,10 +1,14 @@
-// GradLab's runtime: `import * as torch from "gradlab"`. Importing touches no GPU; the device is
-// acquired at the first readback, synchronize() or webgpu.init().
+// GradLab's runtime: `import * as torch from "gradlab"`. Importing acquires the WebGPU device (≈45 ms
+// on lavapipe), so that ops reach the GPU as they are issued (device/scheduler.ts), even in a script
+// or a cell whose loop never awaits; without a device, commands could only queue until the first await.
+// Where no adapter can be had, importing still succeeds: the first op that needs the device says why.
 
 import { Tensor } from "./tensor.ts";
 import { formatTensor } from "./format.ts";
 import { pyStr } from "./pystr.ts";
 import * as webgpuApi from "./api/cuda.ts";
+
+await webgpuApi.is_available();
 
 export { Tensor };
 export * from "./dtype.ts";

@@ -4,7 +4,7 @@
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import * as torch from "../src/index.ts";
 import { _set_max_binding_size, dispatch } from "../src/ops/launch.ts";
-import { invalidBlocks } from "../src/device/scheduler.ts";
+import { invalidBlocks, pendingCommands } from "../src/device/scheduler.ts";
 
 beforeAll(async () => {
   await torch.cuda.init();
@@ -140,5 +140,49 @@ describe("Dawn validation errors", () => {
     for (const t of [good1, bad, derived, good2]) t.dispose();
     expect(invalidBlocks()).toBe(0);
     expect(await torch.ones([3]).sum().item()).toBe(3);
+  });
+});
+
+describe("a loop that never awaits", () => {
+  it("submits its work as it goes: the host holds fewer than 512 commands, whatever the loop's length", async () => {
+    let most = 0;
+    let y = torch.zeros([256]);
+    for (let i = 0; i < 5000; i++) {
+      const next = y.add(2);
+      y.dispose();
+      y = next;
+      most = Math.max(most, pendingCommands());
+    }
+    expect(most).toBeLessThan(512);
+    expect(await y.sum().item()).toBe(256 * 10_000);
+    y.dispose();
+  });
+
+  it("a kernel Dawn rejects fails only what is computed from it, though its verdict comes after many batches", async () => {
+    const bad = torch.empty([4]);
+    // A kernel entry point that does not exist (a GradLab bug, simulated); the loop below never lets
+    // Dawn's verdict on it arrive, and submits ~1,500 commands after it in three batches.
+    dispatch("elementwise", "no_such_entry_point", [bad], [4], 4);
+    let derived = bad.add(0);
+    let good = torch.ones([4]);
+    for (let i = 0; i < 750; i++) {
+      const d = derived.add(1);
+      const g = good.add(1);
+      derived.dispose();
+      good.dispose();
+      derived = d;
+      good = g;
+    }
+    const reads = Promise.allSettled([bad.tolist(), derived.tolist(), good.tolist()]);
+    const [b, d, g] = await reads;
+    expect(b.status === "rejected" && String(b.reason)).toMatch(/WebGPU rejected the kernel of op 'no_such_entry_point' \(elementwise\.no_such_entry_point\)/);
+    expect(d.status === "rejected" && String(d.reason)).toMatch(/no_such_entry_point.*This tensor was not computed/s);
+    expect(g.status === "fulfilled" && g.value).toEqual([751, 751, 751, 751]);
+    // The next use of the same kernel is judged again (and rejected again); rewriting a block heals it.
+    bad.fill_(3);
+    derived.copy_(bad);
+    expect(await derived.tolist()).toEqual([3, 3, 3, 3]);
+    for (const t of [bad, derived, good]) t.dispose();
+    expect(invalidBlocks()).toBe(0);
   });
 });

@@ -24,7 +24,7 @@ export async function is_available(): Promise<boolean> {
   }
 }
 
-/** Acquires the device now (it is otherwise acquired at the first readback or synchronize). */
+/** Acquires the device now (importing the runtime already tries; this raises the reason if it failed). */
 export async function init(): Promise<void> {
   await getDevice();
 }

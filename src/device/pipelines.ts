@@ -84,21 +84,21 @@ export function pipelineEntry(
   entry: string,
   constants: Record<string, number> | undefined,
   slots: number[],
-): { pipeline: GPUComputePipeline; key: string; created: boolean } {
+): { pipeline: GPUComputePipeline; key: string; check: Promise<GPUError | null> | null } {
   const d = perDevice(device);
   let key = `${shader}:${entry}:${slots.join("")}`;
   if (constants) for (const k in constants) key += `:${k}=${constants[k]}`;
   let p = d.pipelines.get(key);
-  const created = !p;
-  if (!p) {
-    constants = { ...constants };
-    slots.forEach((s, k) => (constants![`S${k}`] = s));
-    let module = d.modules.get(shader);
-    if (!module) d.modules.set(shader, (module = device.createShaderModule({ code: shaderSource(shader), label: shader })));
-    p = device.createComputePipeline({ layout: d.pipelineLayout, label: key, compute: { module, entryPoint: entry, constants } });
-    d.pipelines.set(key, p);
-  }
-  return { pipeline: p, key, created };
+  if (p) return { pipeline: p, key, check: null };
+  // A new pipeline comes with Dawn's verdict on it (compiling the shader, checking it against the layout).
+  device.pushErrorScope("validation");
+  constants = { ...constants };
+  slots.forEach((s, k) => (constants![`S${k}`] = s));
+  let module = d.modules.get(shader);
+  if (!module) d.modules.set(shader, (module = device.createShaderModule({ code: shaderSource(shader), label: shader })));
+  p = device.createComputePipeline({ layout: d.pipelineLayout, label: key, compute: { module, entryPoint: entry, constants } });
+  d.pipelines.set(key, p);
+  return { pipeline: p, key, check: device.popErrorScope() };
 }
 
 /** Drops a cached pipeline (and its shader module, so both are made again and re-validated). */

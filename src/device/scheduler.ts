@@ -1,18 +1,29 @@
-// Ops record commands here; nothing touches the GPU until a flush. A flush happens on readback,
-// on synchronize(), or when enough commands are pending (if a device is ready). Recording first has
-// three benefits: ops return at once and need no device (so `torch` can be used before the async
-// adapter request has finished), many dispatches share one command encoder (one dispatch costs ~20 µs
-// batched but 30–90 µs with its own submit on lavapipe), and uploads are ordered with the dispatches
-// around them (queue.writeBuffer would jump ahead of unsubmitted work that reads a reused block).
+// Ops record commands here and the GPU gets them in batches: on readback, on synchronize(), and as soon
+// as FLUSH_AT commands are pending. A batch is encoded and submitted synchronously, in the op that
+// filled it, so a loop that never awaits keeps the device busy and the host holds at most FLUSH_AT
+// commands (queue.submit is synchronous in WebGPU; only reads need the event loop). Recording first
+// still pays: many dispatches share one command encoder (one dispatch costs ~20 µs batched but
+// 30–90 µs with its own submit on lavapipe), and uploads are ordered with the dispatches around them
+// (queue.writeBuffer would jump ahead of unsubmitted work that reads a reused block). Before the device
+// exists (a script that has not awaited yet) commands wait in the queue; index.ts starts acquiring the
+// device at import, so it is ready as soon as the event loop first turns.
 //
 // Isolation (DESIGN.md: one invalid object in a command buffer makes Dawn drop the whole submit, so
-// every op of a batch read back zeros): before a batch is encoded, the GPU objects it needs that do not
-// exist yet (segment buffers, pipelines, bind groups) are created inside error scopes and awaited. A
-// dispatch whose objects Dawn rejected is left out of the command buffer; what it would have written is
-// marked invalid, and so is whatever is later computed from it; reading such a tensor raises a
-// RuntimeError naming the op that Dawn rejected and Dawn's message. Everything else in the batch runs.
-// Limits that the host can check (binding sizes, buffer sizes, grid sizes) are checked when the op is
-// recorded (ops/launch.ts), so they raise on the op itself.
+// every op of a batch would read back zeros). Limits the host can check (binding sizes, buffer sizes,
+// grid sizes) are checked when the op is recorded (ops/launch.ts), so they raise on the op itself; bind
+// groups are then valid by construction. What only Dawn can judge — a new pipeline (shader compilation)
+// and a new segment buffer (out of memory) — is made inside its own error scope and used at once,
+// without waiting for the verdict, which arrives only when the event loop turns:
+// - a dispatch with a new pipeline is submitted alone, so a rejected pipeline drops only itself;
+// - every block written while a verdict is pending, by that dispatch, by a batch that touches a new
+//   buffer, or from a block that was, is "suspect" of that verdict; a "no" makes exactly those blocks
+//   invalid, so reading them (or anything later computed from them) raises a RuntimeError naming the
+//   op or the buffer Dawn rejected and Dawn's message. A rewrite by a clean op makes a block valid.
+// - readbacks resolve only after the verdicts their block depends on, so no value read is one that
+//   Dawn silently dropped. The bookkeeping lives only while verdicts are pending, and its size is bounded
+//   by the blocks in use, not by the length of the loop.
+// Each submit also has an error scope of its own; an error there that no verdict explains is a GradLab
+// bug: every block written since that submit is marked invalid ("internal WebGPU error").
 
 import type { Block, Segment } from "../memory/allocator.ts";
 
@@ -95,17 +106,26 @@ export function enqueue(
 /** Records a dispatch built by the caller (windowed runs: ops/launch.ts). */
 export function record(cmd: Dispatch): void {
   if (cmd.params.length > PARAM_WORDS) throw new RuntimeError(`internal: ${cmd.params.length} params words (at most ${PARAM_WORDS})`);
-  queue.push(cmd);
-  if (queue.length >= FLUSH_AT) {
-    const dev = readyDevice();
-    if (dev) schedule(dev, takeQueue()).catch(() => {}); // a failed batch rejects its own reads
-  }
+  push(cmd);
 }
 
 export function upload(block: Block, data: ArrayBufferView, byteOffset = 0): void {
   const bytes = new Uint8Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength));
-  queue.push({ kind: "upload", block: rangeOf(block), byteOffset, data: bytes });
+  push({ kind: "upload", block: rangeOf(block), byteOffset, data: bytes });
 }
+
+/** Queues a command; a full queue is submitted now, when the device exists. */
+function push(cmd: Command): void {
+  queue.push(cmd);
+  if (queue.length >= FLUSH_AT) {
+    const dev = readyDevice();
+    if (dev) submitBatch(dev, takeQueue());
+    else void getDevice().catch(() => {}); // after a device loss: a new one, for the next await
+  }
+}
+
+/** Commands recorded and not yet submitted (for tests: a loop that never awaits keeps this bounded). */
+export const pendingCommands = () => queue.length;
 
 export function readBlock(block: Block, byteOffset: number, byteLength: number): Promise<ArrayBuffer> {
   return new Promise((resolve, reject) => {
@@ -125,87 +145,118 @@ function takeQueue(): Command[] {
   return q;
 }
 
-/** Batches are encoded and submitted one after another, in recording order. */
-let chain: Promise<void> = Promise.resolve();
-let jobs = 0;
-
-function schedule(dev: DeviceState | null, cmds: Command[]): Promise<void> {
-  const fail = (e: unknown) => {
-    // No device (nothing installed), or a failed submit: every waiting read learns why.
-    for (const c of cmds) if (c.kind === "read") c.reject(e);
-    throw e;
-  };
-  // Objects are made now, while every segment the commands name still exists (a segment released
-  // before the batch is encoded, by empty_cache, keeps its buffer until the batch has run).
-  let prep: Prep | null = null;
-  try {
-    prep = dev ? prepareBatch(dev, cmds) : null;
-    // Nothing new to validate and nothing ahead in line: encode and submit at once (a long synchronous
-    // loop keeps the GPU busy, as before isolation existed).
-    if (dev && prep && !prep.pending && jobs === 0) return encodeBatch(dev, cmds, prep).catch(fail);
-  } catch (e) {
-    return Promise.reject(e).catch(fail);
-  }
-  jobs++;
-  const job = chain
-    .then(async () => {
-      const d = dev ?? (await getDevice());
-      const p = prep ?? prepareBatch(d, cmds);
-      if (p.pending) await p.pending;
-      await encodeBatch(d, cmds, p);
-    })
-    .catch(fail)
-    .finally(() => {
-      jobs--;
-    });
-  chain = job.catch(() => {});
-  return job;
-}
+/** Settles when everything submitted so far has run and every verdict on it is known. */
+const inFlight = new Set<Promise<void>>();
 
 /** Submits everything recorded so far and waits until the GPU has finished it. */
 export async function flush(): Promise<void> {
-  if (queue.length === 0) {
-    await chain;
-    return;
-  }
-  await schedule(readyDevice(), takeQueue());
-}
-
-/** A segment's buffer, with the validation of its creation still to await (null: it existed already). */
-interface BufferInfo {
-  buffer: GPUBuffer;
-  check: Promise<string | null> | null;
-}
-
-function resolveBuffers(dev: DeviceState, cmds: Command[]): Map<Segment, BufferInfo> {
-  const out = new Map<Segment, BufferInfo>();
-  const need = (seg: Segment) => {
-    if (out.has(seg)) return;
-    if (seg.buffer && seg.generation === dev.epoch) {
-      out.set(seg, { buffer: seg.buffer, check: null });
-      return;
+  if (queue.length > 0) {
+    let dev = readyDevice();
+    if (!dev) {
+      try {
+        dev = await getDevice();
+      } catch (e) {
+        // No device (nothing installed): every waiting read learns why.
+        dropPending(e as Error);
+        throw e;
+      }
     }
-    const device = dev.device;
-    device.pushErrorScope("out-of-memory");
-    device.pushErrorScope("validation");
-    seg.buffer = device.createBuffer({
-      size: seg.size,
-      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
-    });
-    seg.generation = dev.epoch;
-    const v = device.popErrorScope();
-    const o = device.popErrorScope();
-    const check = Promise.all([v, o]).then(([a, b]) => {
-      const e = a ?? b;
-      return e ? `creating a GPU buffer of ${seg.size} bytes for a memory segment failed: ${e.message}` : null;
-    });
-    out.set(seg, { buffer: seg.buffer, check });
-  };
-  for (const c of cmds) {
-    if (c.kind === "dispatch") for (const r of c.buffers) need(r.segment);
-    else need(c.block.segment);
+    // Commands recorded while the device was being acquired are part of this batch too.
+    if (queue.length > 0) submitBatch(dev, takeQueue());
   }
-  return out;
+  await Promise.all(inFlight);
+}
+
+// ---- verdicts still to come ----
+
+/** A GPU object made without waiting for Dawn's verdict on it (a pipeline, a segment buffer). */
+interface Risk {
+  /** Settles when the verdict is known (never rejects). */
+  readonly verdict: Promise<void>;
+  /** Why Dawn rejected it (set when the verdict is a "no"). */
+  failed: string | null;
+  settled: boolean;
+}
+/** Blocks written while a verdict was pending, with the verdicts they depend on. */
+const suspect = new Map<string, Risk[]>();
+let unsettledRisks = 0;
+/** The last submit that wrote each block, kept while some submit's own error scope is pending. */
+const lastWrite = new Map<string, number>();
+let submits = 0;
+let unsettledSubmits = 0;
+
+function newRisk(check: Promise<string | null>, onFail: (why: string) => void): Risk {
+  unsettledRisks++;
+  const risk: Risk = {
+    failed: null,
+    settled: false,
+    verdict: check.then(
+      (why) => settle(risk, why, onFail),
+      (e) => settle(risk, String(e), onFail),
+    ),
+  };
+  return risk;
+}
+
+function settle(risk: Risk, why: string | null, onFail: (why: string) => void): void {
+  risk.settled = true;
+  unsettledRisks--;
+  if (why !== null) {
+    risk.failed = why;
+    onFail(why);
+    for (const [id, risks] of suspect)
+      if (risks.includes(risk)) {
+        invalid.set(id, why);
+        suspect.delete(id);
+      }
+  }
+  if (unsettledRisks === 0) {
+    suspect.clear();
+    for (const id of where.keys()) if (!invalid.has(id)) where.delete(id);
+  }
+}
+
+/** The verdicts a block's contents wait on (the ones still pending or failed). */
+function risksOf(id: string): Risk[] {
+  const r = suspect.get(id);
+  return r ? r.filter((k) => !k.settled || k.failed !== null) : [];
+}
+
+function union(a: Risk[], b: Risk[]): Risk[] {
+  if (a.length === 0) return b;
+  const extra = b.filter((r) => !a.includes(r));
+  return extra.length === 0 ? a : [...a, ...extra]; // a is shared (group.risks, suspect entries): never mutated
+}
+
+/** Segments whose buffer was made and whose verdict is still to come; pipelines the same, by key. */
+const pendingBuffers = new Map<Segment, Risk>();
+const pendingPipelines = new Map<string, Risk>();
+
+/** A segment's buffer: made now if it does not exist on this device (with the verdict still to come). */
+function bufferOf(dev: DeviceState, seg: Segment): GPUBuffer {
+  if (seg.buffer && seg.generation === dev.epoch) return seg.buffer;
+  const device = dev.device;
+  device.pushErrorScope("out-of-memory");
+  device.pushErrorScope("validation");
+  const buffer = device.createBuffer({ size: seg.size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+  seg.buffer = buffer;
+  seg.generation = dev.epoch;
+  const v = device.popErrorScope();
+  const o = device.popErrorScope();
+  const check = Promise.all([v, o]).then(([a, b]) => {
+    const e = a ?? b;
+    return e ? `creating a GPU buffer of ${seg.size} bytes for a memory segment failed: ${firstLine(e.message)}` : null;
+  });
+  const risk = newRisk(check, () => {
+    // The next batch that needs the segment makes its buffer again, with bind groups of its own.
+    if (seg.buffer === buffer) seg.buffer = null;
+    buffer.destroy();
+    const groups = encodeState(dev).bindGroups;
+    for (const k of groups.keys()) if (k.split(",").some((e) => e.startsWith(`${seg.id}.`))) groups.delete(k);
+  });
+  pendingBuffers.set(seg, risk);
+  void risk.verdict.then(() => pendingBuffers.get(seg) === risk && pendingBuffers.delete(seg));
+  return buffer;
 }
 
 /** Per-device encoding state: the params buffer with a bind group per slot, and cached data bind groups. */
@@ -233,14 +284,12 @@ function encodeState(dev: DeviceState): EncodeState {
   return st;
 }
 
-/** A dispatch ready to encode: its pipeline, its data bind group, its slot per distinct range. */
+/** A dispatch ready to encode: its pipeline (with the verdict on it when it is new) and bind group. */
 interface Prepared {
   pipeline: GPUComputePipeline;
-  pipelineKey: string;
   bindGroup: GPUBindGroup;
-  bindKey: string;
   slots: Range[];
-  fresh: boolean;
+  risk: Risk | null;
 }
 
 function slotsOf(c: Dispatch): { slots: Range[]; slotOf: number[] } {
@@ -255,172 +304,209 @@ function slotsOf(c: Dispatch): { slots: Range[]; slotOf: number[] } {
   return { slots, slotOf };
 }
 
-function prepare(dev: DeviceState, st: EncodeState, c: Dispatch, buffers: Map<Segment, BufferInfo>): Prepared {
+function prepare(dev: DeviceState, st: EncodeState, c: Dispatch): Prepared {
+  const device = dev.device;
   const { slots, slotOf } = slotsOf(c);
   const shader = c.subgroupShader && dev.facts.subgroups ? c.subgroupShader : c.shader;
-  const { pipeline, key: pipelineKey, created } = pipelineEntry(dev.device, shader, c.entry, c.constants, slotOf);
+  const { pipeline, key, check } = pipelineEntry(device, shader, c.entry, c.constants, slotOf);
+  // A pipeline still being judged is used alone (its dispatch gets a submit of its own) until it is.
+  const risk = check
+    ? pipelineRisk(device, key, check, `WebGPU rejected the kernel of op '${c.label ?? c.entry}' (${c.shader}.${c.entry})`)
+    : (pendingPipelines.get(key) ?? null);
   let bindKey = "";
   for (const b of slots) bindKey += `${b.segment.id}.${b.offset}.${b.size},`;
   let bindGroup = st.bindGroups.get(bindKey);
-  let fresh = created;
   if (!bindGroup) {
     const entries: GPUBindGroupEntry[] = [];
     for (let i = 0; i < MAX_BINDINGS; i++) {
       const b = slots[i];
       entries.push({
         binding: i + 1,
-        resource: b ? { buffer: buffers.get(b.segment)!.buffer, offset: b.offset, size: b.size } : { buffer: dummyFor(dev.device), offset: i * 256, size: 256 },
+        resource: b ? { buffer: bufferOf(dev, b.segment), offset: b.offset, size: b.size } : { buffer: dummyFor(device), offset: i * 256, size: 256 },
       });
     }
-    bindGroup = dev.device.createBindGroup({ layout: bindGroupLayout(dev.device), entries });
-    // Keys name segments by id, and ids are never reused, so stale entries are only dropped for space.
+    bindGroup = device.createBindGroup({ layout: bindGroupLayout(device), entries });
+    // Keys name segments by id, and ids are never reused, so stale entries are only dropped for space
+    // (and when a segment's buffer is rejected: bufferOf).
     if (st.bindGroups.size > 8192) st.bindGroups.clear();
     st.bindGroups.set(bindKey, bindGroup);
-    fresh = true;
   }
-  return { pipeline, pipelineKey, bindGroup, bindKey, slots, fresh };
+  return { pipeline, bindGroup, slots, risk };
+}
+
+/** The verdict on a new pipeline (a function of its own, so that its closures keep no dispatch alive). */
+function pipelineRisk(device: GPUDevice, key: string, check: Promise<GPUError | null>, what: string): Risk {
+  const r = newRisk(
+    check.then((e) => (e ? `${what}: ${firstLine(e.message)}` : null)),
+    () => forgetPipeline(device, key), // made (and judged) again the next time
+  );
+  pendingPipelines.set(key, r);
+  void r.verdict.then(() => pendingPipelines.get(key) === r && pendingPipelines.delete(key));
+  return r;
 }
 
 const firstLine = (m: string) => m.split("\n")[0].trim().replace(/\.+$/, "");
 /** Why a block's contents are invalid (Dawn rejected the op that writes it, or one it was computed from). */
 const invalid = new Map<string, string>();
 const idOf = (r: Range) => `${r.segment.id}:${r.block}`;
+/** Where a suspect or invalid block is (to let it go once it is freed: pruneFreed). */
+const where = new Map<string, Range>();
 /** Blocks whose contents are invalid now (for tests and diagnostics). */
 export const invalidBlocks = () => invalid.size;
 
-/** A batch's GPU objects, made; `pending` settles once Dawn's verdict on the new ones is known. */
-interface Prep {
-  buffers: Map<Segment, BufferInfo>;
+/**
+ * Forgets invalid blocks that have been freed. Called with the queue empty, so no recorded command can
+ * still read what such a block held; a tensor allocated there later is valid once something writes it.
+ */
+function pruneFreed(): void {
+  for (const id of invalid.keys()) {
+    const r = where.get(id);
+    if (!r) continue;
+    let b: Block | null = r.segment.head;
+    while (b && b.offset !== r.block) b = b.next;
+    if (!b?.allocated) {
+      invalid.delete(id);
+      if (!suspect.has(id)) where.delete(id);
+    }
+  }
+}
+const NOT_COMPUTED = ". This tensor was not computed (or was computed from a result that was not); the other ops were not affected.";
+
+/** One submit's worth of commands, in order, with what they need. */
+interface Group {
+  /** This submit's number (lastWrite). */
+  n: number;
+  cmds: Command[];
   prepared: Map<Dispatch, Prepared>;
-  failed: Map<Dispatch, string>;
-  badSegments: Map<Segment, string>;
-  pending: Promise<void> | null;
+  /** Verdicts every write of the group depends on (a new buffer it touches, or its new pipeline). */
+  risks: Risk[];
+  /** What the group writes so far, to be made suspect of a risk the group takes on later. */
+  writes: string[];
+  reads: Array<{ cmd: Readback; risks: Risk[] }>;
 }
 
-function prepareBatch(dev: DeviceState, cmds: Command[]): Prep {
+/**
+ * Encodes and submits a batch now, following validity and suspicion through it in order. Commands whose
+ * inputs are known to be invalid are left out (their writes become invalid too); a dispatch with a new
+ * pipeline gets a submit of its own.
+ */
+function submitBatch(dev: DeviceState, cmds: Command[]): void {
   const device = dev.device;
   const st = encodeState(dev);
-  const buffers = resolveBuffers(dev, cmds);
-  const prepared = new Map<Dispatch, Prepared>();
-  const failed = new Map<Dispatch, string>();
-  const badSegments = new Map<Segment, string>();
-  const dispatches = cmds.filter((c): c is Dispatch => c.kind === "dispatch");
-  // Pipelines and bind groups are created optimistically under one error scope; only if Dawn objects
-  // is each new one made again under its own scope, to find the op it belongs to.
+  // Errors while objects are made are each judged in their own scope (pipelines, buffers) or follow
+  // from those (a bind group of a rejected buffer); this scope keeps them out of the uncaptured errors.
   device.pushErrorScope("validation");
-  const fresh: Dispatch[] = [];
-  for (const c of dispatches) {
-    const p = prepare(dev, st, c, buffers);
-    prepared.set(c, p);
-    if (p.fresh) fresh.push(c);
-  }
-  const scope = device.popErrorScope();
-  const newBuffers = [...buffers].filter(([, info]) => info.check);
-  if (fresh.length === 0 && newBuffers.length === 0) {
-    scope.catch(() => null);
-    return { buffers, prepared, failed, badSegments, pending: null };
-  }
-  const pending = (async () => {
-    // 1. Segment buffers made for this batch.
-    await Promise.all(
-      newBuffers.map(async ([seg, info]) => {
-        const e = await info.check;
-        if (e) {
-          badSegments.set(seg, e);
-          if (seg.buffer === info.buffer) seg.buffer = null;
-          info.buffer.destroy();
-        }
-      }),
-    );
-    for (const c of dispatches) {
-      const bad = c.buffers.map((r) => badSegments.get(r.segment)).find((e) => e !== undefined);
-      if (bad !== undefined) failed.set(c, bad);
-    }
-    // 2. Pipelines and bind groups.
-    const batchError = await scope;
-    if (!batchError) return;
-    const suspects = fresh.filter((c) => !failed.has(c));
-    for (const c of fresh) {
-      const p = prepared.get(c)!;
-      st.bindGroups.delete(p.bindKey);
-      forgetPipeline(device, p.pipelineKey);
-    }
-    const checks = suspects.map((c) => {
-      device.pushErrorScope("validation");
-      prepared.set(c, prepare(dev, st, c, buffers));
-      return device.popErrorScope();
-    });
-    const errors = await Promise.all(checks);
-    suspects.forEach((c, i) => {
-      const e = errors[i];
-      if (!e) return;
-      const p = prepared.get(c)!;
-      st.bindGroups.delete(p.bindKey);
-      forgetPipeline(device, p.pipelineKey);
-      failed.set(c, e.message);
-    });
-  })();
-  return { buffers, prepared, failed, badSegments, pending };
-}
-
-/** Encodes what is valid, follows invalid results through the batch, submits; settles when done. */
-function encodeBatch(dev: DeviceState, cmds: Command[], prep: Prep): Promise<void> {
-  const device = dev.device;
-  const st = encodeState(dev);
-  const { failed, badSegments } = prep;
-  // The common case: nothing invalid anywhere, every command runs as recorded.
-  const clean = invalid.size === 0 && failed.size === 0 && badSegments.size === 0;
-  const run: Command[] = clean ? cmds : [];
-  if (!clean)
-    for (const c of cmds) {
-      if (c.kind === "dispatch") {
-        const w = c.writes ?? [0];
-        const writes = w.map((k) => c.buffers[k]).filter(Boolean);
-        // What the kernel reads: the other operands (an in-place op passes its output again as an input).
-        const readsOf = c.buffers.filter((_, k) => !w.includes(k));
-        const own = failed.get(c);
-        let why: string | undefined;
-        if (own !== undefined) {
-          why = `WebGPU rejected the kernel of op '${c.label ?? c.entry}' (${c.shader}.${c.entry}): ${firstLine(own)}`;
-        } else {
-          for (const r of readsOf) {
-            const bad = invalid.get(idOf(r));
-            if (bad !== undefined) {
-              why = bad;
-              break;
-            }
+  const open = (): Group => ({ n: ++submits, cmds: [], prepared: new Map(), risks: [], writes: [], reads: [] });
+  let group = open();
+  const close = () => {
+    if (group.cmds.length > 0) submitGroup(dev, st, group);
+    group = open();
+  };
+  const take = (r: Risk) => {
+    if (group.risks.includes(r)) return;
+    group.risks.push(r);
+    for (const id of group.writes) suspect.set(id, union(suspect.get(id) ?? [], [r]));
+  };
+  const touch = (segs: Segment[]) => {
+    if (pendingBuffers.size > 0)
+      for (const seg of segs) {
+        const r = pendingBuffers.get(seg);
+        if (r) take(r); // if Dawn rejects the buffer, it drops this whole submit
+      }
+  };
+  const write = (r: Range, risks: Risk[]) => {
+    const id = idOf(r);
+    invalid.delete(id);
+    if (risks.length > 0) {
+      suspect.set(id, risks);
+      where.set(id, r);
+    } else suspect.delete(id);
+    lastWrite.set(id, group.n);
+    group.writes.push(id);
+  };
+  for (const c of cmds) {
+    if (c.kind === "dispatch") {
+      const w = c.writes ?? [0];
+      const reads = c.buffers.filter((_, k) => !w.includes(k));
+      const bad = reads.map((r) => invalid.get(idOf(r))).find((e) => e !== undefined);
+      if (bad !== undefined) {
+        for (const k of w)
+          if (c.buffers[k]) {
+            invalid.set(idOf(c.buffers[k]), bad);
+            where.set(idOf(c.buffers[k]), c.buffers[k]);
+            suspect.delete(idOf(c.buffers[k]));
           }
-        }
-        if (why !== undefined) {
-          for (const r of writes) invalid.set(idOf(r), why);
+        continue;
+      }
+      const p = prepare(dev, st, c);
+      if (p.risk) {
+        close();
+        take(p.risk);
+      }
+      touch(c.buffers.map((r) => r.segment));
+      let risks = group.risks;
+      if (suspect.size > 0) for (const r of reads) risks = union(risks, risksOf(idOf(r)));
+      for (const k of w) if (c.buffers[k]) write(c.buffers[k], risks);
+      group.prepared.set(c, p);
+      group.cmds.push(c);
+      if (p.risk) close();
+    } else {
+      bufferOf(dev, c.block.segment);
+      touch([c.block.segment]);
+      if (c.kind === "upload") write(c.block, group.risks);
+      else {
+        const bad = invalid.get(idOf(c.block));
+        if (bad !== undefined) {
+          c.reject(new RuntimeError(bad + NOT_COMPUTED));
           continue;
         }
-        for (const r of writes) invalid.delete(idOf(r));
-        run.push(c);
-      } else if (c.kind === "upload") {
-        const bad = badSegments.get(c.block.segment);
-        if (bad) invalid.set(idOf(c.block), bad);
-        else {
-          invalid.delete(idOf(c.block));
-          run.push(c);
-        }
-      } else {
-        const bad = badSegments.get(c.block.segment) ?? invalid.get(idOf(c.block));
-        if (bad !== undefined)
-          c.reject(new RuntimeError(`${bad}. This tensor was not computed (or was computed from a result that was not); the other ops were not affected.`));
-        else run.push(c);
+        group.reads.push({ cmd: c, risks: risksOf(idOf(c.block)) });
       }
+      group.cmds.push(c);
     }
+  }
+  close();
+  device.popErrorScope().catch(() => null);
+  if (invalid.size > 0) pruneFreed();
+}
+
+/** Encodes and submits a group; reads resolve once the verdicts their data depends on are known. */
+function submitGroup(dev: DeviceState, st: EncodeState, group: Group): void {
+  const device = dev.device;
+  const { n, risks: groupRisks } = group;
+  const waits = group.reads.map(({ cmd, risks }) => ({ cmd, risks: union(risks, groupRisks) }));
+  unsettledSubmits++;
   device.pushErrorScope("validation");
-  const reads = encodeAndSubmit(dev, st, run, prep.prepared, prep.buffers);
+  const reads = encodeAndSubmit(dev, st, group.cmds, group.prepared);
   beginWait();
   const scope = device.popErrorScope();
-  return (async () => {
-    const error = await scope;
-    if (error) throw new RuntimeError(`internal WebGPU error (please report): ${error.message}`);
-    await Promise.all(reads);
+  // The submit's own verdict: an error that no pending verdict explains is a GradLab bug. (The closures
+  // below keep only what they need: a loop that never awaits must not keep its commands alive here.)
+  const internal = Promise.all([scope.catch((e: unknown) => e as GPUError), ...groupRisks.map((r) => r.verdict)]).then(([e]) => {
+    unsettledSubmits--;
+    let why: string | null = null;
+    if (e && !groupRisks.some((r) => r.failed !== null)) {
+      why = `internal WebGPU error (please report): ${firstLine((e as GPUError).message)}`;
+      for (const [id, m] of lastWrite) if (m >= n) invalid.set(id, why);
+    }
+    if (unsettledSubmits === 0) lastWrite.clear();
+    return why;
+  });
+  const done = (async () => {
+    const results = await Promise.allSettled(reads.map((r) => r.data));
+    const why = await internal;
+    for (const [i, { cmd, risks }] of waits.entries()) {
+      const res = results[i];
+      await Promise.all(risks.map((r) => r.verdict));
+      const failed = risks.find((r) => r.failed !== null)?.failed ?? why;
+      if (failed !== null) cmd.reject(new RuntimeError(failed + NOT_COMPUTED));
+      else if (res.status === "rejected") cmd.reject(res.reason);
+      else cmd.resolve(res.value);
+    }
     if (reads.length === 0) await device.queue.onSubmittedWorkDone();
   })();
+  inFlight.add(done);
+  void done.finally(() => inFlight.delete(done));
 }
 
 /** Encodes the commands (in submits of at most PARAM_SLOTS dispatches) and returns the pending readbacks. */
@@ -429,9 +515,8 @@ function encodeAndSubmit(
   st: EncodeState,
   cmds: Command[],
   prepared: Map<Dispatch, Prepared>,
-  buffers: Map<Segment, BufferInfo>,
-): Promise<void>[] {
-  const reads: Promise<void>[] = [];
+): Array<{ cmd: Readback; data: Promise<ArrayBuffer> }> {
+  const reads: Array<{ cmd: Readback; data: Promise<ArrayBuffer> }> = [];
   let start = 0;
   while (start < cmds.length) {
     let end = start;
@@ -440,7 +525,7 @@ function encodeAndSubmit(
       if (cmds[end].kind === "dispatch") dispatches++;
       end++;
     }
-    reads.push(...encodeChunk(dev, st, cmds.slice(start, end), dispatches, prepared, buffers));
+    reads.push(...encodeChunk(dev, st, cmds.slice(start, end), dispatches, prepared));
     start = end;
   }
   return reads;
@@ -452,8 +537,7 @@ function encodeChunk(
   cmds: Command[],
   dispatches: number,
   prepared: Map<Dispatch, Prepared>,
-  buffers: Map<Segment, BufferInfo>,
-): Promise<void>[] {
+): Array<{ cmd: Readback; data: Promise<ArrayBuffer> }> {
   const device = dev.device;
   if (dispatches > 0) {
     const staging = new Uint8Array(dispatches * PARAM_ALIGN);
@@ -500,46 +584,44 @@ function encodeChunk(
       new Uint8Array(staging.getMappedRange()).set(c.data);
       staging.unmap();
       temporaries.push(staging);
-      encoder.copyBufferToBuffer(staging, 0, buffers.get(c.block.segment)!.buffer, c.block.offset + c.byteOffset, size);
+      encoder.copyBufferToBuffer(staging, 0, bufferOf(dev, c.block.segment), c.block.offset + c.byteOffset, size);
     } else {
       endPass();
       const start = c.block.offset + c.byteOffset;
       const alignedStart = start - (start % 4);
       const aligned = Math.ceil((start + c.byteLength - alignedStart) / 4) * 4;
       const staging = device.createBuffer({ size: Math.max(aligned, 4), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-      if (aligned > 0) encoder.copyBufferToBuffer(buffers.get(c.block.segment)!.buffer, alignedStart, staging, 0, aligned);
+      if (aligned > 0) encoder.copyBufferToBuffer(bufferOf(dev, c.block.segment), alignedStart, staging, 0, aligned);
       reads.push({ cmd: c, staging, start: start - alignedStart });
     }
   }
   endPass();
   device.queue.submit([encoder.finish()]);
   for (const t of temporaries) t.destroy();
-  return reads.map(({ cmd, staging, start }) =>
-    staging.mapAsync(GPUMapMode.READ).then(
+  return reads.map(({ cmd, staging, start }) => ({
+    cmd,
+    data: staging.mapAsync(GPUMapMode.READ).then(
       () => {
         const out = staging.getMappedRange().slice(start, start + cmd.byteLength);
         staging.unmap();
         staging.destroy();
-        cmd.resolve(out);
+        return out;
       },
-      (err) => {
+      (err: unknown) => {
         staging.destroy();
-        cmd.reject(err);
+        throw err;
       },
     ),
-  );
+  }));
 }
 
 /** Destroys a segment's GPU buffer once the work already recorded against it has been submitted. */
 function destroyBuffer(buffer: GPUBuffer): void {
-  if (queue.length === 0 && jobs === 0) {
-    buffer.destroy();
-    return;
-  }
+  // Without a device the buffer cannot exist, so the device is ready here. Dawn keeps a destroyed
+  // buffer's memory until the work already submitted against it has run.
   const dev = readyDevice();
-  if (queue.length > 0 && dev) schedule(dev, takeQueue()).catch(() => {});
-  chain.then(() => buffer.destroy());
-  // Without a device the buffer cannot exist; nothing to do.
+  if (queue.length > 0 && dev) submitBatch(dev, takeQueue());
+  buffer.destroy();
 }
 
 // The device backs memory (memory/backing.ts): buffers are destroyed after the work queued on them,

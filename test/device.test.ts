@@ -77,6 +77,33 @@ describe("device", () => {
     expect(value).toBe("[3000,3000]");
   });
 
+  it("memory that empty_cache() releases leaves the process (lavapipe's device memory is the process's)", () => {
+    // Before: Dawn kept released buffers until some later work ran, and pooled small ones for good, so
+    // the process stayed as large as with the tensors below after they were gone (allocated and reserved 0).
+    const out = runIsolated(
+      `import * as torch from "./src/index.ts";
+       const rss = () => process.memoryUsage().rss / 2 ** 20;
+       const warm = [torch.ones([2 ** 18]), torch.ones([2 ** 24])];  // kernels compiled, pools made
+       for (const t of warm) { await t.sum().item(); t.dispose(); }
+       torch.cuda.empty_cache();
+       await torch.cuda.synchronize();
+       const before = rss();
+       const big = Array.from({ length: 4 }, () => torch.ones([2 ** 24]));    // 4 x 64 MiB segments
+       const small = Array.from({ length: 128 }, () => torch.ones([2 ** 18])); // 128 x 1 MiB: 2 MiB segments
+       await torch.cuda.synchronize();
+       const held = rss();
+       for (const t of [...big, ...small]) t.dispose();
+       torch.cuda.empty_cache();
+       await torch.cuda.synchronize();
+       console.log(JSON.stringify({ before, held, after: rss(), reserved: torch.cuda.memory_reserved() }));`,
+      {},
+    );
+    const { before, held, after, reserved } = JSON.parse(out.trim().split("\n").pop()!);
+    expect(reserved).toBe(0);
+    expect(held - before).toBeGreaterThan(300); // the 384 MiB were really in the process
+    expect(after - before).toBeLessThan(60); // and left it with empty_cache()
+  });
+
   it("rejects an unknown backend name", () => {
     const out = runIsolated(
       `import * as torch from "./src/index.ts";

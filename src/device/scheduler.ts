@@ -618,11 +618,27 @@ function encodeChunk(
 /** Destroys a segment's GPU buffer once the work already recorded against it has been submitted. */
 function destroyBuffer(buffer: GPUBuffer): void {
   // Without a device the buffer cannot exist, so the device is ready here. Dawn keeps a destroyed
-  // buffer's memory until the work already submitted against it has run.
+  // buffer's memory until the work already submitted against it has run, and gives it back (to the
+  // driver: on lavapipe, the process's heap) only when it next ticks after a later submit has completed;
+  // without one, 1 GiB released by empty_cache() stayed in the process until unrelated work ran. So
+  // the release is followed by an empty submit, whose completion synchronize() waits for.
   const dev = readyDevice();
   if (queue.length > 0 && dev) submitBatch(dev, takeQueue());
   buffer.destroy();
+  if (dev && !releaseTick) {
+    const device = dev.device;
+    releaseTick = Promise.resolve().then(() => {
+      releaseTick = null;
+      device.queue.submit([device.createCommandEncoder().finish()]);
+      return device.queue.onSubmittedWorkDone();
+    });
+    const done = releaseTick.catch(() => {});
+    inFlight.add(done);
+    void done.finally(() => inFlight.delete(done));
+  }
 }
+/** The empty submit that makes Dawn give released buffers back (one per job, however many were released). */
+let releaseTick: Promise<void> | null = null;
 
 // The device backs memory (memory/backing.ts): buffers are destroyed after the work queued on them,
 // and a device loss empties the allocator's segments and fails what was waiting to be read.

@@ -1,24 +1,69 @@
 // Strided, broadcasting elementwise kernels. Operand 0 is the output, 1..3 the inputs.
 // Params (u32 words): [0] numel, [1] rank, [2] scalar s0 (f32), [3] scalar s1 (f32),
 // [4..11] output shape, [12..15] element offsets of operands 0..3, [16..47] strides of operands 0..3
-// (8 each; 0 for broadcast dims), [48..51] dtypes of operands 0..3.
-// The host coalesces dims first, so contiguous operands have rank 1 and cost one div per element.
+// (8 each; 0 for broadcast dims), [48..51] dtypes of operands 0..3 (also the constants D0..D3),
+// [52..55] the divisor of layouts 3 and 4.
+// The host coalesces dims first and specialises each pipeline on what it knows when it records the
+// op: the operands' dtypes (D0..D3) and layouts (M0..M3), so the per-element path has no run-time
+// dtype branch, and contiguous or single-element operands no index arithmetic at all. A strided or
+// broadcast operand needs the element's multi-index: it is computed once per element (one division
+// per dim), not once per operand. (Integer division is not vectorised on CPU backends such as
+// lavapipe: every lane pays for it.)
 
 override OP: u32 = 0u;
 override B_SCALAR: u32 = 0u;   // binary: operand b is the scalar s0
 override INT_MATH: u32 = 0u;   // binary: compute in i32 (both inputs integral)
+override D0: u32 = 0u;
+override D1: u32 = 0u;
+override D2: u32 = 0u;
+override D3: u32 = 0u;
+// Operand layouts: 0 strided (the general path), 1 contiguous in the output's element order
+// (offset + i), 2 one element for all (every stride 0), 3 repeated over leading dims (a bias over
+// rows: offset + i % P[52 + k]), 4 repeated over trailing dims (a per-row value: offset + i / P[52 + k]).
+override M0: u32 = 0u;
+override M1: u32 = 0u;
+override M2: u32 = 0u;
+override M3: u32 = 0u;
 
-fn off(k: u32, i: u32) -> u32 {
+fn mode(k: u32) -> u32 {
+  switch k {
+    case 0u: { return M0; }
+    case 1u: { return M1; }
+    case 2u: { return M2; }
+    default: { return M3; }
+  }
+}
+fn dt(k: u32) -> u32 {
+  switch k {
+    case 0u: { return D0; }
+    case 1u: { return D1; }
+    case 2u: { return D2; }
+    default: { return D3; }
+  }
+}
+
+/// Offsets of every operand for element i, sharing one walk over the dims (strided operands only).
+fn strided(i: u32) -> vec4<u32> {
+  var o = vec4<u32>(P[12], P[13], P[14], P[15]);
+  if (M0 != 0u && M1 != 0u && M2 != 0u && M3 != 0u) { return o; }  // no walk at all
   var rem = i;
-  var o = P[12u + k];
   for (var d = P[1]; d > 0u; d--) {
     let s = P[3u + d];
-    o += (rem % s) * P[15u + k * 8u + d];
-    rem = rem / s;
+    let q = rem / s;
+    o += (rem - q * s) * vec4<u32>(P[15u + d], P[23u + d], P[31u + d], P[39u + d]);
+    rem = q;
   }
   return o;
 }
-fn dt(k: u32) -> u32 { return P[48u + k]; }
+fn off(o: vec4<u32>, k: u32, i: u32) -> u32 {
+  switch mode(k) {
+    case 1u: { return P[12u + k] + i; }
+    case 2u: { return P[12u + k]; }
+    case 3u: { return P[12u + k] + i % P[52u + k]; }
+    case 4u: { return P[12u + k] + i / P[52u + k]; }
+    default: { return o[k]; }
+  }
+}
 
 fn erf_approx(x: f32) -> f32 {
   // Abramowitz & Stegun 7.1.26 refined (max abs error ~1.2e-7 in f32 range used by GELU)
@@ -71,10 +116,11 @@ fn unary_op(x: f32) -> f32 {
 fn unary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
   let i = linear_id(g, n, 64u);
   if (i >= P[0]) { return; }
-  if (OP == U_FILL) { st(S0, off(0u, i), from_f32(pf(2u), dt(0u))); return; }
-  let bits = ld(S1, off(1u, i));
-  if (OP == U_COPY && dt(0u) == dt(1u)) { st(S0, off(0u, i), bits); return; }  // exact copy
-  st(S0, off(0u, i), from_f32(unary_op(as_f32(bits, dt(1u))), dt(0u)));
+  let o = strided(i);
+  if (OP == U_FILL) { st(S0, off(o, 0u, i), from_f32(pf(2u), dt(0u))); return; }
+  let bits = ld(S1, off(o, 1u, i));
+  if (OP == U_COPY && dt(0u) == dt(1u)) { st(S0, off(o, 0u, i), bits); return; }  // exact copy
+  st(S0, off(o, 0u, i), from_f32(unary_op(as_f32(bits, dt(1u))), dt(0u)));
 }
 
 fn as_i32(bits: u32, d: u32) -> i32 {
@@ -154,10 +200,11 @@ fn binary_i(a: i32, b: i32) -> i32 {
 fn binary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
   let i = linear_id(g, n, 64u);
   if (i >= P[0]) { return; }
-  let abits = ld(S1, off(1u, i));
+  let o = strided(i);
+  let abits = ld(S1, off(o, 1u, i));
   var bbits = P[2u];
   var bdt = F32;
-  if (B_SCALAR == 0u) { bbits = ld(S2, off(2u, i)); bdt = dt(2u); }
+  if (B_SCALAR == 0u) { bbits = ld(S2, off(o, 2u, i)); bdt = dt(2u); }
   var r: u32;
   if (INT_MATH == 1u) {
     if (B_SCALAR == 1u) { bdt = I32; bbits = bitcast<u32>(i32(bitcast<f32>(bbits))); }
@@ -166,19 +213,20 @@ fn binary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) 
   } else {
     r = from_f32(binary_f(as_f32(abits, dt(1u)), as_f32(bbits, bdt)), dt(0u));
   }
-  st(S0, off(0u, i), r);
+  st(S0, off(o, 0u, i), r);
 }
 
 @compute @workgroup_size(64)
 fn where3(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
   let i = linear_id(g, n, 64u);
   if (i >= P[0]) { return; }
-  let c = ld(S1, off(1u, i));
-  let a = ld(S2, off(2u, i));
-  let b = ld(S3, off(3u, i));
+  let o = strided(i);
+  let c = ld(S1, off(o, 1u, i));
+  let a = ld(S2, off(o, 2u, i));
+  let b = ld(S3, off(o, 3u, i));
   if (dt(2u) == dt(0u) && dt(3u) == dt(0u)) {
-    st(S0, off(0u, i), select(b, a, c != 0u));
+    st(S0, off(o, 0u, i), select(b, a, c != 0u));
   } else {
-    st(S0, off(0u, i), from_f32(select(as_f32(b, dt(3u)), as_f32(a, dt(2u)), c != 0u), dt(0u)));
+    st(S0, off(o, 0u, i), from_f32(select(as_f32(b, dt(3u)), as_f32(a, dt(2u)), c != 0u), dt(0u)));
   }
 }

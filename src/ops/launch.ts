@@ -8,7 +8,7 @@ import type { Block } from "../memory/allocator.ts";
 import { RuntimeError } from "../errors.ts";
 import { checkSameDevice } from "../memory/devices.ts";
 import { formatBytes } from "../memory/format-bytes.ts";
-import type { Tensor } from "../tensor.ts";
+import { contiguousStrides, type Tensor } from "../tensor.ts";
 import { opName } from "./op-context.ts";
 
 const MAX_RANK = 8;
@@ -315,20 +315,50 @@ export function elementwise(
   const n = out.numel();
   const c = coalesce(out.shape, [out._strides, ...inputs.map((i) => i.strides)]);
   if (c.shape.length > MAX_RANK) throw new RuntimeError(`GradLab kernels support tensors of at most ${MAX_RANK} non-trivial dims`);
-  const p = new Uint32Array(52);
+  const p = new Uint32Array(56);
   p[0] = n;
   p[1] = c.shape.length;
   p[2] = f32bits(scalars[0]);
   p[3] = f32bits(scalars[1]);
   c.shape.forEach((s, d) => (p[4 + d] = s));
   const ops = [out, ...inputs.map((i) => i.t)];
+  // The pipeline is specialised on each operand's dtype and layout (elementwise.wgsl: D<k>, M<k>).
+  const spec: Record<string, number> = { ...constants };
   ops.forEach((t, k) => {
     p[12 + k] = t._offset;
     c.strides[k].forEach((s, d) => (p[16 + k * 8 + d] = s));
     p[48 + k] = dtypeCode[t.dtype];
+    spec[`D${k}`] = dtypeCode[t.dtype];
+    const [mode, divisor] = layoutOf(c.shape, c.strides[k]);
+    spec[`M${k}`] = mode;
+    p[52 + k] = divisor;
   });
   // Built only if an operand needs windows (see plan).
   let ext: Array<(i0: number, i1: number) => [number, number]> | null = null;
   const extent: Extent = (k, i0, i1) => (ext ??= ops.map((t, j) => stridedExtent(c.shape, c.strides[j], t._offset)))[k](i0, i1);
-  dispatch("elementwise", entry, ops, p, n, constants, { extent });
+  dispatch("elementwise", entry, ops, p, n, spec, { extent });
+}
+
+/**
+ * How an operand is laid out over the (coalesced) index space, as elementwise.wgsl's M<k> and the
+ * divisor its layout needs: 1 contiguous, 2 one element, 3 repeated over leading dims (i % divisor),
+ * 4 repeated over trailing dims (i / divisor), 0 anything else (the general strided walk).
+ */
+function layoutOf(shape: readonly number[], strides: readonly number[]): [number, number] {
+  if (strides.every((s) => s === 0)) return [2, 0];
+  const r = shape.length;
+  const row = contiguousStrides(shape);
+  if (strides.every((s, d) => s === row[d])) return [1, 0];
+  // Leading dims broadcast, trailing dims contiguous among themselves: offset + i % inner.
+  let j = 0;
+  while (j < r && strides[j] === 0) j++;
+  if (j > 0 && strides.slice(j).every((s, d) => s === row[j + d])) return [3, row[j - 1]];
+  // Trailing dims broadcast, leading dims contiguous among themselves: offset + i / inner.
+  let k = r;
+  while (k > 0 && strides[k - 1] === 0) k--;
+  if (k < r) {
+    const lead = contiguousStrides(shape.slice(0, k));
+    if (strides.slice(0, k).every((s, d) => s === lead[d])) return [4, row[k - 1]];
+  }
+  return [0, 0];
 }

@@ -13,7 +13,7 @@ import * as ew from "../ops/elementwise.ts";
 import * as red from "../ops/reduce.ts";
 import * as vw from "../ops/views.ts";
 import * as pw from "../autograd/functions/pointwise.ts";
-import { binaryOp, fused, savedOther, unaryOp, type BinaryConsts } from "../autograd/functions/pointwise.ts";
+import { binaryOp, savedOther, unaryOp, type BinaryConsts } from "../autograd/functions/pointwise.ts";
 import * as rd from "../autograd/functions/reductions.ts";
 import * as al from "../autograd/functions/linalg.ts";
 import * as sh from "../autograd/functions/shape.ts";
@@ -29,14 +29,14 @@ const EXP = unaryOp({ kernel: "exp", node: "ExpBackward0", saves: "result", grad
 const LOG = unaryOp({ kernel: "log", node: "LogBackward0", saves: "self", grad: (g, x) => g.div(x) });
 const SQRT = unaryOp({ kernel: "sqrt", node: "SqrtBackward0", saves: "result", grad: (g, r) => g.div(r.mul(2)) });
 const RSQRT = unaryOp({ kernel: "rsqrt", node: "RsqrtBackward0", saves: "result", grad: (g, r) => g.mul(r.pow(3)).mul(-0.5) });
-const RELU = unaryOp({ kernel: "relu", node: "ReluBackward0", saves: "result", grad: fused("threshold_backward", (g, r) => g.mul(r.gt(0))) });
+const RELU = unaryOp({ kernel: "relu", node: "ReluBackward0", saves: "result", grad: pw.thresholdBackward });
 const SIGMOID = unaryOp({
   kernel: "sigmoid",
   node: "SigmoidBackward0",
   saves: "result",
-  grad: fused("sigmoid_backward", (g, r) => g.mul(r).mul(r.neg().add(1))),
+  grad: pw.sigmoidBackward,
 });
-const TANH = unaryOp({ kernel: "tanh", node: "TanhBackward0", saves: "result", grad: fused("tanh_backward", (g, r) => g.mul(r.mul(r).neg().add(1))) });
+const TANH = unaryOp({ kernel: "tanh", node: "TanhBackward0", saves: "result", grad: pw.tanhBackward });
 
 /** torch.neg(a): -a. NegBackward0 saves nothing. */
 export const neg = op({ impl: NEG.forward, grad: ["NegBackward0"], saves: [] });
@@ -119,9 +119,10 @@ const POW = binaryOp({
       return [k === 0 ? g.mul(0) : g.mul(self.pow(k - 1)).mul(k)];
     }
     return [
-      n.needs(0) ? sumTo(g.mul(e).mul(self.pow(e.sub(1))), aShape) : null,
+      // PyTorch's pow_backward_self and pow_backward_exponent, op for op (so the graph of a gradient matches)
+      n.needs(0) ? sumTo(pw.where(e.eq(0), 0, g.mul(e.mul(self.pow(e.sub(1))))), aShape) : null,
       // d/de a^e = a^e log a, taken as 0 where a == 0 and e >= 0 (PyTorch's masking)
-      n.needs(1) ? sumTo(ew.where(self.eq(0).mul(e.ge(0)).bool(), 0, g.mul(n.unpack("result")).mul(self.log())), bShape) : null,
+      n.needs(1) ? sumTo(g.mul(pw.where(self.eq(0).mul(e.ge(0)).bool(), 0, n.unpack("result").mul(self.log()))), bShape) : null,
     ];
   },
 });
@@ -134,8 +135,9 @@ function extremumGrad(pickFirst: (self: Tensor, other: Tensor) => Tensor) {
     const tie = self.eq(o);
     const half = g.mul(0.5);
     return [
-      n.needs(0) ? sumTo(ew.where(tie, half, g.mul(pick)), aShape) : null,
-      n.needs(1) ? sumTo(ew.where(tie, half, g.mul(pick.eq(false).mul(tie.eq(false)))), bShape) : null,
+      // where() itself (not the raw kernel): under create_graph the gradient stays on g's graph
+      n.needs(0) ? sumTo(pw.where(tie, half, g.mul(pick)), aShape) : null,
+      n.needs(1) ? sumTo(pw.where(tie, half, g.mul(pick.eq(false).mul(tie.eq(false)))), bShape) : null,
     ];
   };
 }

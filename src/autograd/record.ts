@@ -67,7 +67,7 @@ export type SavedFor = Readonly<Record<string, readonly number[]>>;
 export function attach(
   name: string,
   inputs: Array<Tensor | null | undefined>,
-  outputs: Tensor[],
+  outputs: Array<Tensor | null>,
   formula: Formula,
   saves: Saves = {},
   savedFor: SavedFor = {},
@@ -89,6 +89,7 @@ export function attach(
     else node.saveValue(key, v);
   }
   outputs.forEach((o, i) => {
+    if (!o) return; // an output the op did not compute (native_layer_norm_backward's output_mask)
     o._meta.grad_fn = node;
     o._meta.output_nr = i;
     retag(o.storage, { phase: "forward", node: name });

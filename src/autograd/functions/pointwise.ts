@@ -19,6 +19,85 @@ export function fused(op: BinaryKernel, composed: (g: Tensor, t: Tensor) => Tens
   return (g: Tensor, t: Tensor) => (is_grad_enabled() ? composed(g, t) : ew.binary(op, g, t));
 }
 
+/** zeros_like(t), outside any graph: what PyTorch's double-backward formulas give for an input that has no effect. */
+export const zerosLike = (t: Tensor): Tensor => Tensor.empty(t.shape).zero_();
+
+// ---- backward ops with their own double backward (derivatives.yaml's threshold_backward, ...) ----
+// PyTorch's backward of relu, sigmoid, tanh and gelu is an op of its own: one fused kernel, and when
+// its inputs require grad (create_graph) a node of its own (`<Op>BackwardBackward0`) whose formula is
+// made of differentiable ops again (so third derivatives work as well).
+
+/** threshold_backward(g, self): g where self > 0, else 0. ThresholdBackwardBackward0 saves self. */
+export function thresholdBackward(g: Tensor, self: Tensor): Tensor {
+  const out = ew.binary("threshold_backward", g, self);
+  if (needsGrad(g, self)) attach("ThresholdBackwardBackward0", [g, self], [out], thresholdBackwardFormula, { self, threshold: 0 });
+  return out;
+}
+function thresholdBackwardFormula(n: FormulaNode, [gg]: Grads): Grads {
+  const self = n.unpack("self");
+  return [n.needs(0) ? thresholdBackward(gg!, self) : null, n.needs(1) ? zerosLike(gg!) : null];
+}
+
+/** sigmoid_backward(g, out): g * out * (1 - out). SigmoidBackwardBackward0 saves both. */
+export function sigmoidBackward(g: Tensor, out: Tensor): Tensor {
+  const r = ew.binary("sigmoid_backward", g, out);
+  if (needsGrad(g, out)) attach("SigmoidBackwardBackward0", [g, out], [r], sigmoidBackwardFormula, { grad_output: g, output: out });
+  return r;
+}
+function sigmoidBackwardFormula(n: FormulaNode, [gg]: Grads): Grads {
+  const out = n.unpack("output");
+  return [n.needs(0) ? sigmoidBackward(gg!, out) : null, n.needs(1) ? gg!.mul(n.unpack("grad_output")).mul(out.mul(-2).add(1)) : null];
+}
+
+/** tanh_backward(g, out): g * (1 - out²). TanhBackwardBackward0 saves both. */
+export function tanhBackward(g: Tensor, out: Tensor): Tensor {
+  const r = ew.binary("tanh_backward", g, out);
+  if (needsGrad(g, out)) attach("TanhBackwardBackward0", [g, out], [r], tanhBackwardFormula, { grad_output: g, output: out });
+  return r;
+}
+function tanhBackwardFormula(n: FormulaNode, [gg]: Grads): Grads {
+  const out = n.unpack("output");
+  return [n.needs(0) ? tanhBackward(gg!, out) : null, n.needs(1) ? gg!.mul(n.unpack("grad_output")).mul(out).mul(-2) : null];
+}
+
+/** gelu_backward(g, self, approximate): g * gelu'(self). GeluBackwardBackward0 saves g, self and approximate. */
+export function geluBackward(g: Tensor, self: Tensor, approximate: "none" | "tanh"): Tensor {
+  const r = ew.binary(approximate === "tanh" ? "gelu_tanh_backward" : "gelu_backward", g, self);
+  if (needsGrad(g, self)) attach("GeluBackwardBackward0", [g, self], [r], geluBackwardFormula, { approximate, grad_output: g, self });
+  return r;
+}
+function geluBackwardFormula(n: FormulaNode, [gg]: Grads): Grads {
+  const self = n.unpack("self");
+  const approximate = n.value<"none" | "tanh">("approximate");
+  return [
+    n.needs(0) ? geluBackward(gg!, self, approximate) : null,
+    n.needs(1) ? gg!.mul(n.unpack("grad_output")).mul(geluSecondDerivative(self, approximate)) : null,
+  ];
+}
+/**
+ * gelu''(x), from differentiable ops. Exact: gelu = x Φ(x), gelu'' = φ(x) (2 - x²). Tanh: gelu =
+ * x (1 + t) / 2 with t = tanh(u), u = β (x + κ x³): gelu'' = (1 - t²) (u' + x (u'' - 2 t u'²) / 2).
+ */
+function geluSecondDerivative(x: Tensor, approximate: "none" | "tanh"): Tensor {
+  const x2 = x.mul(x);
+  if (approximate !== "tanh")
+    return x2
+      .mul(-0.5)
+      .exp()
+      .mul(1 / Math.sqrt(2 * Math.PI))
+      .mul(x2.neg().add(2));
+  const beta = Math.sqrt(2 / Math.PI);
+  const kappa = 0.044715;
+  const t = x.add(x2.mul(x).mul(kappa)).mul(beta).tanh();
+  const du = x2
+    .mul(3 * kappa)
+    .add(1)
+    .mul(beta);
+  const ddu = x.mul(6 * beta * kappa);
+  const inner = ddu.sub(t.mul(du).mul(du).mul(2)).mul(x).mul(0.5).add(du);
+  return t.mul(t).neg().add(1).mul(inner);
+}
+
 /** A differentiable one-input op, as the op table declares it (api/functions.ts). */
 export interface UnarySpec {
   kernel: UnaryKernel;
@@ -55,14 +134,10 @@ export function unaryOp(spec: UnarySpec): { forward: (x: Tensor) => Tensor; inpl
 
 export function gelu(x: Tensor, approximate: "none" | "tanh" = "none"): Tensor {
   const out = ew.gelu(x, approximate);
-  if (needsGrad(x)) {
-    const formula = fused(approximate === "tanh" ? "gelu_tanh_backward" : "gelu_backward", (g, x) =>
-      g.mul(ew.unary(approximate === "tanh" ? "gelu_tanh_grad" : "gelu_grad", x)),
-    );
-    attach("GeluBackward0", [x], [out], (n, [g]) => [formula(g!, n.unpack("self"))], { self: x, approximate });
-  }
+  if (needsGrad(x)) attach("GeluBackward0", [x], [out], geluFormula, { self: x, approximate });
   return out;
 }
+const geluFormula: Formula = (n, [g]) => [geluBackward(g!, n.unpack("self"), n.value<"none" | "tanh">("approximate"))];
 
 type ClampArg = number | null | undefined | { min?: number; max?: number };
 function bounds(min: ClampArg, max: number | null | undefined): [number | null, number | null] {
@@ -200,7 +275,8 @@ export const where = asOp("where", function where(cond: Tensor, a: TensorOrScala
 function whereFormula(n: FormulaNode, [g]: Grads): Grads {
   const { aShape, bShape } = n.consts as { aShape: number[]; bShape: number[] };
   const c = n.unpack("condition");
-  return [n.needs(0) ? sumTo(ew.where(c, g!, 0), aShape) : null, n.needs(1) ? sumTo(ew.where(c, 0, g!), bShape) : null];
+  // where() itself (not the raw kernel), so that under create_graph the gradient stays on g's graph
+  return [n.needs(0) ? sumTo(where(c, g!, 0), aShape) : null, n.needs(1) ? sumTo(where(c, 0, g!), bShape) : null];
 }
 
 /** copy_, fill_, zero_: the written values no longer depend on the old ones. */

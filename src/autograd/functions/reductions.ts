@@ -10,7 +10,9 @@ import { RuntimeError } from "../../errors.ts";
 import { asOp } from "../../ops/op-context.ts";
 import { SavedOutput, attach, needsGrad } from "../record.ts";
 import type { FormulaNode, Grads } from "../node.ts";
-import { where } from "../../ops/elementwise.ts";
+import { where } from "./pointwise.ts";
+import { enable_grad, is_grad_enabled, no_grad } from "../grad-mode.ts";
+import { grad as autogradGrad } from "../api.ts";
 
 /** The reduced dims of x (all when dim is undefined), normalised. */
 function reducedDims(x: Tensor, dim: DimArg): number[] {
@@ -85,13 +87,14 @@ function prodFormula(n: FormulaNode, [g]: Grads): Grads {
   // reduce like the forward did, keeping dims, then broadcast back over the input
   const reduce = (t: Tensor, op: "sum" | "prod") => (whole ? t[op]() : t[op](dims[0], { keepdim: true }));
   const back = (t: Tensor, kept: boolean) => expandBack(t, shape, dims, kept);
-  const G = back(g!, keepdim);
   const zero = self.eq(0);
   const zeros = back(reduce(zero.float(), "sum"), true);
-  const others = back(reduce(where(zero, 1, self), "prod"), true);
-  const noZero = G.mul(back(n.unpack("result"), keepdim)).div(self);
-  const oneZero = where(zero, G.mul(others), 0);
-  return [where(zeros.eq(0), noZero, where(zeros.eq(1), oneZero, 0))];
+  // Differentiable throughout (where(), not the raw kernel), with the zeros replaced by 1 where it
+  // divides or multiplies, so that second derivatives stay finite and on the graph.
+  const safe = where(zero, 1, self);
+  const others = back(reduce(safe, "prod"), true);
+  const factor = where(zeros.eq(0), back(n.unpack("result"), keepdim).div(safe), where(zeros.eq(1), where(zero, others, 0), 0));
+  return [back(g!, keepdim).mul(factor)];
 }
 
 export function minmax(op: "max" | "min", x: Tensor, dim?: number, opts?: ReduceOpts): Tensor | { values: Tensor; indices: Tensor } {
@@ -175,18 +178,51 @@ export function softmax(x: Tensor, dim: number, log: boolean): Tensor {
   const out = red.softmax(x, dim, log);
   if (!needsGrad(x)) return out;
   const d = x.ndim === 0 ? 0 : wrapDim(dim, x.ndim);
-  attach(
-    log ? "LogSoftmaxBackward0" : "SoftmaxBackward0",
-    [x],
-    [out],
-    (n, [g]) => {
-      const r = n.unpack("result");
-      if (log) return [g!.sub(r.exp().mul(g!.sum(d, { keepdim: true })))];
-      return [r.mul(g!.sub(g!.mul(r).sum(d, { keepdim: true })))];
-    },
-    { dim: d, result: out },
-  );
+  attach(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", [x], [out], softmaxFormula, { dim: d, result: out }).consts = { log };
   return out;
+}
+const softmaxFormula = (n: FormulaNode, [g]: Grads): Grads => [
+  softmaxBackwardData(g!, n.unpack("result"), n.value<number>("dim"), (n.consts as { log: boolean }).log),
+];
+
+/**
+ * _softmax_backward_data / _log_softmax_backward_data: the gradient of (log_)softmax from its output.
+ * Under create_graph an op of its own, (Log)SoftmaxBackwardDataBackward0, as in PyTorch.
+ */
+function softmaxBackwardData(g: Tensor, out: Tensor, d: number, log: boolean): Tensor {
+  const compute = () => (log ? g.sub(out.exp().mul(g.sum(d, { keepdim: true }))) : out.mul(g.sub(g.mul(out).sum(d, { keepdim: true }))));
+  if (!needsGrad(g, out)) return compute();
+  const r = no_grad(compute);
+  attach(log ? "LogSoftmaxBackwardDataBackward0" : "SoftmaxBackwardDataBackward0", [g, out], [r], softmaxDoubleFormula, {
+    dim: d,
+    grad_output: g,
+    output: out,
+  }).consts = { log };
+  return r;
+}
+function softmaxDoubleFormula(n: FormulaNode, [gg]: Grads): Grads {
+  const { log } = n.consts as { log: boolean };
+  const d = n.value<number>("dim");
+  const g = n.unpack("grad_output");
+  const out = n.unpack("output");
+  if (log) {
+    // y = g - exp(out) Σg:  dy/dg = gg - Σ(gg exp(out)),  dy/dout = -gg exp(out) Σg
+    const e = out.exp();
+    return [
+      n.needs(0) ? gg!.sub(gg!.mul(e).sum(d, { keepdim: true })) : null,
+      n.needs(1)
+        ? gg!
+            .mul(e)
+            .mul(g.sum(d, { keepdim: true }))
+            .neg()
+        : null,
+    ];
+  }
+  // y = out (g - Σ g out):  dy/dg = softmax_backward(gg, out),  dy/dout = gg (g - Σ g out) - g Σ(gg out)
+  return [
+    n.needs(0) ? softmaxBackwardData(gg!, out, d, false) : null,
+    n.needs(1) ? gg!.mul(g.sub(g.mul(out).sum(d, { keepdim: true }))).sub(g.mul(gg!.mul(out).sum(d, { keepdim: true }))) : null,
+  ];
 }
 
 export const layerNorm = asOp(
@@ -198,43 +234,119 @@ export const layerNorm = asOp(
       rstd.dispose();
       return y;
     }
-    const k = normalized_shape.length;
-    const lead = x.ndim - k; // not x itself in the closure: the formula below would share it (see attach)
-    const normDims = normalized_shape.map((_, i) => lead + i);
-    const batchDims = x.shape.slice(0, x.ndim - k).map((_, i) => i);
-    const wShape = weight ? [...weight.shape] : bias ? [...bias.shape] : [];
-    const hasWeight = weight !== null;
-    attach(
-      "NativeLayerNormBackward0",
-      [x, weight, bias],
-      [y],
-      (n, [g]) => {
-        const input = n.unpack("input");
-        const xhat = input.sub(n.unpack("result1")).mul(n.unpack("result2"));
-        const gw = hasWeight ? g!.mul(n.unpack("weight").reshape(normalized_shape)) : g!;
-        const N = numelOf(normalized_shape);
-        const gradInput = n.needs(0)
-          ? n
-              .unpack("result2")
-              .div(N)
-              .mul(
-                gw
-                  .mul(N)
-                  .sub(gw.sum(normDims, { keepdim: true }))
-                  .sub(xhat.mul(gw.mul(xhat).sum(normDims, { keepdim: true }))),
-              )
-          : null;
-        const gradW = n.needs(1) ? (batchDims.length ? g!.mul(xhat).sum(batchDims) : g!.mul(xhat)).reshape(wShape) : null;
-        const gradB = n.needs(2) ? (batchDims.length ? g!.sum(batchDims) : g!.clone()).reshape(wShape) : null;
-        return [gradInput, gradW, gradB];
-      },
-      { input: x, weight, bias, result1: new SavedOutput(mean, 1), result2: new SavedOutput(rstd, 2), normalized_shape },
-    );
+    attach("NativeLayerNormBackward0", [x, weight, bias], [y], layerNormFormula, {
+      input: x,
+      weight,
+      bias,
+      result1: new SavedOutput(mean, 1),
+      result2: new SavedOutput(rstd, 2),
+      normalized_shape,
+    }).consts = { wShape: weight ? [...weight.shape] : bias ? [...bias.shape] : normalized_shape, eps };
     mean.dispose();
     rstd.dispose();
     return y;
   },
 );
+
+function layerNormFormula(n: FormulaNode, [g]: Grads): Grads {
+  const { wShape, eps } = n.consts as { wShape: number[]; eps: number };
+  // mean and rstd are not differentiable outputs (PyTorch's NativeLayerNormBackwardBackward0 has no edge to them)
+  const mean = n.unpack("result1").detach();
+  const rstd = n.unpack("result2").detach();
+  const weight = n.savedTensor("weight");
+  const mask = [n.needs(0), n.needs(1), n.needs(2)];
+  return layerNormBackward(g!, n.unpack("input"), mean, rstd, weight, n.value<number[]>("normalized_shape"), mask, wShape, eps);
+}
+
+/** native_layer_norm_backward from its saved statistics: [grad_input, grad_weight, grad_bias] as `mask` asks. */
+function layerNormBackwardComposite(
+  g: Tensor,
+  input: Tensor,
+  mean: Tensor,
+  rstd: Tensor,
+  weight: Tensor | null,
+  normalized_shape: number[],
+  mask: boolean[],
+  wShape: number[],
+): Grads {
+  const k = normalized_shape.length;
+  const lead = input.ndim - k;
+  const normDims = normalized_shape.map((_, i) => lead + i);
+  const batchDims = input.shape.slice(0, lead).map((_, i) => i);
+  const xhat = input.sub(mean).mul(rstd);
+  const gw = weight ? g.mul(weight.reshape(normalized_shape)) : g;
+  const N = numelOf(normalized_shape);
+  const gradInput = mask[0]
+    ? rstd.div(N).mul(
+        gw
+          .mul(N)
+          .sub(gw.sum(normDims, { keepdim: true }))
+          .sub(xhat.mul(gw.mul(xhat).sum(normDims, { keepdim: true }))),
+      )
+    : null;
+  const gradW = mask[1] ? (batchDims.length ? g.mul(xhat).sum(batchDims) : g.mul(xhat)).reshape(wShape) : null;
+  const gradB = mask[2] ? (batchDims.length ? g.sum(batchDims) : g.clone()).reshape(wShape) : null;
+  return [gradInput, gradW, gradB];
+}
+
+/**
+ * The gradients of layer_norm. Under create_graph an op of its own, NativeLayerNormBackwardBackward0
+ * (edges: grad_out, input, mean, rstd, weight, bias, as PyTorch's), whose formula differentiates the
+ * composite again, with mean and rstd recomputed from the input.
+ */
+function layerNormBackward(
+  g: Tensor,
+  input: Tensor,
+  mean: Tensor,
+  rstd: Tensor,
+  weight: Tensor | null,
+  normalized_shape: number[],
+  mask: boolean[],
+  wShape: number[],
+  eps: number,
+): Grads {
+  if (!needsGrad(g, input, weight)) return layerNormBackwardComposite(g, input, mean, rstd, weight, normalized_shape, mask, wShape);
+  const outs = no_grad(() => layerNormBackwardComposite(g, input, mean, rstd, weight, normalized_shape, mask, wShape));
+  attach("NativeLayerNormBackwardBackward0", [g, input, null, null, weight, null], outs, layerNormDoubleFormula, {
+    grad_out: g,
+    input,
+    mean,
+    normalized_shape,
+    rstd,
+    weight,
+  }).consts = { wShape, eps };
+  return outs;
+}
+
+function layerNormDoubleFormula(n: FormulaNode, grads: Grads): Grads {
+  const { wShape, eps } = n.consts as { wShape: number[]; eps: number };
+  const normalized_shape = n.value<number[]>("normalized_shape");
+  const create = is_grad_enabled();
+  const real = [n.unpack("grad_out"), n.unpack("input"), n.savedTensor("weight")];
+  // The tensors themselves when this pass builds a graph (a third derivative), else detached copies.
+  const ins = real.map((t) => (t === null ? null : create ? t : t.detach().requires_grad_()));
+  const wanted = [0, 1, 2].filter((i) => ins[i]?.requires_grad && n.needs([0, 1, 4][i]));
+  const res = enable_grad(() => {
+    const [g, x, w] = ins as [Tensor, Tensor, Tensor | null];
+    const lead = x.ndim - normalized_shape.length;
+    const normDims = normalized_shape.map((_, i) => lead + i);
+    const mean = x.mean(normDims, { keepdim: true });
+    const rstd = x.var(normDims, { correction: 0, keepdim: true }).add(eps).rsqrt();
+    const outs = layerNormBackwardComposite(g, x, mean, rstd, w, normalized_shape, [true, w !== null, grads[2] !== null], wShape);
+    const used = outs.map((o, i) => (o && grads[i] ? i : -1)).filter((i) => i >= 0);
+    if (!used.length || !wanted.length) return [];
+    return autogradGrad(
+      used.map((i) => outs[i]!),
+      wanted.map((i) => ins[i]!),
+      { grad_outputs: used.map((i) => grads[i]!), create_graph: create, retain_graph: create, allow_unused: true },
+    );
+  });
+  const out: Grads = [null, null, null, null, null, null];
+  wanted.forEach((i, j) => {
+    out[[0, 1, 4][i]] = res[j] ?? null;
+  });
+  return out;
+}
 
 export const dropout = asOp("dropout", function dropout(x: Tensor, p: number, training: boolean): Tensor {
   if (!(p >= 0 && p <= 1)) throw new RuntimeError(`dropout probability has to be between 0 and 1, but got ${p}`);

@@ -24,7 +24,7 @@ import { NOT_DIFFERENTIABLE, op } from "./op-def.ts";
 // ---- pointwise, one input: kernel, node, what it saves, dL/dx ----
 
 const NEG = unaryOp({ kernel: "neg", node: "NegBackward0", saves: null, grad: (g) => g.neg() });
-const ABS = unaryOp({ kernel: "abs", node: "AbsBackward0", saves: "self", grad: (g, x) => g.mul(ew.unary("sign", x)) });
+const ABS = unaryOp({ kernel: "abs", node: "AbsBackward0", saves: "self", grad: (g, x) => g.mul(pw.sgn(x)) });
 const EXP = unaryOp({ kernel: "exp", node: "ExpBackward0", saves: "result", grad: (g, r) => g.mul(r) });
 const LOG = unaryOp({ kernel: "log", node: "LogBackward0", saves: "self", grad: (g, x) => g.div(x) });
 const SQRT = unaryOp({ kernel: "sqrt", node: "SqrtBackward0", saves: "result", grad: (g, r) => g.div(r.mul(2)) });
@@ -69,13 +69,13 @@ const ADD = binaryOp({
   kernel: "add",
   node: "AddBackward0",
   saves: ["alpha"],
-  grad: (n, g, { aShape, bShape, alpha }) => [n.needs(0) ? sumTo(g, aShape) : null, n.needs(1) ? sumTo(alpha === 1 ? g : g.mul(alpha), bShape) : null],
+  grad: (n, g, { aShape, bShape, alpha }) => [n.needs(0) ? sumTo(g, aShape) : null, n.needs(1) ? sumTo(pw.mulScalar(g, alpha), bShape) : null],
 });
 const SUB = binaryOp({
   kernel: "sub",
   node: "SubBackward0",
   saves: ["alpha"],
-  grad: (n, g, { aShape, bShape, alpha }) => [n.needs(0) ? sumTo(g, aShape) : null, n.needs(1) ? sumTo(g.mul(-alpha), bShape) : null],
+  grad: (n, g, { aShape, bShape, alpha }) => [n.needs(0) ? sumTo(g, aShape) : null, n.needs(1) ? sumTo(pw.mulScalar(g.neg(), alpha), bShape) : null],
 });
 const MUL = binaryOp({
   kernel: "mul",
@@ -94,13 +94,8 @@ const DIV = binaryOp({
     return [
       n.needs(0) ? sumTo(g.div(o), aShape) : null,
       n.needs(1)
-        ? sumTo(
-            g
-              .mul(n.unpack("self"))
-              .div((o as Tensor).mul(o))
-              .neg(),
-            bShape,
-          )
+        ? // PyTorch's div_tensor_other_backward: -grad * ((self / other) / other)
+          sumTo(g.neg().mul(n.unpack("self").div(o).div(o)), bShape)
         : null,
     ];
   },
@@ -126,22 +121,23 @@ const POW = binaryOp({
     ];
   },
 });
-/** maximum/minimum: the gradient goes to the larger (smaller) operand, split evenly on ties. */
-function extremumGrad(pickFirst: (self: Tensor, other: Tensor) => Tensor) {
+/**
+ * maximum/minimum: the gradient goes to the larger (smaller) operand, split evenly on ties; as PyTorch's
+ * formula, where(self == other, grad / 2, grad).masked_fill(loser, 0), so the graph under create_graph matches.
+ */
+function extremumGrad(first: "gt" | "lt") {
   return (n: FormulaNode, g: Tensor, { aShape, bShape }: BinaryConsts): Grads => {
     const self = n.unpack("self");
     const o = n.unpack("other");
-    const pick = pickFirst(self, o);
-    const tie = self.eq(o);
-    const half = g.mul(0.5);
+    const split = pw.where(self.eq(o), g.div(2), g);
+    const second = first === "gt" ? "lt" : "gt";
     return [
-      // where() itself (not the raw kernel): under create_graph the gradient stays on g's graph
-      n.needs(0) ? sumTo(pw.where(tie, half, g.mul(pick)), aShape) : null,
-      n.needs(1) ? sumTo(pw.where(tie, half, g.mul(pick.eq(false).mul(tie.eq(false)))), bShape) : null,
+      n.needs(0) ? sumTo(pw.maskedFill(split, self[second](o), 0), aShape) : null,
+      n.needs(1) ? sumTo(pw.maskedFill(split, self[first](o), 0), bShape) : null,
     ];
   };
 }
-const MAXIMUM = binaryOp({ kernel: "maximum", node: "MaximumBackward0", saves: ["self", "other"], grad: extremumGrad((a, b) => a.gt(b)) });
+const MAXIMUM = binaryOp({ kernel: "maximum", node: "MaximumBackward0", saves: ["self", "other"], grad: extremumGrad("gt") });
 const ATAN2 = binaryOp({
   kernel: "atan2",
   node: "Atan2Backward0",
@@ -150,11 +146,11 @@ const ATAN2 = binaryOp({
   grad: (n, g, { aShape, bShape }) => {
     const a = n.unpack("self");
     const b = n.unpack("other");
-    const r = a.mul(a).add(b.mul(b));
-    return [n.needs(0) ? sumTo(g.mul(b).div(r), aShape) : null, n.needs(1) ? sumTo(g.mul(a).neg().div(r), bShape) : null];
+    const recip = a.mul(a).add(b.mul(b)).pow(-1);
+    return [n.needs(0) ? sumTo(g.mul(b).mul(recip), aShape) : null, n.needs(1) ? sumTo(g.mul(a.neg()).mul(recip), bShape) : null];
   },
 });
-const MINIMUM = binaryOp({ kernel: "minimum", node: "MinimumBackward0", saves: ["self", "other"], grad: extremumGrad((a, b) => a.lt(b)) });
+const MINIMUM = binaryOp({ kernel: "minimum", node: "MinimumBackward0", saves: ["self", "other"], grad: extremumGrad("lt") });
 
 type Alpha = { alpha?: number };
 /** torch.add(a, b, {alpha}): a + alpha * b, broadcasting; b may be a number. Autograd: AddBackward0. */

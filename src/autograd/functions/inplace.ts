@@ -5,11 +5,12 @@
 
 import { RuntimeError } from "../../errors.ts";
 import { Tensor, type TensorOrScalar } from "../../tensor.ts";
-import { is_grad_enabled, is_inference_mode_enabled } from "../grad-mode.ts";
+import { is_grad_enabled, is_inference_mode_enabled, no_grad } from "../grad-mode.ts";
 import { AutogradMeta, releaseNode, retainNode } from "../meta.ts";
 import { Node, type FormulaNode, type Grads } from "../node.ts";
 import { attach, edgeOf } from "../record.ts";
 import { makeView } from "../../ops/views.ts";
+import { where } from "./pointwise.ts";
 
 /** Checks an in-place write to `self` is allowed; returns whether autograd must record it. */
 export function checkInplace(self: Tensor, ...others: Array<TensorOrScalar | null | undefined>): boolean {
@@ -118,12 +119,30 @@ class CopySlices extends Node {
   }
   /** The base's gradient, with the written region replaced by what the op's node makes of it. */
   apply([g]: Grads): Grads {
+    if (is_grad_enabled()) return this.applyDifferentiable(g!);
     const result = g!.clone();
     const region = makeView(result, this.viewShape, this.geometry.strides, this.geometry.offset);
     const res = this.fn.apply([region.clone()]);
     if (res[0]) region.copy_(res[0]);
     else region.zero_();
     return [result, ...res.slice(1)];
+  }
+  /**
+   * The same under create_graph, from differentiable ops: the region of g as a recorded view
+   * (AsStridedBackward0), and the result as where(region, fn's gradient placed in zeros, g), so
+   * that the written region's gradient depends on g only through the op's node.
+   */
+  private applyDifferentiable(g: Tensor): Grads {
+    const { baseShape, strides, offset } = this.geometry;
+    const gc = g.contiguous();
+    const region = no_grad(() => makeView(gc, this.viewShape, strides, offset, false).clone());
+    if (gc.requires_grad) attach("AsStridedBackward0", [gc], [region], asStridedFormula).consts = this.geometry;
+    const res = this.fn.apply([region]);
+    const inRegion = Tensor.empty(baseShape).zero_();
+    makeView(inRegion, this.viewShape, strides, offset).fill_(1);
+    const placed = Tensor.empty(baseShape).zero_();
+    if (res[0]) makeView(placed, this.viewShape, strides, offset).copy_(res[0]);
+    return [where(inRegion.eq(1), placed, g), ...res.slice(1)];
   }
   override release_saved_variables(): void {
     super.release_saved_variables();

@@ -133,8 +133,10 @@ function nllFormula(n: FormulaNode, [g]: Grads): Grads {
   const tgt = n.unpack("target");
   const out = no_grad(() => nllScatter(coef, tgt.reshape([N]), C, n.value<number>("ignore_index")).reshape(inShape));
   // Under create_graph, nll_loss_backward is an op of its own (NllLossBackwardBackward0), linear in g.
-  if (needsGrad(g)) {
-    attach("NllLossBackwardBackward0", [g, n.unpack("self")], [out], nllDoubleFormula, {
+  const self = n.unpack("self");
+  // An edge to self as in PyTorch (its gradient is 0), so the result requires grad whenever self does.
+  if (needsGrad(g, self)) {
+    attach("NllLossBackwardBackward0", [g, self], [out], nllDoubleFormula, {
       ignore_index: n.value<number>("ignore_index"),
       reduction: n.value<number>("reduction"),
       target: tgt,

@@ -22,6 +22,34 @@ export function fused(op: BinaryKernel, composed: (g: Tensor, t: Tensor) => Tens
 /** zeros_like(t), outside any graph: what PyTorch's double-backward formulas give for an input that has no effect. */
 export const zerosLike = (t: Tensor): Tensor => Tensor.empty(t.shape).zero_();
 
+/** sgn(x), as abs's backward formula uses it: on the graph (SgnBackward0), with a zero derivative. */
+export function sgn(x: Tensor): Tensor {
+  const out = ew.unary("sign", x);
+  if (needsGrad(x)) attach("SgnBackward0", [x], [out], sgnFormula);
+  return out;
+}
+const sgnFormula: Formula = (_n, [g]) => [zerosLike(g!)];
+
+/**
+ * t * s for a number s, as PyTorch's C++ formulas multiply by a Scalar: MulBackward1 (a Python `t * 2`
+ * records MulBackward0), and nothing at all for s = 1 (maybe_multiply).
+ */
+export function mulScalar(t: Tensor, s: number): Tensor {
+  if (s === 1) return t;
+  const out = ew.binary("mul", t, s);
+  if (needsGrad(t)) attach("MulBackward1", [t], [out], mulScalarFormula, { other: s });
+  return out;
+}
+const mulScalarFormula: Formula = (n, [g]) => [mulScalar(g!, n.value<number>("other"))];
+
+/** t.masked_fill(mask, value): MaskedFillBackward0 (saves the mask), as PyTorch's max/min formulas use it. */
+export function maskedFill(t: Tensor, mask: Tensor, value: number): Tensor {
+  const out = ew.where(mask, value, t);
+  if (needsGrad(t)) attach("MaskedFillBackward0", [t], [out], maskedFillFormula, { mask });
+  return out;
+}
+const maskedFillFormula: Formula = (n, [g]) => [maskedFill(g!, n.unpack("mask"), 0)];
+
 // ---- backward ops with their own double backward (derivatives.yaml's threshold_backward, ...) ----
 // PyTorch's backward of relu, sigmoid, tanh and gelu is an op of its own: one fused kernel, and when
 // its inputs require grad (create_graph) a node of its own (`<Op>BackwardBackward0`) whose formula is
@@ -150,7 +178,8 @@ const clampFormula: Formula = (n, [g]) => {
   const hi = n.value<number | null>("max");
   let mask = lo === null ? null : self.ge(lo);
   if (hi !== null) mask = mask ? mask.mul(self.le(hi)) : self.le(hi);
-  return [g!.mul(mask!)];
+  // where() as PyTorch's clamp_backward (not a product with the mask): the same graph under create_graph
+  return [where(mask!, g!, 0)];
 };
 function attachClamp(x: Tensor, out: Tensor, lo: number | null, hi: number | null, savedSelf: Tensor = x): void {
   attach("ClampBackward1", [x], [out], clampFormula, { self: savedSelf, min: lo, max: hi });
@@ -255,7 +284,7 @@ export function binaryOp(spec: BinarySpec): {
   };
 }
 
-const rsubFormula: Formula = (n, [g]) => [g!.mul(-n.value<number>("alpha"))];
+const rsubFormula: Formula = (n, [g]) => [mulScalar(g!.neg(), n.value<number>("alpha"))];
 /** scalar - x (Python's `2 - x`). */
 export function rsub(x: Tensor, s: number, alpha = 1): Tensor {
   const out = ew.binary("sub", x, s, 1).neg();
@@ -291,9 +320,9 @@ export function copyInplace<T extends Tensor>(self: T, src: Tensor): T {
   return self;
 }
 function copyFormula(n: FormulaNode, [g]: Grads): Grads {
-  return [n.needs(0) ? g!.mul(0) : null, n.needs(1) ? sumTo(g!, (n.consts as { srcShape: number[] }).srcShape) : null];
+  return [n.needs(0) ? zerosLike(g!) : null, n.needs(1) ? sumTo(g!, (n.consts as { srcShape: number[] }).srcShape) : null];
 }
-const zeroFormula: Formula = (_n, [g]) => [g!.mul(0)];
+const zeroFormula: Formula = (_n, [g]) => [zerosLike(g!)];
 
 export function fillInplace<T extends Tensor>(self: T, value: Scalar, name: "FillBackward2" | "ZeroBackward0"): T {
   const track = checkInplace(self);

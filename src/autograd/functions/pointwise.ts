@@ -265,7 +265,10 @@ export function binaryOp(spec: BinarySpec): {
       const same = other instanceof Tensor && other._meta === self._meta;
       const version = self._version;
       // Otherwise the formula for other needs self's old value: keep a copy (PyTorch's original_self).
-      const before = track && needsSelf && !same && other instanceof Tensor && other.requires_grad ? ew.copyOf(self) : null;
+      // A clone on the graph when self requires grad (PyTorch's original_self), so that under create_graph
+      // the other operand's gradient still depends on self's old value.
+      const before =
+        track && needsSelf && !same && other instanceof Tensor && other.requires_grad ? (self.requires_grad ? self.clone() : ew.copyOf(self)) : null;
       ew.inplaceBinary(kernel, self, other, alpha);
       if (track) {
         rebase(

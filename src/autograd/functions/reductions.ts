@@ -109,8 +109,9 @@ export function minmax(op: "max" | "min", x: Tensor, dim?: number, opts?: Reduce
       [out],
       (n, [g]) => {
         const self = n.unpack("self");
-        const mask = self.eq(n.unpack("result")).float();
-        return [mask.mul(g!.div(mask.sum()))];
+        const mask = self.eq(n.unpack("result"));
+        // PyTorch's evenly_distribute_backward (its CPU form): zeros.masked_fill_(mask, g / count)
+        return [maskedFillValue(mask, g!.div(mask.float().sum()))];
       },
       { self: x, result: out },
     );
@@ -127,12 +128,37 @@ export function minmax(op: "max" | "min", x: Tensor, dim?: number, opts?: Reduce
       if (shape.length === 0) return [g!]; // a 0-d tensor is its own max
       // Scatter g to the arg positions: a one-hot mask along d from the saved indices.
       const idx = keepdim ? n.unpack("indices") : n.unpack("indices").unsqueeze(d);
-      const onehot = positionsAlong(shape, d).eq(idx);
-      return [expandBack(g!, shape, [d], keepdim).mul(onehot)];
+      return [scatterAlong(shape, d, idx, keepdim ? g! : g!.unsqueeze(d))];
     },
     { dim: d, keepdim, indices: out.indices, self_sizes: shape },
   );
   return out;
+}
+
+/** zeros.masked_fill(mask, value) for a 0-d value; under create_graph MaskedFillBackward1 (an edge to value only). */
+function maskedFillValue(mask: Tensor, value: Tensor): Tensor {
+  if (!needsGrad(value)) return where(mask, value, 0);
+  const r = no_grad(() => where(mask, value, 0));
+  attach("MaskedFillBackward1", [null, value], [r], maskedFillValueFormula, { mask });
+  return r;
+}
+const maskedFillValueFormula = (n: FormulaNode, [gg]: Grads): Grads => [null, where(n.unpack("mask"), gg!, 0).sum()];
+
+/**
+ * zeros(shape).scatter(d, idx, src) for src with one element along d (the values of max(dim)); under
+ * create_graph ScatterBackward0, whose gradient for src is its own gradient gathered at idx.
+ */
+function scatterAlong(shape: number[], d: number, idx: Tensor, src: Tensor): Tensor {
+  const onehot = positionsAlong(shape, d).eq(idx);
+  if (!needsGrad(src)) return src.expand(shape).mul(onehot);
+  const out = no_grad(() => src.expand(shape).mul(onehot));
+  attach("ScatterBackward0", [null, src], [out], scatterFormula, { dim: d, index: idx }).consts = { shape };
+  return out;
+}
+function scatterFormula(n: FormulaNode, [gg]: Grads): Grads {
+  const d = n.value<number>("dim");
+  const onehot = positionsAlong((n.consts as { shape: number[] }).shape, d).eq(n.unpack("index"));
+  return [null, gg!.mul(onehot).sum(d, { keepdim: true })];
 }
 
 /** arange(shape[d]) laid along dim d, broadcastable against a tensor of `shape` (a small exact upload). */

@@ -103,6 +103,7 @@ export function sumTo(g: Tensor, shape: readonly number[]): Tensor {
   const lead = g.ndim - shape.length;
   const dims: number[] = [];
   for (let i = 0; i < g.ndim; i++) if (i < lead || (shape[i - lead] === 1 && g.shape[i] !== 1)) dims.push(i);
+  // As ATen's sum_to: one sum keeping dims, then a view without the leading ones (ViewBackward0 under create_graph)
   const summed = dims.length ? g.sum(dims, { keepdim: true }) : g;
-  return summed.reshape([...shape]);
+  return lead > 0 ? summed.view([...shape]) : summed;
 }

@@ -10,7 +10,6 @@ import { AutogradMeta, releaseNode, retainNode } from "../meta.ts";
 import { Node, type FormulaNode, type Grads } from "../node.ts";
 import { attach, edgeOf } from "../record.ts";
 import { makeView } from "../../ops/views.ts";
-import { where } from "./pointwise.ts";
 
 /** Checks an in-place write to `self` is allowed; returns whether autograd must record it. */
 export function checkInplace(self: Tensor, ...others: Array<TensorOrScalar | null | undefined>): boolean {
@@ -142,7 +141,7 @@ class CopySlices extends Node {
     makeView(inRegion, this.viewShape, strides, offset).fill_(1);
     const placed = Tensor.empty(baseShape).zero_();
     if (res[0]) makeView(placed, this.viewShape, strides, offset).copy_(res[0]);
-    return [where(inRegion.eq(1), placed, g), ...res.slice(1)];
+    return [placed.where(inRegion.eq(1), g), ...res.slice(1)];
   }
   override release_saved_variables(): void {
     super.release_saved_variables();

@@ -7,17 +7,8 @@ import type { BinaryKernel, UnaryKernel } from "../../ops/kernel-codes.ts";
 import { Tensor, type Scalar, type TensorOrScalar } from "../../tensor.ts";
 import { SavedAt, attach, needsGrad, sumTo, type Formula, type Saves } from "../record.ts";
 import type { FormulaNode, Grads } from "../node.ts";
-import { is_grad_enabled } from "../grad-mode.ts";
 import { asOp } from "../../ops/op-context.ts";
 import { checkInplace, rebase } from "./inplace.ts";
-
-/**
- * A backward formula that PyTorch runs as one fused kernel (one allocation): fused when nothing records
- * (plain backward, so memory matches PyTorch's), composed from differentiable ops under create_graph.
- */
-export function fused(op: BinaryKernel, composed: (g: Tensor, t: Tensor) => Tensor) {
-  return (g: Tensor, t: Tensor) => (is_grad_enabled() ? composed(g, t) : ew.binary(op, g, t));
-}
 
 /** zeros_like(t), outside any graph: what PyTorch's double-backward formulas give for an input that has no effect. */
 export const zerosLike = (t: Tensor): Tensor => Tensor.empty(t.shape).zero_();
@@ -41,6 +32,14 @@ export function mulScalar(t: Tensor, s: number): Tensor {
   return out;
 }
 const mulScalarFormula: Formula = (n, [g]) => [mulScalar(g!, n.value<number>("other"))];
+
+/** t / s for a number s, as PyTorch's C++ formulas divide by a Scalar (mean's numel): DivBackward1. */
+export function divScalar(t: Tensor, s: number): Tensor {
+  const out = ew.binary("div", t, s);
+  if (needsGrad(t)) attach("DivBackward1", [t], [out], divScalarFormula, { other: s });
+  return out;
+}
+const divScalarFormula: Formula = (n, [g]) => [divScalar(g!, n.value<number>("other"))];
 
 /** t.masked_fill(mask, value): MaskedFillBackward0 (saves the mask), as PyTorch's max/min formulas use it. */
 export function maskedFill(t: Tensor, mask: Tensor, value: number): Tensor {
@@ -89,7 +88,7 @@ function tanhBackwardFormula(n: FormulaNode, [gg]: Grads): Grads {
 }
 
 /** gelu_backward(g, self, approximate): g * gelu'(self). GeluBackwardBackward0 saves g, self and approximate. */
-export function geluBackward(g: Tensor, self: Tensor, approximate: "none" | "tanh"): Tensor {
+function geluBackward(g: Tensor, self: Tensor, approximate: "none" | "tanh"): Tensor {
   const r = ew.binary(approximate === "tanh" ? "gelu_tanh_backward" : "gelu_backward", g, self);
   if (needsGrad(g, self)) attach("GeluBackwardBackward0", [g, self], [r], geluBackwardFormula, { approximate, grad_output: g, self });
   return r;

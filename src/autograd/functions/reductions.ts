@@ -10,7 +10,7 @@ import { RuntimeError } from "../../errors.ts";
 import { asOp } from "../../ops/op-context.ts";
 import { SavedOutput, attach, needsGrad } from "../record.ts";
 import type { FormulaNode, Grads } from "../node.ts";
-import { where } from "./pointwise.ts";
+import { divScalar, where } from "./pointwise.ts";
 import { enable_grad, is_grad_enabled, no_grad } from "../grad-mode.ts";
 import { grad as autogradGrad } from "../api.ts";
 
@@ -50,7 +50,7 @@ export function sumOrMean(op: "sum" | "mean", x: Tensor, dimArg?: DimArg | Reduc
     (_n, [g]) => {
       const e = expandBack(g!, shape, dims, keepdim || whole);
       // As PyTorch: sum's gradient is an expanded view (no memory), mean's a real division.
-      return [op === "mean" ? e.div(count) : e];
+      return [op === "mean" ? divScalar(e, count) : e];
     },
     {
       dim: whole ? undefined : dims,

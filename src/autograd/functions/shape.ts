@@ -113,7 +113,10 @@ export function squeeze(x: Tensor, dim?: number, name?: string): Tensor {
   // SqueezeBackward3 is matmul's squeeze_ of its own temporary: a tensor of its own, not a view.
   const out = name === "SqueezeBackward3" ? unview(vw.squeeze(x, dim)) : vw.squeeze(x, dim);
   if (name === "SqueezeBackward3") out._bump_version(); // ATen's squeeze_ wrote it in place
-  return viewOp(x, out, name ?? (dim === undefined ? "SqueezeBackward0" : "SqueezeBackward1"), (g) => g.reshape(s), {
+  // ATen's unsqueeze_to: the gradient unsqueezed back at each size-1 dim the squeeze removed
+  const removed = dim === undefined ? s.flatMap((n, i) => (n === 1 ? [i] : [])) : s.length && s[wrapDim(dim, s.length)] === 1 ? [wrapDim(dim, s.length)] : [];
+  const back = (g: Tensor) => removed.reduce((t, d) => t.unsqueeze(d), g);
+  return viewOp(x, out, name ?? (dim === undefined ? "SqueezeBackward0" : "SqueezeBackward1"), (g) => (s.length ? back(g) : g.reshape(s)), {
     dim: dim === undefined ? undefined : wrapDim(dim, Math.max(x.ndim, 1)),
     self_sizes: s,
   });

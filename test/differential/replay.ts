@@ -46,6 +46,7 @@ export interface Program {
   /** The second-order tier's: which ops, and whether it is one op's Hessian-vector product. */
   ops?: string[];
   single?: boolean;
+  issue?: number;
   statements: Statement[];
   final: Record<string, Final>;
   python: string;

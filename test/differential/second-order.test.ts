@@ -21,9 +21,11 @@ afterAll(() => {
 });
 
 describe(`second-order differential: ${fixtures.programs.length} programs vs torch ${fixtures.torch}`, () => {
-  it("has a single-op Hessian-vector product for each op, and at least 390 random programs", () => {
+  it("has a single-op Hessian-vector product for each op, at least 390 random programs, and issue 21's cases", () => {
     expect(singles.length).toBeGreaterThanOrEqual(90);
-    expect(fixtures.programs.length - singles.length).toBeGreaterThanOrEqual(390);
+    expect(fixtures.programs.filter((p) => !p.single && !p.issue).length).toBeGreaterThanOrEqual(390);
+    // and the nine second-order reports of issue 21, as written there
+    expect(fixtures.programs.filter((p) => p.issue === 21).length).toBe(9);
   });
   for (const p of fixtures.programs) {
     it(`program ${p.id}${p.single ? ` (${p.ops?.[0]} alone)` : ` (${p.ops?.join(", ")})`}`, async () => {

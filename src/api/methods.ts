@@ -79,7 +79,7 @@ export const setitem = op({
     return x;
   },
   grad: ["torch::autograd::CopySlices"],
-  gradgrad: ["WhereBackward0", "AsStridedBackward0"],
+  gradgrad: ["torch::autograd::CopySlices", "CloneBackward0"],
   saves: [],
 });
 /** x.contiguous(): x itself (another handle) when already contiguous, else a copy (CloneBackward0). */

@@ -5,7 +5,7 @@
 
 import { RuntimeError } from "../../errors.ts";
 import { Tensor, type TensorOrScalar } from "../../tensor.ts";
-import { is_grad_enabled, is_inference_mode_enabled, no_grad } from "../grad-mode.ts";
+import { is_grad_enabled, is_inference_mode_enabled } from "../grad-mode.ts";
 import { AutogradMeta, releaseNode, retainNode } from "../meta.ts";
 import { Node, type FormulaNode, type Grads } from "../node.ts";
 import { attach, edgeOf } from "../record.ts";
@@ -127,21 +127,20 @@ class CopySlices extends Node {
     return [result, ...res.slice(1)];
   }
   /**
-   * The same under create_graph, from differentiable ops: the region of g as a recorded view
-   * (AsStridedBackward0), and the result as where(region, fn's gradient placed in zeros, g), so
-   * that the written region's gradient depends on g only through the op's node.
+   * The same under create_graph, recorded as PyTorch's CopySlices::apply records it: the gradient copied
+   * into a new tensor (CopyBackwards), its region as a view (AsStridedBackward0) cloned for the op's node,
+   * and the node's result copied back into the region in place (CopySlices), so that the written
+   * region's gradient depends on g only through the op's node.
    */
   private applyDifferentiable(g: Tensor): Grads {
     const { baseShape, strides, offset } = this.geometry;
-    const gc = g.contiguous();
-    const region = no_grad(() => makeView(gc, this.viewShape, strides, offset, false).clone());
-    if (gc.requires_grad) attach("AsStridedBackward0", [gc], [region], asStridedFormula).consts = this.geometry;
-    const res = this.fn.apply([region]);
-    const inRegion = Tensor.empty(baseShape).zero_();
-    makeView(inRegion, this.viewShape, strides, offset).fill_(1);
-    const placed = Tensor.empty(baseShape).zero_();
-    if (res[0]) makeView(placed, this.viewShape, strides, offset).copy_(res[0]);
-    return [placed.where(inRegion.eq(1), g), ...res.slice(1)];
+    const result = Tensor.empty(baseShape).copy_(g);
+    const region = makeView(result, this.viewShape, strides, offset);
+    if (result.requires_grad) regenerateViewGradFn(region);
+    const res = this.fn.apply([region.clone()]);
+    if (res[0]) region.copy_(res[0]);
+    else region.zero_();
+    return [result, ...res.slice(1)];
   }
   override release_saved_variables(): void {
     super.release_saved_variables();

@@ -111,7 +111,8 @@ const POW = binaryOp({
     const e = n.savedTensor("exponent");
     if (!e) {
       const k = n.value<number>("exponent");
-      return [k === 0 ? g.mul(0) : g.mul(self.pow(k - 1)).mul(k)];
+      // PyTorch's pow_backward: zeros for a 0 exponent, else grad * (exponent * self.pow(exponent - 1))
+      return [k === 0 ? pw.zerosLike(g) : g.mul(pw.mulScalar(self.pow(k - 1), k, true))];
     }
     return [
       // PyTorch's pow_backward_self and pow_backward_exponent, op for op (so the graph of a gradient matches)
@@ -146,7 +147,7 @@ const ATAN2 = binaryOp({
   grad: (n, g, { aShape, bShape }) => {
     const a = n.unpack("self");
     const b = n.unpack("other");
-    const recip = a.mul(a).add(b.mul(b)).pow(-1);
+    const recip = pw.reciprocal(a.mul(a).add(b.mul(b)));
     return [n.needs(0) ? sumTo(g.mul(b).mul(recip), aShape) : null, n.needs(1) ? sumTo(g.mul(a.neg()).mul(recip), bShape) : null];
   },
 });

@@ -121,7 +121,7 @@ function mv(a: Tensor, v: Tensor): Tensor {
       "MvBackward0",
       [a, v],
       [out],
-      (n, [g]) => [n.needs(0) ? g!.unsqueeze(1).mul(n.unpack("vec").unsqueeze(0)) : null, n.needs(1) ? n.unpack("self").t().matmul(g!) : null],
+      (n, [g]) => [n.needs(0) ? g!.reshape([-1, 1]).mul(n.unpack("vec")) : null, n.needs(1) ? n.unpack("self").t().matmul(g!) : null],
       { self: a, vec: v },
       { self: [1], vec: [0] },
     );

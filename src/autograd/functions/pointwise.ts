@@ -25,13 +25,24 @@ const sgnFormula: Formula = (_n, [g]) => [zerosLike(g!)];
  * t * s for a number s, as PyTorch's C++ formulas multiply by a Scalar: MulBackward1 (a Python `t * 2`
  * records MulBackward0), and nothing at all for s = 1 (maybe_multiply).
  */
-export function mulScalar(t: Tensor, s: number): Tensor {
-  if (s === 1) return t;
+export function mulScalar(t: Tensor, s: number, always = false): Tensor {
+  if (s === 1 && !always) return t;
   const out = ew.binary("mul", t, s);
   if (needsGrad(t)) attach("MulBackward1", [t], [out], mulScalarFormula, { other: s });
   return out;
 }
-const mulScalarFormula: Formula = (n, [g]) => [mulScalar(g!, n.value<number>("other"))];
+const mulScalarFormula: Formula = (n, [g]) => [mulScalar(g!, n.value<number>("other"), true)];
+
+/** 1 / t (ReciprocalBackward0 saves its result: the gradient is -g * result²), as atan2's formula uses it. */
+export function reciprocal(t: Tensor): Tensor {
+  const out = ew.binary("pow", t, -1);
+  if (needsGrad(t)) attach("ReciprocalBackward0", [t], [out], reciprocalFormula, { result: out });
+  return out;
+}
+const reciprocalFormula: Formula = (n, [g]) => {
+  const r = n.unpack("result");
+  return [g!.neg().mul(r.mul(r))];
+};
 
 /** t / s for a number s, as PyTorch's C++ formulas divide by a Scalar (mean's numel): DivBackward1. */
 export function divScalar(t: Tensor, s: number): Tensor {

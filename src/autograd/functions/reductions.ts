@@ -10,7 +10,7 @@ import { RuntimeError } from "../../errors.ts";
 import { asOp } from "../../ops/op-context.ts";
 import { SavedOutput, attach, needsGrad } from "../record.ts";
 import type { FormulaNode, Grads } from "../node.ts";
-import { divScalar, where } from "./pointwise.ts";
+import { divScalar, maskedFill, mulScalar, where } from "./pointwise.ts";
 import { enable_grad, is_grad_enabled, no_grad } from "../grad-mode.ts";
 import { grad as autogradGrad } from "../api.ts";
 
@@ -94,7 +94,8 @@ function prodFormula(n: FormulaNode, [g]: Grads): Grads {
   const safe = where(zero, 1, self);
   const others = back(reduce(safe, "prod"), true);
   const factor = where(zeros.eq(0), back(n.unpack("result"), keepdim).div(safe), where(zeros.eq(1), where(zero, others, 0), 0));
-  return [back(g!, keepdim).mul(factor)];
+  // g broadcast (unsqueezed where the dim was dropped), as PyTorch's prod_backward
+  return [(whole || keepdim ? g! : g!.unsqueeze(dims[0])).mul(factor)];
 }
 
 export function minmax(op: "max" | "min", x: Tensor, dim?: number, opts?: ReduceOpts): Tensor | { values: Tensor; indices: Tensor } {
@@ -185,15 +186,19 @@ export function variance(x: Tensor, dimArg?: DimArg | VarOpts, optsArg?: VarOpts
     (node, [g]) => {
       const self = node.unpack("self");
       let gg = expandBack(g!, shape, dims, keepdim);
-      if (std) {
-        // d std = d var / (2 std); where std is 0 (a constant row) PyTorch masks the gradient to 0
-        const r = expandBack(node.unpack("result"), shape, dims, keepdim);
-        gg = where(r.eq(0), 0, gg.div(r));
+      if (shape.length === 0) {
+        // a 0-d tensor is its own mean: PyTorch's var_backward gives grad * 2 / (N - correction) there
+        if (std) gg = where(node.unpack("result").eq(0), 0, gg.div(node.unpack("result")));
+        return [gg.mul(std ? 1 : scale)];
       }
-      // a 0-d tensor is its own mean: PyTorch's var_backward gives grad * 2 / (N - correction) there
-      if (shape.length === 0) return [gg.mul(std ? 1 : scale)];
+      if (std) {
+        // PyTorch's std_backward: d std = d var / (2 std), masked to 0 where std is 0 (a constant row)
+        const r = expandBack(node.unpack("result"), shape, dims, keepdim);
+        gg = maskedFill(gg.div(mulScalar(r, 2, true)), r.eq(0), 0);
+      }
+      // PyTorch's var_backward: (2 / (N - correction)) * grad * (self - mean), op for op
       const centered = self.sub(self.mean(dims, { keepdim: true }));
-      return [gg.mul(centered).mul(scale)];
+      return [mulScalar(gg, 2 / Math.max(n - correction, 0), true).mul(centered)];
     },
     { correction, dim: o.dim === undefined ? null : dims, keepdim, self: x, result: std ? out : undefined },
   );
@@ -281,7 +286,8 @@ function layerNormFormula(n: FormulaNode, [g]: Grads): Grads {
   const rstd = n.unpack("result2").detach();
   const weight = n.savedTensor("weight");
   const mask = [n.needs(0), n.needs(1), n.needs(2)];
-  return layerNormBackward(g!, n.unpack("input"), mean, rstd, weight, n.value<number[]>("normalized_shape"), mask, wShape, eps);
+  const bias = n.savedTensor("bias");
+  return layerNormBackward(g!, n.unpack("input"), mean, rstd, weight, bias, n.value<number[]>("normalized_shape"), mask, wShape, eps);
 }
 
 /** native_layer_norm_backward from its saved statistics: [grad_input, grad_weight, grad_bias] as `mask` asks. */
@@ -326,6 +332,7 @@ function layerNormBackward(
   mean: Tensor,
   rstd: Tensor,
   weight: Tensor | null,
+  bias: Tensor | null,
   normalized_shape: number[],
   mask: boolean[],
   wShape: number[],
@@ -333,7 +340,8 @@ function layerNormBackward(
 ): Grads {
   if (!needsGrad(g, input, weight)) return layerNormBackwardComposite(g, input, mean, rstd, weight, normalized_shape, mask, wShape);
   const outs = no_grad(() => layerNormBackwardComposite(g, input, mean, rstd, weight, normalized_shape, mask, wShape));
-  attach("NativeLayerNormBackwardBackward0", [g, input, null, null, weight, null], outs, layerNormDoubleFormula, {
+  // bias has an edge (its gradient is 0) as native_layer_norm_backward takes it, as in PyTorch
+  attach("NativeLayerNormBackwardBackward0", [g, input, null, null, weight, bias], outs, layerNormDoubleFormula, {
     grad_out: g,
     input,
     mean,

@@ -13,7 +13,7 @@ import * as ew from "../ops/elementwise.ts";
 import * as red from "../ops/reduce.ts";
 import * as vw from "../ops/views.ts";
 import * as pw from "../autograd/functions/pointwise.ts";
-import { binaryOp, fused, savedOther, unaryOp, type BinaryConsts } from "../autograd/functions/pointwise.ts";
+import { binaryOp, savedOther, unaryOp, type BinaryConsts } from "../autograd/functions/pointwise.ts";
 import * as rd from "../autograd/functions/reductions.ts";
 import * as al from "../autograd/functions/linalg.ts";
 import * as sh from "../autograd/functions/shape.ts";
@@ -24,44 +24,44 @@ import { NOT_DIFFERENTIABLE, op } from "./op-def.ts";
 // ---- pointwise, one input: kernel, node, what it saves, dL/dx ----
 
 const NEG = unaryOp({ kernel: "neg", node: "NegBackward0", saves: null, grad: (g) => g.neg() });
-const ABS = unaryOp({ kernel: "abs", node: "AbsBackward0", saves: "self", grad: (g, x) => g.mul(ew.unary("sign", x)) });
+const ABS = unaryOp({ kernel: "abs", node: "AbsBackward0", saves: "self", grad: (g, x) => g.mul(pw.sgn(x)) });
 const EXP = unaryOp({ kernel: "exp", node: "ExpBackward0", saves: "result", grad: (g, r) => g.mul(r) });
 const LOG = unaryOp({ kernel: "log", node: "LogBackward0", saves: "self", grad: (g, x) => g.div(x) });
 const SQRT = unaryOp({ kernel: "sqrt", node: "SqrtBackward0", saves: "result", grad: (g, r) => g.div(r.mul(2)) });
 const RSQRT = unaryOp({ kernel: "rsqrt", node: "RsqrtBackward0", saves: "result", grad: (g, r) => g.mul(r.pow(3)).mul(-0.5) });
-const RELU = unaryOp({ kernel: "relu", node: "ReluBackward0", saves: "result", grad: fused("threshold_backward", (g, r) => g.mul(r.gt(0))) });
+const RELU = unaryOp({ kernel: "relu", node: "ReluBackward0", saves: "result", grad: pw.thresholdBackward });
 const SIGMOID = unaryOp({
   kernel: "sigmoid",
   node: "SigmoidBackward0",
   saves: "result",
-  grad: fused("sigmoid_backward", (g, r) => g.mul(r).mul(r.neg().add(1))),
+  grad: pw.sigmoidBackward,
 });
-const TANH = unaryOp({ kernel: "tanh", node: "TanhBackward0", saves: "result", grad: fused("tanh_backward", (g, r) => g.mul(r.mul(r).neg().add(1))) });
+const TANH = unaryOp({ kernel: "tanh", node: "TanhBackward0", saves: "result", grad: pw.tanhBackward });
 
 /** torch.neg(a): -a. NegBackward0 saves nothing. */
-export const neg = op({ impl: NEG.forward, grad: ["NegBackward0"], saves: [] });
+export const neg = op({ impl: NEG.forward, grad: ["NegBackward0"], gradgrad: ["NegBackward0"], saves: [] });
 /** torch.abs(a). AbsBackward0 saves the input (its sign is the gradient). */
-export const abs = op({ impl: ABS.forward, grad: ["AbsBackward0"], saves: ["self"] });
+export const abs = op({ impl: ABS.forward, grad: ["AbsBackward0"], gradgrad: ["MulBackward0"], saves: ["self"] });
 /** torch.exp(a). ExpBackward0 saves its result (the gradient is g * result). */
-export const exp = op({ impl: EXP.forward, grad: ["ExpBackward0"], saves: ["result"] });
+export const exp = op({ impl: EXP.forward, grad: ["ExpBackward0"], gradgrad: ["MulBackward0"], saves: ["result"] });
 /** torch.log(a). LogBackward0 saves the input. */
-export const log = op({ impl: LOG.forward, grad: ["LogBackward0"], saves: ["self"] });
+export const log = op({ impl: LOG.forward, grad: ["LogBackward0"], gradgrad: ["DivBackward0"], saves: ["self"] });
 /** torch.sqrt(a). SqrtBackward0 saves its result. */
-export const sqrt = op({ impl: SQRT.forward, grad: ["SqrtBackward0"], saves: ["result"] });
+export const sqrt = op({ impl: SQRT.forward, grad: ["SqrtBackward0"], gradgrad: ["DivBackward0"], saves: ["result"] });
 /** torch.rsqrt(a): 1 / sqrt(a). RsqrtBackward0 saves its result. */
-export const rsqrt = op({ impl: RSQRT.forward, grad: ["RsqrtBackward0"], saves: ["result"] });
+export const rsqrt = op({ impl: RSQRT.forward, grad: ["RsqrtBackward0"], gradgrad: ["MulBackward0"], saves: ["result"] });
 /** torch.relu(a): saves its result (ReluBackward0); backward is one fused kernel, one allocation, as in PyTorch. */
-export const relu = op({ impl: RELU.forward, grad: ["ReluBackward0"], saves: ["result"] });
+export const relu = op({ impl: RELU.forward, grad: ["ReluBackward0"], gradgrad: ["ThresholdBackwardBackward0"], saves: ["result"] });
 /** torch.relu_(a): in place (bumps the version counter); the node is ReluBackward0 on the new version. */
-export const relu_ = op({ impl: RELU.inplace, grad: ["ReluBackward0"], saves: ["result"] });
+export const relu_ = op({ impl: RELU.inplace, grad: ["ReluBackward0"], gradgrad: ["ThresholdBackwardBackward0"], saves: ["result"] });
 /** torch.sigmoid(a). SigmoidBackward0 saves its result. */
-export const sigmoid = op({ impl: SIGMOID.forward, grad: ["SigmoidBackward0"], saves: ["result"] });
+export const sigmoid = op({ impl: SIGMOID.forward, grad: ["SigmoidBackward0"], gradgrad: ["SigmoidBackwardBackward0"], saves: ["result"] });
 /** torch.tanh(a). TanhBackward0 saves its result. */
-export const tanh = op({ impl: TANH.forward, grad: ["TanhBackward0"], saves: ["result"] });
+export const tanh = op({ impl: TANH.forward, grad: ["TanhBackward0"], gradgrad: ["TanhBackwardBackward0"], saves: ["result"] });
 /** torch.clamp(a, min, max): either bound may be null; saves the input (ClampBackward1). */
-export const clamp = op({ impl: pw.clamp, grad: ["ClampBackward1"], saves: ["self", "min", "max"] });
+export const clamp = op({ impl: pw.clamp, grad: ["ClampBackward1"], gradgrad: ["WhereBackward0"], saves: ["self", "min", "max"] });
 /** torch.clamp_(a, min, max): in place; the node keeps a copy of the input from before the write. */
-export const clamp_ = op({ impl: pw.clampInplace, grad: ["ClampBackward1"], saves: ["self", "min", "max"] });
+export const clamp_ = op({ impl: pw.clampInplace, grad: ["ClampBackward1"], gradgrad: ["WhereBackward0"], saves: ["self", "min", "max"] });
 
 // ---- pointwise, two inputs (the second may be a number) ----
 
@@ -69,13 +69,13 @@ const ADD = binaryOp({
   kernel: "add",
   node: "AddBackward0",
   saves: ["alpha"],
-  grad: (n, g, { aShape, bShape, alpha }) => [n.needs(0) ? sumTo(g, aShape) : null, n.needs(1) ? sumTo(alpha === 1 ? g : g.mul(alpha), bShape) : null],
+  grad: (n, g, { aShape, bShape, alpha }) => [n.needs(0) ? sumTo(g, aShape) : null, n.needs(1) ? sumTo(pw.mulScalar(g, alpha), bShape) : null],
 });
 const SUB = binaryOp({
   kernel: "sub",
   node: "SubBackward0",
   saves: ["alpha"],
-  grad: (n, g, { aShape, bShape, alpha }) => [n.needs(0) ? sumTo(g, aShape) : null, n.needs(1) ? sumTo(g.mul(-alpha), bShape) : null],
+  grad: (n, g, { aShape, bShape, alpha }) => [n.needs(0) ? sumTo(g, aShape) : null, n.needs(1) ? sumTo(pw.mulScalar(g.neg(), alpha), bShape) : null],
 });
 const MUL = binaryOp({
   kernel: "mul",
@@ -94,13 +94,8 @@ const DIV = binaryOp({
     return [
       n.needs(0) ? sumTo(g.div(o), aShape) : null,
       n.needs(1)
-        ? sumTo(
-            g
-              .mul(n.unpack("self"))
-              .div((o as Tensor).mul(o))
-              .neg(),
-            bShape,
-          )
+        ? // PyTorch's div_tensor_other_backward: -grad * ((self / other) / other)
+          sumTo(g.neg().mul(n.unpack("self").div(o).div(o)), bShape)
         : null,
     ];
   },
@@ -116,30 +111,34 @@ const POW = binaryOp({
     const e = n.savedTensor("exponent");
     if (!e) {
       const k = n.value<number>("exponent");
-      return [k === 0 ? g.mul(0) : g.mul(self.pow(k - 1)).mul(k)];
+      // PyTorch's pow_backward: zeros for a 0 exponent, else grad * (exponent * self.pow(exponent - 1))
+      return [k === 0 ? pw.zerosLike(g) : g.mul(pw.mulScalar(self.pow(k - 1), k, true))];
     }
     return [
-      n.needs(0) ? sumTo(g.mul(e).mul(self.pow(e.sub(1))), aShape) : null,
+      // PyTorch's pow_backward_self and pow_backward_exponent, op for op (so the graph of a gradient matches)
+      n.needs(0) ? sumTo(pw.where(e.eq(0), 0, g.mul(e.mul(self.pow(e.sub(1))))), aShape) : null,
       // d/de a^e = a^e log a, taken as 0 where a == 0 and e >= 0 (PyTorch's masking)
-      n.needs(1) ? sumTo(ew.where(self.eq(0).mul(e.ge(0)).bool(), 0, g.mul(n.unpack("result")).mul(self.log())), bShape) : null,
+      n.needs(1) ? sumTo(g.mul(pw.where(self.eq(0).mul(e.ge(0)).bool(), 0, n.unpack("result").mul(self.log()))), bShape) : null,
     ];
   },
 });
-/** maximum/minimum: the gradient goes to the larger (smaller) operand, split evenly on ties. */
-function extremumGrad(pickFirst: (self: Tensor, other: Tensor) => Tensor) {
+/**
+ * maximum/minimum: the gradient goes to the larger (smaller) operand, split evenly on ties; as PyTorch's
+ * formula, where(self == other, grad / 2, grad).masked_fill(loser, 0), so the graph under create_graph matches.
+ */
+function extremumGrad(first: "gt" | "lt") {
   return (n: FormulaNode, g: Tensor, { aShape, bShape }: BinaryConsts): Grads => {
     const self = n.unpack("self");
     const o = n.unpack("other");
-    const pick = pickFirst(self, o);
-    const tie = self.eq(o);
-    const half = g.mul(0.5);
+    const split = pw.where(self.eq(o), g.div(2), g);
+    const second = first === "gt" ? "lt" : "gt";
     return [
-      n.needs(0) ? sumTo(ew.where(tie, half, g.mul(pick)), aShape) : null,
-      n.needs(1) ? sumTo(ew.where(tie, half, g.mul(pick.eq(false).mul(tie.eq(false)))), bShape) : null,
+      n.needs(0) ? sumTo(pw.maskedFill(split, self[second](o), 0), aShape) : null,
+      n.needs(1) ? sumTo(pw.maskedFill(split, self[first](o), 0), bShape) : null,
     ];
   };
 }
-const MAXIMUM = binaryOp({ kernel: "maximum", node: "MaximumBackward0", saves: ["self", "other"], grad: extremumGrad((a, b) => a.gt(b)) });
+const MAXIMUM = binaryOp({ kernel: "maximum", node: "MaximumBackward0", saves: ["self", "other"], grad: extremumGrad("gt") });
 const ATAN2 = binaryOp({
   kernel: "atan2",
   node: "Atan2Backward0",
@@ -148,58 +147,103 @@ const ATAN2 = binaryOp({
   grad: (n, g, { aShape, bShape }) => {
     const a = n.unpack("self");
     const b = n.unpack("other");
-    const r = a.mul(a).add(b.mul(b));
-    return [n.needs(0) ? sumTo(g.mul(b).div(r), aShape) : null, n.needs(1) ? sumTo(g.mul(a).neg().div(r), bShape) : null];
+    const recip = pw.reciprocal(a.mul(a).add(b.mul(b)));
+    return [n.needs(0) ? sumTo(g.mul(b).mul(recip), aShape) : null, n.needs(1) ? sumTo(g.mul(a.neg()).mul(recip), bShape) : null];
   },
 });
-const MINIMUM = binaryOp({ kernel: "minimum", node: "MinimumBackward0", saves: ["self", "other"], grad: extremumGrad((a, b) => a.lt(b)) });
+const MINIMUM = binaryOp({ kernel: "minimum", node: "MinimumBackward0", saves: ["self", "other"], grad: extremumGrad("lt") });
 
 type Alpha = { alpha?: number };
 /** torch.add(a, b, {alpha}): a + alpha * b, broadcasting; b may be a number. Autograd: AddBackward0. */
 export const add = op({
   impl: (a: Tensor, b: TensorOrScalar, opts?: Alpha): Tensor => ADD.forward(a, b, opts?.alpha),
   grad: ["AddBackward0"],
+  gradgrad: ["MulBackward1"],
   saves: ["alpha"],
 });
 /** torch.sub(a, b, {alpha}): a - alpha * b, broadcasting. Autograd: SubBackward0. */
 export const sub = op({
   impl: (a: Tensor, b: TensorOrScalar, opts?: Alpha): Tensor => SUB.forward(a, b, opts?.alpha),
   grad: ["SubBackward0"],
+  gradgrad: ["NegBackward0", "MulBackward1"],
   saves: ["alpha"],
 });
 /** torch.mul(a, b): elementwise product, broadcasting; saves both operands for backward (MulBackward0). */
-export const mul = op({ impl: (a: Tensor, b: TensorOrScalar): Tensor => MUL.forward(a, b), grad: ["MulBackward0"], saves: ["self", "other"] });
+export const mul = op({
+  impl: (a: Tensor, b: TensorOrScalar): Tensor => MUL.forward(a, b),
+  grad: ["MulBackward0"],
+  gradgrad: ["MulBackward0"],
+  saves: ["self", "other"],
+});
 /** torch.div(a, b): true division (float32), broadcasting. Autograd: DivBackward0 (saves both operands). */
-export const div = op({ impl: (a: Tensor, b: TensorOrScalar): Tensor => DIV.forward(a, b), grad: ["DivBackward0"], saves: ["self", "other"] });
+export const div = op({
+  impl: (a: Tensor, b: TensorOrScalar): Tensor => DIV.forward(a, b),
+  grad: ["DivBackward0"],
+  gradgrad: ["DivBackward0", "MulBackward0"],
+  saves: ["self", "other"],
+});
 /** torch.pow(a, exponent): a number exponent gives PowBackward0 (saves a), a tensor one PowBackward1 (saves a, exponent, result). */
 export const pow = op({
   impl: (a: Tensor, e: TensorOrScalar): Tensor => POW.forward(a, e),
   grad: ["PowBackward0", "PowBackward1"],
+  gradgrad: ["MulBackward0", "WhereBackward0"],
   saves: ["self", "exponent", "result"],
 });
 /** torch.maximum(a, b): elementwise larger; on ties each operand gets half the gradient (MaximumBackward0). */
-export const maximum = op({ impl: (a: Tensor, b: Tensor): Tensor => MAXIMUM.forward(a, b), grad: ["MaximumBackward0"], saves: ["self", "other"] });
+export const maximum = op({
+  impl: (a: Tensor, b: Tensor): Tensor => MAXIMUM.forward(a, b),
+  grad: ["MaximumBackward0"],
+  gradgrad: ["MaskedFillBackward0"],
+  saves: ["self", "other"],
+});
 /** torch.minimum(a, b): elementwise smaller (MinimumBackward0). */
-export const minimum = op({ impl: (a: Tensor, b: Tensor): Tensor => MINIMUM.forward(a, b), grad: ["MinimumBackward0"], saves: ["self", "other"] });
+export const minimum = op({
+  impl: (a: Tensor, b: Tensor): Tensor => MINIMUM.forward(a, b),
+  grad: ["MinimumBackward0"],
+  gradgrad: ["MaskedFillBackward0"],
+  saves: ["self", "other"],
+});
 /** torch.atan2(a, b): the angle of (b, a), elementwise, float32 (Atan2Backward0 saves both operands). */
-export const atan2 = op({ impl: (a: Tensor, b: Tensor): Tensor => ATAN2.forward(a, b), grad: ["Atan2Backward0"], saves: ["self", "other"] });
+export const atan2 = op({
+  impl: (a: Tensor, b: Tensor): Tensor => ATAN2.forward(a, b),
+  grad: ["Atan2Backward0"],
+  gradgrad: ["MulBackward0"],
+  saves: ["self", "other"],
+});
 /** torch.rsub(a, b, {alpha}): b - alpha * a (Python's `2 - x`). RsubBackward1 saves alpha. */
-export const rsub = op({ impl: (a: Tensor, b: number, opts?: Alpha): Tensor => pw.rsub(a, b, opts?.alpha), grad: ["RsubBackward1"], saves: ["alpha"] });
+export const rsub = op({
+  impl: (a: Tensor, b: number, opts?: Alpha): Tensor => pw.rsub(a, b, opts?.alpha),
+  grad: ["RsubBackward1"],
+  gradgrad: ["NegBackward0", "MulBackward1"],
+  saves: ["alpha"],
+});
 
 /** Tensor.add_(b, {alpha}): in place; a non-leaf's history is rebased (AddBackward0 on the new version). */
 export const add_ = op({
   impl: <T extends Tensor>(a: T, b: TensorOrScalar, opts?: Alpha): T => ADD.inplace(a, b, opts?.alpha),
   grad: ["AddBackward0"],
+  gradgrad: ["MulBackward1"],
   saves: ["alpha"],
 });
 export const sub_ = op({
   impl: <T extends Tensor>(a: T, b: TensorOrScalar, opts?: Alpha): T => SUB.inplace(a, b, opts?.alpha),
   grad: ["SubBackward0"],
+  gradgrad: ["NegBackward0", "MulBackward1"],
   saves: ["alpha"],
 });
 /** Tensor.mul_(b): in place; when b requires grad the node keeps a copy of a from before the write. */
-export const mul_ = op({ impl: <T extends Tensor>(a: T, b: TensorOrScalar): T => MUL.inplace(a, b), grad: ["MulBackward0"], saves: ["self", "other"] });
-export const div_ = op({ impl: <T extends Tensor>(a: T, b: TensorOrScalar): T => DIV.inplace(a, b), grad: ["DivBackward0"], saves: ["self", "other"] });
+export const mul_ = op({
+  impl: <T extends Tensor>(a: T, b: TensorOrScalar): T => MUL.inplace(a, b),
+  grad: ["MulBackward0"],
+  gradgrad: ["MulBackward0"],
+  saves: ["self", "other"],
+});
+export const div_ = op({
+  impl: <T extends Tensor>(a: T, b: TensorOrScalar): T => DIV.inplace(a, b),
+  grad: ["DivBackward0"],
+  gradgrad: ["DivBackward0", "MulBackward0"],
+  saves: ["self", "other"],
+});
 
 // ---- comparisons: bool results, never differentiable ----
 const compare =
@@ -218,6 +262,7 @@ export const ge = op({ impl: compare("ge"), grad: NOT_DIFFERENTIABLE });
 export const where = op({
   impl: pw.where,
   grad: ["WhereBackward0"],
+  gradgrad: ["WhereBackward0"],
   saves: ["condition"],
   method: (self: Tensor, condition: Tensor, other: TensorOrScalar) => pw.where(condition, self, other),
 });
@@ -227,27 +272,31 @@ export const where = op({
 export const sum = op({
   impl: (a: Tensor, dim?: DimArg | ReduceOpts, opts?: ReduceOpts): Tensor => rd.sumOrMean("sum", a, dim, opts),
   grad: ["SumBackward0", "SumBackward1"],
+  gradgrad: ["ExpandBackward0"],
   saves: ["dim", "keepdim", "self_sym_sizes"],
 });
 /** torch.mean(a, dim?, {keepdim}): float32 only. MeanBackward1 keeps the whole input alive, as PyTorch 1.13 does. */
 export const mean = op({
   impl: (a: Tensor, dim?: DimArg | ReduceOpts, opts?: ReduceOpts): Tensor => rd.sumOrMean("mean", a, dim, opts),
   grad: ["MeanBackward0", "MeanBackward1"],
+  gradgrad: ["DivBackward1"],
   saves: ["dim", "keepdim", "self_numel", "self_sizes", "self_sym_sizes", "self"],
 });
 /** torch.prod(a, dim?, {keepdim}): ProdBackward0 / ProdBackward1 save the input and the result (zero-safe gradient). */
-export const prod = op({ impl: rd.prod, grad: ["ProdBackward0", "ProdBackward1"], saves: ["self", "result", "dim", "keepdim"] });
+export const prod = op({ impl: rd.prod, grad: ["ProdBackward0", "ProdBackward1"], gradgrad: ["MulBackward0"], saves: ["self", "result", "dim", "keepdim"] });
 type MinMax = { (): Tensor; (dim: number, opts?: ReduceOpts): { values: Tensor; indices: Tensor } };
 /** torch.max(a): the largest element (MaxBackward1); torch.max(a, dim) → {values, indices} (MaxBackward0 saves the indices). */
 export const max = op<(a: Tensor, dim?: number, opts?: ReduceOpts) => Tensor | { values: Tensor; indices: Tensor }, MinMax>({
   impl: (a, dim, opts) => rd.minmax("max", a, dim, opts),
   grad: ["MaxBackward0", "MaxBackward1"],
+  gradgrad: ["ScatterBackward0", "MaskedFillBackward1"],
   saves: ["self", "result", "dim", "keepdim", "indices", "self_sizes"],
 });
 /** torch.min(a) / torch.min(a, dim), as max. */
 export const min = op<(a: Tensor, dim?: number, opts?: ReduceOpts) => Tensor | { values: Tensor; indices: Tensor }, MinMax>({
   impl: (a, dim, opts) => rd.minmax("min", a, dim, opts),
   grad: ["MinBackward0", "MinBackward1"],
+  gradgrad: ["ScatterBackward0", "MaskedFillBackward1"],
   saves: ["self", "result", "dim", "keepdim", "indices", "self_sizes"],
 });
 /** torch.argmax(a, dim?, {keepdim}): int32 indices; not differentiable. */
@@ -258,6 +307,7 @@ type VarOpts = ReduceOpts & { correction?: number; unbiased?: boolean };
 const variance = op({
   impl: (a: Tensor, dim?: DimArg | VarOpts, opts?: VarOpts): Tensor => rd.variance(a, dim, opts),
   grad: ["VarBackward0"],
+  gradgrad: ["MulBackward0"],
   saves: ["correction", "dim", "keepdim", "self"],
 });
 export { variance as var };
@@ -265,12 +315,23 @@ export { variance as var };
 export const std = op({
   impl: (a: Tensor, dim?: DimArg | VarOpts, opts?: VarOpts): Tensor => rd.variance(a, dim, opts, true),
   grad: ["StdBackward0"],
+  gradgrad: ["MulBackward0"],
   saves: ["correction", "dim", "keepdim", "self", "result"],
 });
 /** torch.softmax(a, dim): saves its result (SoftmaxBackward0), which the backward formula needs. */
-export const softmax = op({ impl: (a: Tensor, dim: number): Tensor => rd.softmax(a, dim, false), grad: ["SoftmaxBackward0"], saves: ["dim", "result"] });
+export const softmax = op({
+  impl: (a: Tensor, dim: number): Tensor => rd.softmax(a, dim, false),
+  grad: ["SoftmaxBackward0"],
+  gradgrad: ["SoftmaxBackwardDataBackward0"],
+  saves: ["dim", "result"],
+});
 /** torch.log_softmax(a, dim): saves its result (LogSoftmaxBackward0). */
-export const log_softmax = op({ impl: (a: Tensor, dim: number): Tensor => rd.softmax(a, dim, true), grad: ["LogSoftmaxBackward0"], saves: ["dim", "result"] });
+export const log_softmax = op({
+  impl: (a: Tensor, dim: number): Tensor => rd.softmax(a, dim, true),
+  grad: ["LogSoftmaxBackward0"],
+  gradgrad: ["LogSoftmaxBackwardDataBackward0"],
+  saves: ["dim", "result"],
+});
 
 // ---- linear algebra ----
 /**
@@ -296,49 +357,80 @@ export const matmul = op({
     "TBackward0",
     "UnsqueezeBackward0",
   ],
+  gradgrad: [
+    "MulBackward0",
+    "MmBackward0",
+    "MvBackward0",
+    "BmmBackward0",
+    "TBackward0",
+    "TransposeBackward0",
+    "SqueezeBackward1",
+    "ViewBackward0",
+    "ReshapeAliasBackward0",
+    "SumBackward1",
+  ],
   saves: ["self", "tensor", "vec", "mat2", "self_sym_sizes", "mat2_sym_sizes", "dim", "self_sizes", "dim0", "dim1"],
 });
 /** torch.mm(a, b): 2-D matrix product; saves both (MmBackward0); gradients come in each operand's layout, as ATen's. */
-export const mm = op({ impl: al.mm, grad: ["MmBackward0"], saves: ["self", "mat2", "self_sym_sizes", "mat2_sym_sizes"] });
+export const mm = op({
+  impl: al.mm,
+  grad: ["MmBackward0"],
+  gradgrad: ["MmBackward0", "TBackward0"],
+  saves: ["self", "mat2", "self_sym_sizes", "mat2_sym_sizes"],
+});
 /** torch.bmm(a, b): batched 3-D product [B, n, m] @ [B, m, p]; saves both (BmmBackward0). */
-export const bmm = op({ impl: al.bmm, grad: ["BmmBackward0"], saves: ["self", "mat2"] });
+export const bmm = op({ impl: al.bmm, grad: ["BmmBackward0"], gradgrad: ["BmmBackward0"], saves: ["self", "mat2"] });
 /** torch.addmm(input, m1, m2, {beta, alpha}): beta * input + alpha * m1 @ m2 (AddmmBackward0). */
-export const addmm = op({ impl: al.addmm, grad: ["AddmmBackward0"], saves: ["alpha", "beta", "mat1", "mat1_sym_sizes", "mat2", "mat2_sym_sizes"] });
+export const addmm = op({
+  impl: al.addmm,
+  grad: ["AddmmBackward0"],
+  gradgrad: ["MulBackward1", "SumBackward1", "ViewBackward0", "MmBackward0", "TBackward0"],
+  saves: ["alpha", "beta", "mat1", "mat1_sym_sizes", "mat2", "mat2_sym_sizes"],
+});
 
 // ---- views and copies ----
 /** torch.transpose(a, d0, d1): a view (shares storage and version counter); TransposeBackward0 saves nothing but the dims. */
-export const transpose = op({ impl: sh.transpose, grad: ["TransposeBackward0"], saves: ["dim0", "dim1"] });
+export const transpose = op({ impl: sh.transpose, grad: ["TransposeBackward0"], gradgrad: ["TransposeBackward0"], saves: ["dim0", "dim1"] });
 /** torch.t(a): the transpose of a 2-D tensor (TBackward0). */
-export const t = op({ impl: sh.t, grad: ["TBackward0"], saves: [] });
+export const t = op({ impl: sh.t, grad: ["TBackward0"], gradgrad: ["TBackward0"], saves: [] });
 /** torch.permute(a, dims): a view (PermuteBackward0). As a method also x.permute(1, 0, 2). */
 export const permute = op({
   impl: (a: Tensor, ...dims: Array<number | number[]>): Tensor => sh.permute(a, vw.flatShape(dims)),
   grad: ["PermuteBackward0"],
+  gradgrad: ["PermuteBackward0"],
   saves: ["dims"],
 });
 /** torch.reshape(a, shape): a view when the strides allow (no memory), otherwise a copy (CloneBackward0 + UnsafeViewBackward0). */
 export const reshape = op({
   impl: (a: Tensor, ...shape: Array<number | number[]>): Tensor => sh.reshape(a, vw.flatShape(shape)),
   grad: ["ReshapeAliasBackward0", "CloneBackward0", "UnsafeViewBackward0"],
+  gradgrad: ["ReshapeAliasBackward0"],
   saves: ["self_sym_sizes"],
 });
 /** torch.unsqueeze(a, dim): a view with a new size-1 dim (UnsqueezeBackward0). */
-export const unsqueeze = op({ impl: sh.unsqueeze, grad: ["UnsqueezeBackward0"], saves: ["dim"] });
+export const unsqueeze = op({ impl: sh.unsqueeze, grad: ["UnsqueezeBackward0"], gradgrad: ["SqueezeBackward1"], saves: ["dim"] });
 /** torch.squeeze(a, dim?): a view without size-1 dims (SqueezeBackward0 / SqueezeBackward1). */
 export const squeeze = op({
   impl: (a: Tensor, dim?: number): Tensor => sh.squeeze(a, dim),
   grad: ["SqueezeBackward0", "SqueezeBackward1"],
+  gradgrad: ["UnsqueezeBackward0", "ReshapeAliasBackward0"],
   saves: ["dim", "self_sizes"],
 });
 /** torch.narrow(a, dim, start, length): a view (SliceBackward0). */
-export const narrow = op({ impl: sh.narrow, grad: ["SliceBackward0"], saves: ["dim", "start", "end", "step", "self_sym_sizes"] });
+export const narrow = op({
+  impl: sh.narrow,
+  grad: ["SliceBackward0"],
+  gradgrad: ["SliceBackwardBackward0"],
+  saves: ["dim", "start", "end", "step", "self_sym_sizes"],
+});
 /** torch.select(a, dim, index): a view with one dim fewer (SelectBackward0). */
-export const select = op({ impl: sh.select, grad: ["SelectBackward0"], saves: ["dim", "index", "self_sizes"] });
+export const select = op({ impl: sh.select, grad: ["SelectBackward0"], gradgrad: ["SelectBackwardBackward0"], saves: ["dim", "index", "self_sizes"] });
 /** torch.flatten(a, start, end): a reshape; returns the input itself when there is nothing to merge. */
 export const flatten = op({
   impl: (a: Tensor, start = 0, end = -1): Tensor => sh.flatten(a, start, end),
   grad: ["ReshapeAliasBackward0", "CloneBackward0", "UnsafeViewBackward0", "ViewBackward0"],
+  gradgrad: ["ReshapeAliasBackward0"],
   saves: ["self_sym_sizes"],
 });
 /** torch.clone(a): a copy in new memory (CloneBackward0). */
-export const clone = op({ impl: sh.clone, grad: ["CloneBackward0"], saves: [] });
+export const clone = op({ impl: sh.clone, grad: ["CloneBackward0"], gradgrad: [], saves: [] });

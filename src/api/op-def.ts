@@ -7,6 +7,8 @@ import { deviceOfArgs, runOp } from "../ops/op-context.ts";
 
 /** An op whose outputs never require grad (comparisons, argmax, creation): declared, not forgotten. */
 export const NOT_DIFFERENTIABLE = "not differentiable";
+/** A differentiable op whose gradient formula is not itself differentiable (none in torch 1.13's table for these ops). */
+export const NOT_TWICE_DIFFERENTIABLE = "not twice differentiable";
 
 // An op's arguments are whatever its impl declares (`any` so that every impl is assignable).
 type Impl = (self: Tensor, ...args: any[]) => unknown;
@@ -22,6 +24,16 @@ export interface OpDef {
   readonly grad: readonly string[] | typeof NOT_DIFFERENTIABLE;
   /** The `_saved_*` names of its node(s), as PyTorch shows them. */
   readonly saves?: readonly string[];
+  /**
+   * Second order (derivatives.yaml's double-backward entries): the nodes its gradient formula records
+   * at the top of each input's gradient when the incoming gradient requires grad (create_graph), by
+   * PyTorch's names: a named double-backward op (ThresholdBackwardBackward0) or the ops PyTorch's
+   * formula is made of (MulBackward0); "zeros" for a constant zero gradient (PyTorch's zeros_like:
+   * fill_, zero_); [] when the gradient is the incoming one itself (clone, an alias).
+   * NOT_TWICE_DIFFERENTIABLE where the formula is not recorded.
+   * test/op-table.test.ts requires it for every differentiable op and checks it.
+   */
+  readonly gradgrad?: readonly string[] | typeof NOT_TWICE_DIFFERENTIABLE;
   /**
    * How the op appears on Tensor: a method (the default) with the function's arguments after self,
    * a property getter (x.T), or a method with other arguments (x.where(cond, y) = torch.where(cond, x, y)).

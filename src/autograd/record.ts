@@ -67,7 +67,7 @@ export type SavedFor = Readonly<Record<string, readonly number[]>>;
 export function attach(
   name: string,
   inputs: Array<Tensor | null | undefined>,
-  outputs: Tensor[],
+  outputs: Array<Tensor | null>,
   formula: Formula,
   saves: Saves = {},
   savedFor: SavedFor = {},
@@ -89,6 +89,7 @@ export function attach(
     else node.saveValue(key, v);
   }
   outputs.forEach((o, i) => {
+    if (!o) return; // an output the op did not compute (native_layer_norm_backward's output_mask)
     o._meta.grad_fn = node;
     o._meta.output_nr = i;
     retag(o.storage, { phase: "forward", node: name });
@@ -102,6 +103,7 @@ export function sumTo(g: Tensor, shape: readonly number[]): Tensor {
   const lead = g.ndim - shape.length;
   const dims: number[] = [];
   for (let i = 0; i < g.ndim; i++) if (i < lead || (shape[i - lead] === 1 && g.shape[i] !== 1)) dims.push(i);
+  // As ATen's sum_to: one sum keeping dims, then a view without the leading ones (ViewBackward0 under create_graph)
   const summed = dims.length ? g.sum(dims, { keepdim: true }) : g;
-  return summed.reshape([...shape]);
+  return lead > 0 ? summed.view([...shape]) : summed;
 }

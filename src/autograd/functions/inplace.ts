@@ -118,8 +118,25 @@ class CopySlices extends Node {
   }
   /** The base's gradient, with the written region replaced by what the op's node makes of it. */
   apply([g]: Grads): Grads {
+    if (is_grad_enabled()) return this.applyDifferentiable(g!);
     const result = g!.clone();
     const region = makeView(result, this.viewShape, this.geometry.strides, this.geometry.offset);
+    const res = this.fn.apply([region.clone()]);
+    if (res[0]) region.copy_(res[0]);
+    else region.zero_();
+    return [result, ...res.slice(1)];
+  }
+  /**
+   * The same under create_graph, recorded as PyTorch's CopySlices::apply records it: the gradient copied
+   * into a new tensor (CopyBackwards), its region as a view (AsStridedBackward0) cloned for the op's node,
+   * and the node's result copied back into the region in place (CopySlices), so that the written
+   * region's gradient depends on g only through the op's node.
+   */
+  private applyDifferentiable(g: Tensor): Grads {
+    const { baseShape, strides, offset } = this.geometry;
+    const result = Tensor.empty(baseShape).copy_(g);
+    const region = makeView(result, this.viewShape, strides, offset);
+    if (result.requires_grad) regenerateViewGradFn(region);
     const res = this.fn.apply([region.clone()]);
     if (res[0]) region.copy_(res[0]);
     else region.zero_();

@@ -10,6 +10,7 @@ import { type Tensor, numelOf } from "../../tensor.ts";
 import { attach, needsGrad, sumTo } from "../record.ts";
 import type { FormulaNode, Grads } from "../node.ts";
 import * as sh from "./shape.ts";
+import { mulScalar } from "./pointwise.ts";
 import { asOp } from "../../ops/op-context.ts";
 
 /** A 2-D tensor laid out column by column (the transpose of a contiguous one, as w.t() in a Linear). */
@@ -22,7 +23,7 @@ const columnMajor = (t: Tensor) => t._strides[0] === 1 && t._strides[1] === t.sh
  */
 function mmGrads(n: FormulaNode, g: Tensor, mat1: string, mat2: string, alpha: number): [Tensor | null, Tensor | null] {
   const { colMajor1, colMajor2 } = n.consts as { colMajor1: boolean; colMajor2: boolean };
-  const scale = (t: Tensor) => (alpha === 1 ? t : t.mul(alpha)); // a multiplication by 1 would be a full copy
+  const scale = (t: Tensor) => mulScalar(t, alpha); // none for 1 (a multiplication by 1 would be a full copy)
   const i = n.next_functions.length === 3 ? 1 : 0;
   const g1 = n.needs(i) ? scale(colMajor1 ? n.unpack(mat2).mm(g.t()).t() : g.mm(n.unpack(mat2).t())) : null;
   const g2 = n.needs(i + 1) ? scale(colMajor2 ? g.t().mm(n.unpack(mat1)).t() : n.unpack(mat1).t().mm(g)) : null;
@@ -91,7 +92,7 @@ export const addmm = asOp("addmm", function addmm(input: Tensor, m1: Tensor, m2:
 });
 function addmmFormula(n: FormulaNode, [g]: Grads): Grads {
   const beta = n.value<number>("beta");
-  const gi = n.needs(0) ? sumTo(beta === 1 ? g! : g!.mul(beta), (n.consts as { inShape: number[] }).inShape) : null;
+  const gi = n.needs(0) ? sumTo(mulScalar(g!, beta), (n.consts as { inShape: number[] }).inShape) : null;
   return [gi, ...mmGrads(n, g!, "mat1", "mat2", n.value<number>("alpha"))];
 }
 
@@ -120,7 +121,7 @@ function mv(a: Tensor, v: Tensor): Tensor {
       "MvBackward0",
       [a, v],
       [out],
-      (n, [g]) => [n.needs(0) ? g!.unsqueeze(1).mul(n.unpack("vec").unsqueeze(0)) : null, n.needs(1) ? n.unpack("self").t().matmul(g!) : null],
+      (n, [g]) => [n.needs(0) ? g!.reshape([-1, 1]).mul(n.unpack("vec")) : null, n.needs(1) ? n.unpack("self").t().matmul(g!) : null],
       { self: a, vec: v },
       { self: [1], vec: [0] },
     );

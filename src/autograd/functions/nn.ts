@@ -7,6 +7,7 @@ import { RuntimeError, ValueError } from "../../errors.ts";
 import { scope } from "../../memory/lifetime.ts";
 import { no_grad } from "../grad-mode.ts";
 import { attach, needsGrad, sumTo } from "../record.ts";
+import { zerosLike } from "./pointwise.ts";
 import type { FormulaNode, Grads } from "../node.ts";
 import { indexAddRows, indexSelectRows, nllPick, nllScatter } from "../../ops/gather.ts";
 import { broadcastShapes } from "../../ops/elementwise.ts";
@@ -25,7 +26,7 @@ export function embedding(indices: Tensor, weight: Tensor, paddingIdx = -1): Ten
   const out = indexSelectRows(weight, indices);
   if (!needsGrad(weight)) return out;
   const [V, D] = weight.shape;
-  attach("EmbeddingBackward0", [weight], [out], (n, [g]) => [indexAddRows(V, g!.reshape([-1, D]), n.unpack("indices"), paddingIdx)], {
+  attach("EmbeddingBackward0", [weight], [out], (n, [g]) => [embeddingDenseBackward(g!, n.unpack("indices"), V, D, paddingIdx)], {
     indices,
     weight,
     padding_idx: paddingIdx,
@@ -33,6 +34,25 @@ export function embedding(indices: Tensor, weight: Tensor, paddingIdx = -1): Ten
     sparse: false,
   });
   return out;
+}
+
+/** embedding_dense_backward: g's rows added into a [V, D] gradient; under create_graph EmbeddingDenseBackwardBackward0. */
+function embeddingDenseBackward(g: Tensor, indices: Tensor, V: number, D: number, paddingIdx: number): Tensor {
+  const out = no_grad(() => indexAddRows(V, g.reshape([-1, D]), indices, paddingIdx));
+  if (needsGrad(g)) {
+    attach("EmbeddingDenseBackwardBackward0", [g], [out], embeddingDoubleFormula, { indices, padding_idx: paddingIdx }).consts = {
+      gShape: [...g.shape],
+    };
+  }
+  return out;
+}
+function embeddingDoubleFormula(n: FormulaNode, [gg]: Grads): Grads {
+  // The rows of gg at the indices (0 for padding_idx, whose row got no gradient).
+  const indices = n.unpack("indices");
+  const pad = n.value<number>("padding_idx");
+  const rows = embedding(indices, gg!);
+  const kept = pad >= 0 ? rows.mul(indices.ne(pad).unsqueeze(-1)) : rows;
+  return [kept.reshape((n.consts as { gShape: number[] }).gShape)];
 }
 
 /** nll_loss over log-probabilities [N, C] (or [C]) and int32 class targets [N] (or []). */
@@ -111,12 +131,58 @@ function nllFormula(n: FormulaNode, [g]: Grads): Grads {
   const tw = n.unpack("total_weight");
   const coef = reduction === "none" ? g!.reshape([N]) : (reduction === "mean" ? g!.div(tw) : g!).reshape([1]).expand([N]);
   const tgt = n.unpack("target");
-  return [nllScatter(coef, tgt.reshape([N]), C, n.value<number>("ignore_index")).reshape(inShape)];
+  const out = no_grad(() => nllScatter(coef, tgt.reshape([N]), C, n.value<number>("ignore_index")).reshape(inShape));
+  // Under create_graph, nll_loss_backward is an op of its own (NllLossBackwardBackward0), linear in g.
+  const self = n.unpack("self");
+  // An edge to self as in PyTorch (its gradient is 0), so the result requires grad whenever self does.
+  if (needsGrad(g, self)) {
+    attach("NllLossBackwardBackward0", [g, self], [out], nllDoubleFormula, {
+      ignore_index: n.value<number>("ignore_index"),
+      reduction: n.value<number>("reduction"),
+      target: tgt,
+      weight: null,
+    }).consts = { reduction };
+  }
+  return [out];
+}
+function nllDoubleFormula(n: FormulaNode, [gg]: Grads): Grads {
+  const { reduction } = n.consts as { reduction: Reduction };
+  return [n.needs(0) ? nllLoss(gg!, n.unpack("target"), reduction, n.value<number>("ignore_index")) : null, n.needs(1) ? zerosLike(gg!) : null];
 }
 
 function mseFormula(n: FormulaNode, [g]: Grads): Grads {
   const { inShape, tShape, count } = n.consts as { inShape: number[]; tShape: number[]; count: number };
   const norm = n.value<number>("reduction") === REDUCTION_CODE.mean ? 2 / count : 2;
-  const gi = n.unpack("self").sub(n.unpack("target")).mul(norm).mul(g!);
-  return [n.needs(0) ? sumTo(gi, inShape) : null, n.needs(1) ? sumTo(gi.neg(), tShape) : null];
+  const self = n.unpack("self");
+  const target = n.unpack("target");
+  // As PyTorch: mse_loss_backward(g, self, target) for self, mse_loss_backward(g, target, self) for target.
+  const reduction = n.value<number>("reduction");
+  return [
+    n.needs(0) ? sumTo(mseBackward(g!, self, target, norm, reduction), inShape) : null,
+    n.needs(1) ? sumTo(mseBackward(g!, target, self, norm, reduction), tShape) : null,
+  ];
+}
+
+/** mse_loss_backward: norm (self - target) g; under create_graph an op of its own, MseLossBackwardBackward0. */
+function mseBackward(g: Tensor, self: Tensor, target: Tensor, norm: number, reduction: number): Tensor {
+  const compute = () => self.sub(target).mul(norm).mul(g);
+  if (!needsGrad(g, self, target)) return compute();
+  const out = no_grad(compute);
+  attach("MseLossBackwardBackward0", [g, self, target], [out], mseDoubleFormula, { grad_output: g, reduction, self, target }).consts = {
+    norm,
+    gShape: [...g.shape],
+    sShape: [...self.shape],
+    tShape: [...target.shape],
+  };
+  return out;
+}
+function mseDoubleFormula(n: FormulaNode, [gg]: Grads): Grads {
+  const { gShape, sShape, tShape, norm } = n.consts as { gShape: number[]; sShape: number[]; tShape: number[]; norm: number };
+  const g = n.unpack("grad_output");
+  const ggg = n.needs(1) || n.needs(2) ? gg!.mul(g).mul(norm) : null;
+  return [
+    n.needs(0) ? sumTo(gg!.mul(n.unpack("self").sub(n.unpack("target"))).mul(norm), gShape) : null,
+    n.needs(1) ? sumTo(ggg!, sShape) : null,
+    n.needs(2) ? sumTo(ggg!.neg(), tShape) : null,
+  ];
 }

@@ -7,16 +7,133 @@ import type { BinaryKernel, UnaryKernel } from "../../ops/kernel-codes.ts";
 import { Tensor, type Scalar, type TensorOrScalar } from "../../tensor.ts";
 import { SavedAt, attach, needsGrad, sumTo, type Formula, type Saves } from "../record.ts";
 import type { FormulaNode, Grads } from "../node.ts";
-import { is_grad_enabled } from "../grad-mode.ts";
 import { asOp } from "../../ops/op-context.ts";
 import { checkInplace, rebase } from "./inplace.ts";
 
+/** zeros_like(t), outside any graph: what PyTorch's double-backward formulas give for an input that has no effect. */
+export const zerosLike = (t: Tensor): Tensor => Tensor.empty(t.shape).zero_();
+
+/** sgn(x), as abs's backward formula uses it: on the graph (SgnBackward0), with a zero derivative. */
+export function sgn(x: Tensor): Tensor {
+  const out = ew.unary("sign", x);
+  if (needsGrad(x)) attach("SgnBackward0", [x], [out], sgnFormula);
+  return out;
+}
+const sgnFormula: Formula = (_n, [g]) => [zerosLike(g!)];
+
 /**
- * A backward formula that PyTorch runs as one fused kernel (one allocation): fused when nothing records
- * (plain backward, so memory matches PyTorch's), composed from differentiable ops under create_graph.
+ * t * s for a number s, as PyTorch's C++ formulas multiply by a Scalar: MulBackward1 (a Python `t * 2`
+ * records MulBackward0), and nothing at all for s = 1 (maybe_multiply).
  */
-export function fused(op: BinaryKernel, composed: (g: Tensor, t: Tensor) => Tensor) {
-  return (g: Tensor, t: Tensor) => (is_grad_enabled() ? composed(g, t) : ew.binary(op, g, t));
+export function mulScalar(t: Tensor, s: number, always = false): Tensor {
+  if (s === 1 && !always) return t;
+  const out = ew.binary("mul", t, s);
+  if (needsGrad(t)) attach("MulBackward1", [t], [out], mulScalarFormula, { other: s });
+  return out;
+}
+const mulScalarFormula: Formula = (n, [g]) => [mulScalar(g!, n.value<number>("other"), true)];
+
+/** 1 / t (ReciprocalBackward0 saves its result: the gradient is -g * result²), as atan2's formula uses it. */
+export function reciprocal(t: Tensor): Tensor {
+  const out = ew.binary("pow", t, -1);
+  if (needsGrad(t)) attach("ReciprocalBackward0", [t], [out], reciprocalFormula, { result: out });
+  return out;
+}
+const reciprocalFormula: Formula = (n, [g]) => {
+  const r = n.unpack("result");
+  return [g!.neg().mul(r.mul(r))];
+};
+
+/** t / s for a number s, as PyTorch's C++ formulas divide by a Scalar (mean's numel): DivBackward1. */
+export function divScalar(t: Tensor, s: number): Tensor {
+  const out = ew.binary("div", t, s);
+  if (needsGrad(t)) attach("DivBackward1", [t], [out], divScalarFormula, { other: s });
+  return out;
+}
+const divScalarFormula: Formula = (n, [g]) => [divScalar(g!, n.value<number>("other"))];
+
+/** t.masked_fill(mask, value): MaskedFillBackward0 (saves the mask), as PyTorch's max/min formulas use it. */
+export function maskedFill(t: Tensor, mask: Tensor, value: number): Tensor {
+  const out = ew.where(mask, value, t);
+  if (needsGrad(t)) attach("MaskedFillBackward0", [t], [out], maskedFillFormula, { mask });
+  return out;
+}
+const maskedFillFormula: Formula = (n, [g]) => [maskedFill(g!, n.unpack("mask"), 0)];
+
+// ---- backward ops with their own double backward (derivatives.yaml's threshold_backward, ...) ----
+// PyTorch's backward of relu, sigmoid, tanh and gelu is an op of its own: one fused kernel, and when
+// its inputs require grad (create_graph) a node of its own (`<Op>BackwardBackward0`) whose formula is
+// made of differentiable ops again (so third derivatives work as well).
+
+/** threshold_backward(g, self): g where self > 0, else 0. ThresholdBackwardBackward0 saves self. */
+export function thresholdBackward(g: Tensor, self: Tensor): Tensor {
+  const out = ew.binary("threshold_backward", g, self);
+  if (needsGrad(g, self)) attach("ThresholdBackwardBackward0", [g, self], [out], thresholdBackwardFormula, { self, threshold: 0 });
+  return out;
+}
+function thresholdBackwardFormula(n: FormulaNode, [gg]: Grads): Grads {
+  const self = n.unpack("self");
+  return [n.needs(0) ? thresholdBackward(gg!, self) : null, n.needs(1) ? zerosLike(gg!) : null];
+}
+
+/** sigmoid_backward(g, out): g * out * (1 - out). SigmoidBackwardBackward0 saves both. */
+export function sigmoidBackward(g: Tensor, out: Tensor): Tensor {
+  const r = ew.binary("sigmoid_backward", g, out);
+  if (needsGrad(g, out)) attach("SigmoidBackwardBackward0", [g, out], [r], sigmoidBackwardFormula, { grad_output: g, output: out });
+  return r;
+}
+function sigmoidBackwardFormula(n: FormulaNode, [gg]: Grads): Grads {
+  const out = n.unpack("output");
+  return [n.needs(0) ? sigmoidBackward(gg!, out) : null, n.needs(1) ? gg!.mul(n.unpack("grad_output")).mul(out.mul(-2).add(1)) : null];
+}
+
+/** tanh_backward(g, out): g * (1 - out²). TanhBackwardBackward0 saves both. */
+export function tanhBackward(g: Tensor, out: Tensor): Tensor {
+  const r = ew.binary("tanh_backward", g, out);
+  if (needsGrad(g, out)) attach("TanhBackwardBackward0", [g, out], [r], tanhBackwardFormula, { grad_output: g, output: out });
+  return r;
+}
+function tanhBackwardFormula(n: FormulaNode, [gg]: Grads): Grads {
+  const out = n.unpack("output");
+  return [n.needs(0) ? tanhBackward(gg!, out) : null, n.needs(1) ? gg!.mul(n.unpack("grad_output")).mul(out).mul(-2) : null];
+}
+
+/** gelu_backward(g, self, approximate): g * gelu'(self). GeluBackwardBackward0 saves g, self and approximate. */
+function geluBackward(g: Tensor, self: Tensor, approximate: "none" | "tanh"): Tensor {
+  const r = ew.binary(approximate === "tanh" ? "gelu_tanh_backward" : "gelu_backward", g, self);
+  if (needsGrad(g, self)) attach("GeluBackwardBackward0", [g, self], [r], geluBackwardFormula, { approximate, grad_output: g, self });
+  return r;
+}
+function geluBackwardFormula(n: FormulaNode, [gg]: Grads): Grads {
+  const self = n.unpack("self");
+  const approximate = n.value<"none" | "tanh">("approximate");
+  return [
+    n.needs(0) ? geluBackward(gg!, self, approximate) : null,
+    n.needs(1) ? gg!.mul(n.unpack("grad_output")).mul(geluSecondDerivative(self, approximate)) : null,
+  ];
+}
+/**
+ * gelu''(x), from differentiable ops. Exact: gelu = x Φ(x), gelu'' = φ(x) (2 - x²). Tanh: gelu =
+ * x (1 + t) / 2 with t = tanh(u), u = β (x + κ x³): gelu'' = (1 - t²) (u' + x (u'' - 2 t u'²) / 2).
+ */
+function geluSecondDerivative(x: Tensor, approximate: "none" | "tanh"): Tensor {
+  const x2 = x.mul(x);
+  if (approximate !== "tanh")
+    return x2
+      .mul(-0.5)
+      .exp()
+      .mul(1 / Math.sqrt(2 * Math.PI))
+      .mul(x2.neg().add(2));
+  const beta = Math.sqrt(2 / Math.PI);
+  const kappa = 0.044715;
+  const t = x.add(x2.mul(x).mul(kappa)).mul(beta).tanh();
+  const du = x2
+    .mul(3 * kappa)
+    .add(1)
+    .mul(beta);
+  const ddu = x.mul(6 * beta * kappa);
+  const inner = ddu.sub(t.mul(du).mul(du).mul(2)).mul(x).mul(0.5).add(du);
+  return t.mul(t).neg().add(1).mul(inner);
 }
 
 /** A differentiable one-input op, as the op table declares it (api/functions.ts). */
@@ -55,14 +172,10 @@ export function unaryOp(spec: UnarySpec): { forward: (x: Tensor) => Tensor; inpl
 
 export function gelu(x: Tensor, approximate: "none" | "tanh" = "none"): Tensor {
   const out = ew.gelu(x, approximate);
-  if (needsGrad(x)) {
-    const formula = fused(approximate === "tanh" ? "gelu_tanh_backward" : "gelu_backward", (g, x) =>
-      g.mul(ew.unary(approximate === "tanh" ? "gelu_tanh_grad" : "gelu_grad", x)),
-    );
-    attach("GeluBackward0", [x], [out], (n, [g]) => [formula(g!, n.unpack("self"))], { self: x, approximate });
-  }
+  if (needsGrad(x)) attach("GeluBackward0", [x], [out], geluFormula, { self: x, approximate });
   return out;
 }
+const geluFormula: Formula = (n, [g]) => [geluBackward(g!, n.unpack("self"), n.value<"none" | "tanh">("approximate"))];
 
 type ClampArg = number | null | undefined | { min?: number; max?: number };
 function bounds(min: ClampArg, max: number | null | undefined): [number | null, number | null] {
@@ -75,7 +188,8 @@ const clampFormula: Formula = (n, [g]) => {
   const hi = n.value<number | null>("max");
   let mask = lo === null ? null : self.ge(lo);
   if (hi !== null) mask = mask ? mask.mul(self.le(hi)) : self.le(hi);
-  return [g!.mul(mask!)];
+  // where() as PyTorch's clamp_backward (not a product with the mask): the same graph under create_graph
+  return [where(mask!, g!, 0)];
 };
 function attachClamp(x: Tensor, out: Tensor, lo: number | null, hi: number | null, savedSelf: Tensor = x): void {
   attach("ClampBackward1", [x], [out], clampFormula, { self: savedSelf, min: lo, max: hi });
@@ -161,7 +275,10 @@ export function binaryOp(spec: BinarySpec): {
       const same = other instanceof Tensor && other._meta === self._meta;
       const version = self._version;
       // Otherwise the formula for other needs self's old value: keep a copy (PyTorch's original_self).
-      const before = track && needsSelf && !same && other instanceof Tensor && other.requires_grad ? ew.copyOf(self) : null;
+      // A clone on the graph when self requires grad (PyTorch's original_self), so that under create_graph
+      // the other operand's gradient still depends on self's old value.
+      const before =
+        track && needsSelf && !same && other instanceof Tensor && other.requires_grad ? (self.requires_grad ? self.clone() : ew.copyOf(self)) : null;
       ew.inplaceBinary(kernel, self, other, alpha);
       if (track) {
         rebase(
@@ -180,7 +297,7 @@ export function binaryOp(spec: BinarySpec): {
   };
 }
 
-const rsubFormula: Formula = (n, [g]) => [g!.mul(-n.value<number>("alpha"))];
+const rsubFormula: Formula = (n, [g]) => [mulScalar(g!.neg(), n.value<number>("alpha"))];
 /** scalar - x (Python's `2 - x`). */
 export function rsub(x: Tensor, s: number, alpha = 1): Tensor {
   const out = ew.binary("sub", x, s, 1).neg();
@@ -200,7 +317,8 @@ export const where = asOp("where", function where(cond: Tensor, a: TensorOrScala
 function whereFormula(n: FormulaNode, [g]: Grads): Grads {
   const { aShape, bShape } = n.consts as { aShape: number[]; bShape: number[] };
   const c = n.unpack("condition");
-  return [n.needs(0) ? sumTo(ew.where(c, g!, 0), aShape) : null, n.needs(1) ? sumTo(ew.where(c, 0, g!), bShape) : null];
+  // where() itself (not the raw kernel), so that under create_graph the gradient stays on g's graph
+  return [n.needs(0) ? sumTo(where(c, g!, 0), aShape) : null, n.needs(1) ? sumTo(where(c, 0, g!), bShape) : null];
 }
 
 /** copy_, fill_, zero_: the written values no longer depend on the old ones. */
@@ -215,9 +333,9 @@ export function copyInplace<T extends Tensor>(self: T, src: Tensor): T {
   return self;
 }
 function copyFormula(n: FormulaNode, [g]: Grads): Grads {
-  return [n.needs(0) ? g!.mul(0) : null, n.needs(1) ? sumTo(g!, (n.consts as { srcShape: number[] }).srcShape) : null];
+  return [n.needs(0) ? zerosLike(g!) : null, n.needs(1) ? sumTo(g!, (n.consts as { srcShape: number[] }).srcShape) : null];
 }
-const zeroFormula: Formula = (_n, [g]) => [g!.mul(0)];
+const zeroFormula: Formula = (_n, [g]) => [zerosLike(g!)];
 
 export function fillInplace<T extends Tensor>(self: T, value: Scalar, name: "FillBackward2" | "ZeroBackward0"): T {
   const track = checkInplace(self);

@@ -10,7 +10,9 @@ import { RuntimeError } from "../../errors.ts";
 import { asOp } from "../../ops/op-context.ts";
 import { SavedOutput, attach, needsGrad } from "../record.ts";
 import type { FormulaNode, Grads } from "../node.ts";
-import { where } from "../../ops/elementwise.ts";
+import { divScalar, maskedFill, mulScalar, where } from "./pointwise.ts";
+import { enable_grad, is_grad_enabled, no_grad } from "../grad-mode.ts";
+import { grad as autogradGrad } from "../api.ts";
 
 /** The reduced dims of x (all when dim is undefined), normalised. */
 function reducedDims(x: Tensor, dim: DimArg): number[] {
@@ -48,7 +50,7 @@ export function sumOrMean(op: "sum" | "mean", x: Tensor, dimArg?: DimArg | Reduc
     (_n, [g]) => {
       const e = expandBack(g!, shape, dims, keepdim || whole);
       // As PyTorch: sum's gradient is an expanded view (no memory), mean's a real division.
-      return [op === "mean" ? e.div(count) : e];
+      return [op === "mean" ? divScalar(e, count) : e];
     },
     {
       dim: whole ? undefined : dims,
@@ -85,13 +87,15 @@ function prodFormula(n: FormulaNode, [g]: Grads): Grads {
   // reduce like the forward did, keeping dims, then broadcast back over the input
   const reduce = (t: Tensor, op: "sum" | "prod") => (whole ? t[op]() : t[op](dims[0], { keepdim: true }));
   const back = (t: Tensor, kept: boolean) => expandBack(t, shape, dims, kept);
-  const G = back(g!, keepdim);
   const zero = self.eq(0);
   const zeros = back(reduce(zero.float(), "sum"), true);
-  const others = back(reduce(where(zero, 1, self), "prod"), true);
-  const noZero = G.mul(back(n.unpack("result"), keepdim)).div(self);
-  const oneZero = where(zero, G.mul(others), 0);
-  return [where(zeros.eq(0), noZero, where(zeros.eq(1), oneZero, 0))];
+  // Differentiable throughout (where(), not the raw kernel), with the zeros replaced by 1 where it
+  // divides or multiplies, so that second derivatives stay finite and on the graph.
+  const safe = where(zero, 1, self);
+  const others = back(reduce(safe, "prod"), true);
+  const factor = where(zeros.eq(0), back(n.unpack("result"), keepdim).div(safe), where(zeros.eq(1), where(zero, others, 0), 0));
+  // g broadcast (unsqueezed where the dim was dropped), as PyTorch's prod_backward
+  return [(whole || keepdim ? g! : g!.unsqueeze(dims[0])).mul(factor)];
 }
 
 export function minmax(op: "max" | "min", x: Tensor, dim?: number, opts?: ReduceOpts): Tensor | { values: Tensor; indices: Tensor } {
@@ -106,8 +110,9 @@ export function minmax(op: "max" | "min", x: Tensor, dim?: number, opts?: Reduce
       [out],
       (n, [g]) => {
         const self = n.unpack("self");
-        const mask = self.eq(n.unpack("result")).float();
-        return [mask.mul(g!.div(mask.sum()))];
+        const mask = self.eq(n.unpack("result"));
+        // PyTorch's evenly_distribute_backward (its CPU form): zeros.masked_fill_(mask, g / count)
+        return [maskedFillValue(mask, g!.div(mask.float().sum()))];
       },
       { self: x, result: out },
     );
@@ -124,12 +129,37 @@ export function minmax(op: "max" | "min", x: Tensor, dim?: number, opts?: Reduce
       if (shape.length === 0) return [g!]; // a 0-d tensor is its own max
       // Scatter g to the arg positions: a one-hot mask along d from the saved indices.
       const idx = keepdim ? n.unpack("indices") : n.unpack("indices").unsqueeze(d);
-      const onehot = positionsAlong(shape, d).eq(idx);
-      return [expandBack(g!, shape, [d], keepdim).mul(onehot)];
+      return [scatterAlong(shape, d, idx, keepdim ? g! : g!.unsqueeze(d))];
     },
     { dim: d, keepdim, indices: out.indices, self_sizes: shape },
   );
   return out;
+}
+
+/** zeros.masked_fill(mask, value) for a 0-d value; under create_graph MaskedFillBackward1 (an edge to value only). */
+function maskedFillValue(mask: Tensor, value: Tensor): Tensor {
+  if (!needsGrad(value)) return where(mask, value, 0);
+  const r = no_grad(() => where(mask, value, 0));
+  attach("MaskedFillBackward1", [null, value], [r], maskedFillValueFormula, { mask });
+  return r;
+}
+const maskedFillValueFormula = (n: FormulaNode, [gg]: Grads): Grads => [null, where(n.unpack("mask"), gg!, 0).sum()];
+
+/**
+ * zeros(shape).scatter(d, idx, src) for src with one element along d (the values of max(dim)); under
+ * create_graph ScatterBackward0, whose gradient for src is its own gradient gathered at idx.
+ */
+function scatterAlong(shape: number[], d: number, idx: Tensor, src: Tensor): Tensor {
+  const onehot = positionsAlong(shape, d).eq(idx);
+  if (!needsGrad(src)) return src.expand(shape).mul(onehot);
+  const out = no_grad(() => src.expand(shape).mul(onehot));
+  attach("ScatterBackward0", [null, src], [out], scatterFormula, { dim: d, index: idx }).consts = { shape };
+  return out;
+}
+function scatterFormula(n: FormulaNode, [gg]: Grads): Grads {
+  const d = n.value<number>("dim");
+  const onehot = positionsAlong((n.consts as { shape: number[] }).shape, d).eq(n.unpack("index"));
+  return [null, gg!.mul(onehot).sum(d, { keepdim: true })];
 }
 
 /** arange(shape[d]) laid along dim d, broadcastable against a tensor of `shape` (a small exact upload). */
@@ -156,15 +186,19 @@ export function variance(x: Tensor, dimArg?: DimArg | VarOpts, optsArg?: VarOpts
     (node, [g]) => {
       const self = node.unpack("self");
       let gg = expandBack(g!, shape, dims, keepdim);
-      if (std) {
-        // d std = d var / (2 std); where std is 0 (a constant row) PyTorch masks the gradient to 0
-        const r = expandBack(node.unpack("result"), shape, dims, keepdim);
-        gg = where(r.eq(0), 0, gg.div(r));
+      if (shape.length === 0) {
+        // a 0-d tensor is its own mean: PyTorch's var_backward gives grad * 2 / (N - correction) there
+        if (std) gg = where(node.unpack("result").eq(0), 0, gg.div(node.unpack("result")));
+        return [gg.mul(std ? 1 : scale)];
       }
-      // a 0-d tensor is its own mean: PyTorch's var_backward gives grad * 2 / (N - correction) there
-      if (shape.length === 0) return [gg.mul(std ? 1 : scale)];
+      if (std) {
+        // PyTorch's std_backward: d std = d var / (2 std), masked to 0 where std is 0 (a constant row)
+        const r = expandBack(node.unpack("result"), shape, dims, keepdim);
+        gg = maskedFill(gg.div(mulScalar(r, 2, true)), r.eq(0), 0);
+      }
+      // PyTorch's var_backward: (2 / (N - correction)) * grad * (self - mean), op for op
       const centered = self.sub(self.mean(dims, { keepdim: true }));
-      return [gg.mul(centered).mul(scale)];
+      return [mulScalar(gg, 2 / Math.max(n - correction, 0), true).mul(centered)];
     },
     { correction, dim: o.dim === undefined ? null : dims, keepdim, self: x, result: std ? out : undefined },
   );
@@ -175,18 +209,51 @@ export function softmax(x: Tensor, dim: number, log: boolean): Tensor {
   const out = red.softmax(x, dim, log);
   if (!needsGrad(x)) return out;
   const d = x.ndim === 0 ? 0 : wrapDim(dim, x.ndim);
-  attach(
-    log ? "LogSoftmaxBackward0" : "SoftmaxBackward0",
-    [x],
-    [out],
-    (n, [g]) => {
-      const r = n.unpack("result");
-      if (log) return [g!.sub(r.exp().mul(g!.sum(d, { keepdim: true })))];
-      return [r.mul(g!.sub(g!.mul(r).sum(d, { keepdim: true })))];
-    },
-    { dim: d, result: out },
-  );
+  attach(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", [x], [out], softmaxFormula, { dim: d, result: out }).consts = { log };
   return out;
+}
+const softmaxFormula = (n: FormulaNode, [g]: Grads): Grads => [
+  softmaxBackwardData(g!, n.unpack("result"), n.value<number>("dim"), (n.consts as { log: boolean }).log),
+];
+
+/**
+ * _softmax_backward_data / _log_softmax_backward_data: the gradient of (log_)softmax from its output.
+ * Under create_graph an op of its own, (Log)SoftmaxBackwardDataBackward0, as in PyTorch.
+ */
+function softmaxBackwardData(g: Tensor, out: Tensor, d: number, log: boolean): Tensor {
+  const compute = () => (log ? g.sub(out.exp().mul(g.sum(d, { keepdim: true }))) : out.mul(g.sub(g.mul(out).sum(d, { keepdim: true }))));
+  if (!needsGrad(g, out)) return compute();
+  const r = no_grad(compute);
+  attach(log ? "LogSoftmaxBackwardDataBackward0" : "SoftmaxBackwardDataBackward0", [g, out], [r], softmaxDoubleFormula, {
+    dim: d,
+    grad_output: g,
+    output: out,
+  }).consts = { log };
+  return r;
+}
+function softmaxDoubleFormula(n: FormulaNode, [gg]: Grads): Grads {
+  const { log } = n.consts as { log: boolean };
+  const d = n.value<number>("dim");
+  const g = n.unpack("grad_output");
+  const out = n.unpack("output");
+  if (log) {
+    // y = g - exp(out) Σg:  dy/dg = gg - Σ(gg exp(out)),  dy/dout = -gg exp(out) Σg
+    const e = out.exp();
+    return [
+      n.needs(0) ? gg!.sub(gg!.mul(e).sum(d, { keepdim: true })) : null,
+      n.needs(1)
+        ? gg!
+            .mul(e)
+            .mul(g.sum(d, { keepdim: true }))
+            .neg()
+        : null,
+    ];
+  }
+  // y = out (g - Σ g out):  dy/dg = softmax_backward(gg, out),  dy/dout = gg (g - Σ g out) - g Σ(gg out)
+  return [
+    n.needs(0) ? softmaxBackwardData(gg!, out, d, false) : null,
+    n.needs(1) ? gg!.mul(g.sub(g.mul(out).sum(d, { keepdim: true }))).sub(g.mul(gg!.mul(out).sum(d, { keepdim: true }))) : null,
+  ];
 }
 
 export const layerNorm = asOp(
@@ -198,43 +265,122 @@ export const layerNorm = asOp(
       rstd.dispose();
       return y;
     }
-    const k = normalized_shape.length;
-    const lead = x.ndim - k; // not x itself in the closure: the formula below would share it (see attach)
-    const normDims = normalized_shape.map((_, i) => lead + i);
-    const batchDims = x.shape.slice(0, x.ndim - k).map((_, i) => i);
-    const wShape = weight ? [...weight.shape] : bias ? [...bias.shape] : [];
-    const hasWeight = weight !== null;
-    attach(
-      "NativeLayerNormBackward0",
-      [x, weight, bias],
-      [y],
-      (n, [g]) => {
-        const input = n.unpack("input");
-        const xhat = input.sub(n.unpack("result1")).mul(n.unpack("result2"));
-        const gw = hasWeight ? g!.mul(n.unpack("weight").reshape(normalized_shape)) : g!;
-        const N = numelOf(normalized_shape);
-        const gradInput = n.needs(0)
-          ? n
-              .unpack("result2")
-              .div(N)
-              .mul(
-                gw
-                  .mul(N)
-                  .sub(gw.sum(normDims, { keepdim: true }))
-                  .sub(xhat.mul(gw.mul(xhat).sum(normDims, { keepdim: true }))),
-              )
-          : null;
-        const gradW = n.needs(1) ? (batchDims.length ? g!.mul(xhat).sum(batchDims) : g!.mul(xhat)).reshape(wShape) : null;
-        const gradB = n.needs(2) ? (batchDims.length ? g!.sum(batchDims) : g!.clone()).reshape(wShape) : null;
-        return [gradInput, gradW, gradB];
-      },
-      { input: x, weight, bias, result1: new SavedOutput(mean, 1), result2: new SavedOutput(rstd, 2), normalized_shape },
-    );
+    attach("NativeLayerNormBackward0", [x, weight, bias], [y], layerNormFormula, {
+      input: x,
+      weight,
+      bias,
+      result1: new SavedOutput(mean, 1),
+      result2: new SavedOutput(rstd, 2),
+      normalized_shape,
+    }).consts = { wShape: weight ? [...weight.shape] : bias ? [...bias.shape] : normalized_shape, eps };
     mean.dispose();
     rstd.dispose();
     return y;
   },
 );
+
+function layerNormFormula(n: FormulaNode, [g]: Grads): Grads {
+  const { wShape, eps } = n.consts as { wShape: number[]; eps: number };
+  // mean and rstd are not differentiable outputs (PyTorch's NativeLayerNormBackwardBackward0 has no edge to them)
+  const mean = n.unpack("result1").detach();
+  const rstd = n.unpack("result2").detach();
+  const weight = n.savedTensor("weight");
+  const mask = [n.needs(0), n.needs(1), n.needs(2)];
+  const bias = n.savedTensor("bias");
+  return layerNormBackward(g!, n.unpack("input"), mean, rstd, weight, bias, n.value<number[]>("normalized_shape"), mask, wShape, eps);
+}
+
+/** native_layer_norm_backward from its saved statistics: [grad_input, grad_weight, grad_bias] as `mask` asks. */
+function layerNormBackwardComposite(
+  g: Tensor,
+  input: Tensor,
+  mean: Tensor,
+  rstd: Tensor,
+  weight: Tensor | null,
+  normalized_shape: number[],
+  mask: boolean[],
+  wShape: number[],
+): Grads {
+  const k = normalized_shape.length;
+  const lead = input.ndim - k;
+  const normDims = normalized_shape.map((_, i) => lead + i);
+  const batchDims = input.shape.slice(0, lead).map((_, i) => i);
+  const xhat = input.sub(mean).mul(rstd);
+  const gw = weight ? g.mul(weight.reshape(normalized_shape)) : g;
+  const N = numelOf(normalized_shape);
+  const gradInput = mask[0]
+    ? rstd.div(N).mul(
+        gw
+          .mul(N)
+          .sub(gw.sum(normDims, { keepdim: true }))
+          .sub(xhat.mul(gw.mul(xhat).sum(normDims, { keepdim: true }))),
+      )
+    : null;
+  const gradW = mask[1] ? (batchDims.length ? g.mul(xhat).sum(batchDims) : g.mul(xhat)).reshape(wShape) : null;
+  const gradB = mask[2] ? (batchDims.length ? g.sum(batchDims) : g.clone()).reshape(wShape) : null;
+  return [gradInput, gradW, gradB];
+}
+
+/**
+ * The gradients of layer_norm. Under create_graph an op of its own, NativeLayerNormBackwardBackward0
+ * (edges: grad_out, input, mean, rstd, weight, bias, as PyTorch's), whose formula differentiates the
+ * composite again, with mean and rstd recomputed from the input.
+ */
+function layerNormBackward(
+  g: Tensor,
+  input: Tensor,
+  mean: Tensor,
+  rstd: Tensor,
+  weight: Tensor | null,
+  bias: Tensor | null,
+  normalized_shape: number[],
+  mask: boolean[],
+  wShape: number[],
+  eps: number,
+): Grads {
+  if (!needsGrad(g, input, weight)) return layerNormBackwardComposite(g, input, mean, rstd, weight, normalized_shape, mask, wShape);
+  const outs = no_grad(() => layerNormBackwardComposite(g, input, mean, rstd, weight, normalized_shape, mask, wShape));
+  // bias has an edge (its gradient is 0) as native_layer_norm_backward takes it, as in PyTorch
+  attach("NativeLayerNormBackwardBackward0", [g, input, null, null, weight, bias], outs, layerNormDoubleFormula, {
+    grad_out: g,
+    input,
+    mean,
+    normalized_shape,
+    rstd,
+    weight,
+  }).consts = { wShape, eps };
+  return outs;
+}
+
+function layerNormDoubleFormula(n: FormulaNode, grads: Grads): Grads {
+  const { wShape, eps } = n.consts as { wShape: number[]; eps: number };
+  const normalized_shape = n.value<number[]>("normalized_shape");
+  const create = is_grad_enabled();
+  const real = [n.unpack("grad_out"), n.unpack("input"), n.savedTensor("weight")];
+  // The tensors themselves when this pass builds a graph (a third derivative), else detached copies.
+  const ins = real.map((t) => (t === null ? null : create ? t : t.detach().requires_grad_()));
+  const wanted = [0, 1, 2].filter((i) => ins[i]?.requires_grad && n.needs([0, 1, 4][i]));
+  const res = enable_grad(() => {
+    const [g, x, w] = ins as [Tensor, Tensor, Tensor | null];
+    const lead = x.ndim - normalized_shape.length;
+    const normDims = normalized_shape.map((_, i) => lead + i);
+    const mean = x.mean(normDims, { keepdim: true });
+    const rstd = x.var(normDims, { correction: 0, keepdim: true }).add(eps).rsqrt();
+    const outs = layerNormBackwardComposite(g, x, mean, rstd, w, normalized_shape, [true, w !== null, grads[2] !== null], wShape);
+    const used = outs.map((o, i) => (o && grads[i] ? i : -1)).filter((i) => i >= 0);
+    if (!used.length || !wanted.length) return [];
+    return autogradGrad(
+      used.map((i) => outs[i]!),
+      wanted.map((i) => ins[i]!),
+      { grad_outputs: used.map((i) => grads[i]!), create_graph: create, retain_graph: create, allow_unused: true },
+    );
+  });
+  const out: Grads = [null, null, null, null, null, null];
+  wanted.forEach((i, j) => {
+    out[[0, 1, 4][i]] = res[j] ?? null;
+  });
+  return out;
+}
 
 export const dropout = asOp("dropout", function dropout(x: Tensor, p: number, training: boolean): Tensor {
   if (!(p >= 0 && p <= 1)) throw new RuntimeError(`dropout probability has to be between 0 and 1, but got ${p}`);

@@ -5,7 +5,8 @@ import * as vw from "../../ops/views.ts";
 import { wrapDim } from "../../dims.ts";
 import * as ew from "../../ops/elementwise.ts";
 import { Tensor, type Shape } from "../../tensor.ts";
-import { attach, needsGrad, sumTo, type Saves } from "../record.ts";
+import { attach, needsGrad, sumTo, type Formula, type Saves } from "../record.ts";
+import { no_grad } from "../grad-mode.ts";
 
 /** `back` is made by each view function below, none of which holds a tensor in a closure (see attach). */
 function viewOp(x: Tensor, out: Tensor, name: string, back: (g: Tensor) => Tensor, saves?: Saves): Tensor {
@@ -112,7 +113,10 @@ export function squeeze(x: Tensor, dim?: number, name?: string): Tensor {
   // SqueezeBackward3 is matmul's squeeze_ of its own temporary: a tensor of its own, not a view.
   const out = name === "SqueezeBackward3" ? unview(vw.squeeze(x, dim)) : vw.squeeze(x, dim);
   if (name === "SqueezeBackward3") out._bump_version(); // ATen's squeeze_ wrote it in place
-  return viewOp(x, out, name ?? (dim === undefined ? "SqueezeBackward0" : "SqueezeBackward1"), (g) => g.reshape(s), {
+  // ATen's unsqueeze_to: the gradient unsqueezed back at each size-1 dim the squeeze removed
+  const removed = dim === undefined ? s.flatMap((n, i) => (n === 1 ? [i] : [])) : s.length && s[wrapDim(dim, s.length)] === 1 ? [wrapDim(dim, s.length)] : [];
+  const back = (g: Tensor) => removed.reduce((t, d) => t.unsqueeze(d), g);
+  return viewOp(x, out, name ?? (dim === undefined ? "SqueezeBackward0" : "SqueezeBackward1"), (g) => (s.length ? back(g) : g.reshape(s)), {
     dim: dim === undefined ? undefined : wrapDim(dim, Math.max(x.ndim, 1)),
     self_sizes: s,
   });
@@ -125,6 +129,22 @@ function intoZeros(shape: number[], place: (z: Tensor) => Tensor, g: Tensor): Te
   return z;
 }
 
+/**
+ * slice_backward / select_backward: g placed in zeros. Under create_graph an op of its own
+ * (SliceBackwardBackward0, SelectBackwardBackward0) whose gradient is the same view of its own gradient.
+ */
+function placeBack(name: string, shape: number[], place: (z: Tensor) => Tensor, g: Tensor, pick: (gg: Tensor) => Tensor): Tensor {
+  if (!needsGrad(g)) return intoZeros(shape, place, g);
+  const out = intoZerosNoGrad(shape, place, g);
+  attach(name, [g], [out], pickFormula(pick));
+  return out;
+}
+// Apart from placeBack, so that the node's formula shares no closure context with a tensor (see attach).
+const intoZerosNoGrad = (shape: number[], place: (z: Tensor) => Tensor, g: Tensor) => no_grad(() => intoZeros(shape, place, g));
+const pickFormula =
+  (pick: (gg: Tensor) => Tensor): Formula =>
+  (_n, [gg]) => [pick(gg!)];
+
 export function slice(x: Tensor, dim: number, start?: number, end?: number, step = 1): Tensor {
   const out = vw.slice(x, dim, start, end, step);
   if (!needsGrad(x)) return out;
@@ -133,7 +153,20 @@ export function slice(x: Tensor, dim: number, start?: number, end?: number, step
   // The actual bounds, from the view's offset and length.
   const st = x._strides[d] === 0 ? 0 : (out._offset - x._offset) / x._strides[d];
   const en = Math.min(st + out.shape[d] * step, s[d]);
-  return viewOp(x, out, "SliceBackward0", (g) => intoZeros(s, (z) => vw.slice(z, d, st, en, step), g), { dim: d, start: st, end: en, step, self_sym_sizes: s });
+  return viewOp(
+    x,
+    out,
+    "SliceBackward0",
+    (g) =>
+      placeBack(
+        "SliceBackwardBackward0",
+        s,
+        (z) => vw.slice(z, d, st, en, step),
+        g,
+        (gg) => gg.slice(d, st, en, step),
+      ),
+    { dim: d, start: st, end: en, step, self_sym_sizes: s },
+  );
 }
 
 export function narrow(x: Tensor, dim: number, start: number, length: number): Tensor {
@@ -149,5 +182,18 @@ export function select(x: Tensor, dim: number, index: number): Tensor {
   const s = sizes(x);
   const d = wrapDim(dim, x.ndim);
   const i = index < 0 ? index + s[d] : index;
-  return viewOp(x, out, "SelectBackward0", (g) => intoZeros(s, (z) => vw.select(z, d, i), g), { dim: d, index: i, self_sizes: s });
+  return viewOp(
+    x,
+    out,
+    "SelectBackward0",
+    (g) =>
+      placeBack(
+        "SelectBackwardBackward0",
+        s,
+        (z) => vw.select(z, d, i),
+        g,
+        (gg) => gg.select(d, i),
+      ),
+    { dim: d, index: i, self_sizes: s },
+  );
 }

@@ -80,7 +80,8 @@ function esbuildTransform(source: string, sourcefile: string) {
   });
 }
 
-const parse = (js: string) => Parser.parse(js, { ecmaVersion: "latest", sourceType: "module", allowAwaitOutsideFunction: true }) as unknown as Node;
+const parse = (js: string) =>
+  Parser.parse(js, { ecmaVersion: "latest", sourceType: "module", allowAwaitOutsideFunction: true, ranges: true }) as unknown as Node;
 
 /** Plain JavaScript needs no type stripping: parse it directly (saves esbuild's ~1.5 ms round trip). */
 function parseAsPlainJs(source: string): Node | null {

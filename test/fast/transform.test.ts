@@ -86,4 +86,20 @@ describe("cell transform", () => {
   it("a syntax error is a CellSyntaxError with esbuild's message", () => {
     expect(() => transformCell("const = 1", "bad.ts")).toThrow(CellSyntaxError);
   });
+
+  it("statement arrows take uncaptured locals as arguments, and leave captured or written ones to closures", async () => {
+    const code = transformCell("function f(x) { let h = x; for (const b of [1, 2]) { const g = (t) => t + b; h = g(h); } return h }", "t.ts").code;
+    // h and g are read only by f itself: passed in, so the closure g (made in the loop) cannot keep h
+    expect(code).toContain("h = (((g, h) => (g(h)))(g, h))");
+    // same results as plain JavaScript, where a closure reads or writes a local between the reads
+    const fns = `
+      function flow(x) { let h = x; for (const b of [1, 2]) { const g = (t) => t + b; h = g(h); } return h }
+      function counter() { let n = 0; const inc = () => n++; const r = [inc(), n, inc() + n]; return r }
+      function swap() { let a = 1, b = 2; [a, b] = [b, Math.max(a, 0)]; let c = 0; c += Math.abs(a - 10); c = c + (c++, Math.abs(c)); return [a, b, c] }
+      function nested() { let hits = 0; [1, 2, 3].forEach((v) => { hits += v }); const later = [4].map((v) => v + hits); return [hits, later[0]] }`;
+    const expected = new Function(`${fns}; return [flow(0), counter(), swap(), nested()]`)();
+    expect(expected).toEqual([3, [0, 1, 3], [2, 1, 17], [6, 10]]);
+    await cell(`${fns}\nres = [flow(0), counter(), swap(), nested()]`);
+    expect(g.res).toEqual(expected);
+  });
 });

@@ -15,10 +15,12 @@
 // context chain: a Python closure keeps only the cells it names. So a function-local variable that
 // only the wrapping arrows read (`h = checkpoint(f, h)` in a loop) would be kept alive by any closure
 // the function makes — measured: notebook 09's `checkpoint(f, …)` keeps `f` until backward, and `f`
-// kept the forward's last `h` (64 MiB) through the forward's context. Such a variable (local, read
-// and written by no closure of the user's) is passed to the arrow as an argument instead, so it stays
-// in its frame as it would without the transform; variables the user's own closures capture live in a
-// context anyway and are still closed over. An assignment `a = expr` wraps `expr` alone, so the
+// kept the forward's last `h` (64 MiB) through the forward's context. So in a scope where the user
+// makes a closure, a variable that no closure of the user's reads or writes is passed to the arrow as
+// an argument instead: it stays in its frame as it would without the transform. Variables the user's
+// own closures capture live in a context anyway and are still closed over, and so are the variables
+// of scopes that make no closure (a loop body's context dies with each turn, where a register of the
+// frame would keep a block's last tensor until the function returns: measured in a cell's loop). An assignment `a = expr` wraps `expr` alone, so the
 // variable it writes is not written from inside the arrow.
 //
 // Only statements that call something are wrapped; statements that contain `yield` or `super` are left
@@ -85,9 +87,15 @@ interface Locals {
 function analyzeLocals(root: Node): Locals {
   const manager = analyze(root as unknown as Parameters<typeof analyze>[0], { ecmaVersion: 2022, sourceType: "module", fallback: "iteration" });
   const refs: Locals["refs"] = [];
+  type Scope = (typeof manager.scopes)[number];
+  const CLOSURES = new Set(["function", "class-field-initializer", "class-static-block"]);
+  const makesClosures = (s: Scope): boolean => s.childScopes.some((c) => CLOSURES.has(c.type) || makesClosures(c));
   for (const scope of manager.scopes) {
     // module scope: the cell's top-level names, which the transform makes globals
     if (scope.type === "module" || scope.type === "global") continue;
+    // no closure of the user's is made in this scope: its context dies with the scope (a loop body's
+    // with each turn), sooner than a frame's register would let go: keep closing over its variables
+    if (!makesClosures(scope)) continue;
     for (const v of scope.variables) {
       if (v.name === "arguments") continue;
       const home = scope.variableScope;

@@ -602,6 +602,15 @@ def scenario_promises_anomaly(km, kc):
             "b.sum().backward()")
     reply, outs = run(kc, code)
     res["anomaly"] = {"status": reply["status"], "evalue": reply.get("evalue"), "traceback": "\n".join(reply.get("traceback", []))}
+    # what a student prints: the forward's traceback kept on the node, and a caught error's message,
+    # for a forward that ran in a function of an earlier cell, from a TypeScript cell and a later line
+    run(kc, "function squash(t: torch.Tensor): torch.Tensor {\n  const s: torch.Tensor = t.sigmoid()\n  return s\n}")
+    reply, outs = run(kc, "const x: torch.Tensor = torch.tensor([1, 2, 3], { requires_grad: true })\n"
+                          "const y = squash(x)\n"
+                          "console.log(y.grad_fn!.metadata.traceback_)\n"
+                          "y.mul_(2)\n"
+                          "try { y.sum().backward() } catch (e) { console.log((e as Error).message) }")
+    res["anomaly_printed"] = stream_text(outs, "stdout")
     return res
 
 

@@ -614,6 +614,24 @@ def scenario_promises_anomaly(km, kc):
     return res
 
 
+def scenario_late_display(km, kc):
+    """Displays whose bundle is built asynchronously, followed by more code: each is published before
+    the cell's reply and idle (issue 23)."""
+    res = {}
+    late = "{ [Symbol.for('Jupyter.display')]: () => new Promise((r) => setTimeout(() => r({ 'text/html': '<b>%s</b>' }), 300)) }"
+    reply, outs = run(kc, "display(%s)\nconsole.log('after')" % (late % "late"))
+    res["late"] = {"status": reply["status"], "types": [o["type"] for o in outs],
+                   "html": [o["content"]["data"].get("text/html") for o in outs if o["type"] == "display_data"]}
+    # one that finishes only after a hook of display.on_cell_end started another one
+    reply, outs = run(kc, "display.on_cell_end(() => display(%s))\ndisplay(%s)" % (late % "hook", late % "first"))
+    res["hook"] = [o["content"]["data"].get("text/html") for o in outs if o["type"] == "display_data"]
+    # the real runtime's graph drawing (the issue's case)
+    reply, outs = run(kc, "const a = torch.tensor([1, 2], { requires_grad: true })\nconst l = a.mul(2).sum()\ndisplay(torch.viz.graph(l))\nconsole.log('after')")
+    res["graph"] = {"status": reply["status"], "types": [o["type"] for o in outs],
+                    "mimes": [sorted(o["content"]["data"]) for o in outs if o["type"] == "display_data"]}
+    return res
+
+
 def scenario_storm(km, kc):
     """Cells of every kind with interrupts (message and SIGINT) sent at random while they run, for
     DRIVE_SECONDS. A cell may be interrupted only if an interrupt was sent while it ran."""

@@ -32,6 +32,7 @@ export class Kernel implements HandlerContext {
   readonly kernelInfo = kernelInfo();
   executionCount = 0;
   cellEndHooks: (() => void)[] = [];
+  pendingDisplays: Promise<unknown>[] = [];
   /** after an error with stop_on_error: execute_requests that arrived up to this sequence number are aborted */
   private abortThrough = 0;
   private seq = 0;

@@ -1,6 +1,8 @@
 // Activation checkpointing (full, selective, sequential) and the article's labs MemoryProbeModel (hooks)
 // and benchmark_checkpointing, on nn modules.
 import { describe, expect, it } from "vitest";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import * as torch from "../src/index.ts";
 
 const { nn } = torch;
@@ -32,6 +34,7 @@ class DeepNetwork extends nn.Module {
     dim: number,
     public mode: Mode = "none",
     p = 0,
+    public keep: string[] = ["addmm", "mm"],
   ) {
     super();
     this.blocks = new nn.ModuleList(Array.from({ length: layers }, () => new DeepBlock(dim, p)));
@@ -42,7 +45,7 @@ class DeepNetwork extends nn.Module {
       const f = (t: torch.Tensor) => block(t) as torch.Tensor;
       if (this.mode === "none" || !this.training) h = f(h);
       else if (this.mode === "full") h = checkpoint(f, h, { use_reentrant: false });
-      else h = checkpoint(f, h, { use_reentrant: false, context_fn: () => create_selective_checkpoint_contexts(["addmm", "mm"]) });
+      else h = checkpoint(f, h, { use_reentrant: false, context_fn: () => create_selective_checkpoint_contexts(this.keep) });
     }
     return h;
   }
@@ -76,25 +79,78 @@ describe("checkpointing", () => {
     }
   });
 
-  it("keeps only block inputs (full) or also matmul outputs (selective) after forward", () => {
+  it("keeps what PyTorch keeps after forward: block inputs (full), and every output of the ops a policy saves (selective)", () => {
+    // test/fixtures/gen_sac_memory.py: torch 1.13's non-reentrant checkpoint with PyTorch's caching
+    // dispatch mode reproduced on it; activations held after `loss = model(x).sum()`, in (rows, dim) units.
+    const fx = JSON.parse(readFileSync(join(import.meta.dirname, "fixtures", "sac-memory.json"), "utf8"));
     using _sim = torch.cuda.simulate() as torch.autograd.Guard;
-    const T = 1024;
-    const D = 512;
-    const act = T * D * 4; // one [T, D] activation: 2 MiB
+    const act = fx.rows * fx.dim * 4;
     const after: Record<string, number> = {};
-    for (const mode of ["none", "full", "selective"] as Mode[]) {
-      const model = new DeepNetwork(4, D, mode);
-      const x = torch.randn(T, D, { requires_grad: true });
+    for (const mode of Object.keys(fx.activations_after_forward)) {
+      const keep = mode === "none" || mode === "full" ? null : mode.split("+");
+      const model = new DeepNetwork(fx.layers, fx.dim, keep ? "selective" : (mode as Mode), 0, keep ?? undefined);
+      const x = torch.randn(fx.rows, fx.dim, { requires_grad: true });
       const before = torch.cuda.memory_allocated();
-      const out = model(x) as torch.Tensor;
-      after[mode] = torch.cuda.memory_allocated() - before;
-      torch.del(out, x);
+      const loss = torch.scope(() => (model(x) as torch.Tensor).sum());
+      after[mode] = (torch.cuda.memory_allocated() - before - 512) / act; // less the loss (one 512-byte block)
+      loss.backward();
+      torch.del(loss, x);
     }
-    // Per block, PyTorch's linear/GELU save: the block input (addmm mat1), linear1's output (GELU
-    // self), GELU's output (addmm mat1). The last block's output is returned, so counted too.
-    expect(after.none).toBe(4 * 3 * act); // 3 saved per block; block k's output is block k+1's input
-    expect(after.full).toBe(4 * act); // each block's output (the next one's input, and the result)
-    expect(after.selective).toBe(4 * 2 * act); // + linear1's output, produced by an addmm: saved
+    expect(after).toEqual(fx.activations_after_forward);
+  });
+
+  it("a policy list with an op that does not exist raises (a typo must not pass), and so does a policy answer that is no CheckpointPolicy", async () => {
+    expect(() => create_selective_checkpoint_contexts(["addmm", "gleu"])).toThrow(/no op named "gleu".*torch\.ops\.aten has no attribute 'gleu'/);
+    expect(() => create_selective_checkpoint_contexts(["addmm", "gleu"])).toThrow(torch.ValueError);
+    const x = torch.randn(4, 8, { requires_grad: true });
+    const lin = new nn.Linear(8, 8);
+    const bad = () =>
+      checkpoint((t: torch.Tensor) => lin(t) as torch.Tensor, x, {
+        use_reentrant: false,
+        context_fn: () => create_selective_checkpoint_contexts(() => "SAVE" as never),
+      });
+    expect(bad).toThrow(/selective checkpoint policy must return CheckpointPolicy, got SAVE/);
+    // the runtime stays usable, and a boolean answer is PyTorch's older form (true: MUST_SAVE)
+    const y = checkpoint((t: torch.Tensor) => lin(t) as torch.Tensor, x, {
+      use_reentrant: false,
+      context_fn: () => create_selective_checkpoint_contexts(() => true),
+    });
+    y.sum().backward();
+    expect(x.grad!.shape).toEqual([4, 8]);
+  });
+
+  it("the kept outputs live until the recompute reaches their op, or until the graph is dropped", () => {
+    using _sim = torch.cuda.simulate() as torch.autograd.Guard;
+    const x = torch.randn(256, 256, { requires_grad: true }); // 256 KiB each
+    const w = torch.randn(256, 256, { requires_grad: true });
+    const base = torch.cuda.memory_allocated();
+    const block = (t: torch.Tensor) => t.mm(w).sigmoid().mm(w).tanh();
+    const ctx = { use_reentrant: false, context_fn: () => create_selective_checkpoint_contexts(["mm"]) };
+    let out = checkpoint(block, x, ctx);
+    // out, and both mm outputs (neither is saved by autograd: sigmoid and tanh save their results)
+    expect(torch.cuda.memory_allocated() - base).toBe(3 * 262144);
+    torch.del(out); // the graph dies without backward: the cache goes with it
+    expect(torch.cuda.memory_allocated()).toBe(base);
+    out = checkpoint(block, x, ctx);
+    const loss = out.sum();
+    torch.del(out);
+    loss.backward();
+    torch.del(loss);
+    expect(torch.cuda.memory_allocated() - base).toBe(2 * 262144); // x.grad and w.grad only
+  });
+
+  it("every node the runtime records names an op a policy can name", () => {
+    const names = new Set<string>();
+    const walk = (dir: string) => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        if (e.isDirectory()) walk(join(dir, e.name));
+        else if (e.name.endsWith(".ts")) for (const m of readFileSync(join(dir, e.name), "utf8").matchAll(/"([A-Z][A-Za-z]*Backward\d)"/g)) names.add(m[1]);
+      }
+    };
+    walk(join(import.meta.dirname, "..", "src"));
+    expect(names.size).toBeGreaterThan(40);
+    const missing = [...names].filter((n) => !torch.utils.checkpoint.policyOps().has(torch.utils.checkpoint.opOfNode(n)));
+    expect(missing).toEqual([]);
   });
 
   it("policies: a function with CheckpointPolicy, and checkpoint_sequential", async () => {

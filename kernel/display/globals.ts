@@ -25,6 +25,9 @@ export interface DisplayHost {
   readonly comms: CommManager;
   /** display.on_cell_end callbacks for the running cell */
   cellEndHooks: (() => void)[];
+  /** displays of the running cell still building their bundle (an async display method): the cell's
+   *  reply waits for them, so every display of a cell is published before its reply and idle */
+  pendingDisplays: Promise<unknown>[];
 }
 
 /** display_data / update_display_data content for a bundle. */
@@ -54,6 +57,7 @@ export function installGlobals(k: DisplayHost): void {
         send(bb, opts, id, parent);
         return handle;
       });
+      k.pendingDisplays.push(done);
     } else {
       send(b, opts, id, parent);
       done = Promise.resolve(handle);

@@ -16,7 +16,8 @@ interface CellRecord {
   source: string;
   mapJson: string | null;
   wrapperLine: number;
-  prologue: number;
+  /** a line and column of the code that ran, as one of the JavaScript the transform read */
+  jsPosition: (line: number, col: number) => { line: number; col: number };
 }
 const cells = new Map<string, CellRecord>();
 
@@ -25,10 +26,16 @@ const RED = "\x1b[31m",
   BOLD = "\x1b[1m",
   RESET = "\x1b[0m";
 
-export function registerCell(filename: string, label: string, source: string, map: string | null, code: string): void {
+export function registerCell(
+  filename: string,
+  label: string,
+  source: string,
+  map: string | null,
+  code: string,
+  jsPosition: CellRecord["jsPosition"] = (line, col) => ({ line, col }),
+): void {
   const wrapperLine = code.split("\n").length; // the line holding the wrapper's `})()`
-  const prologue = code.indexOf("{") + 1; // columns the wrapper adds to line 1 (approximately)
-  cells.set(filename, { label, source, mapJson: map, wrapperLine, prologue });
+  cells.set(filename, { label, source, mapJson: map, wrapperLine, jsPosition });
 }
 
 export class InterruptError extends Error {
@@ -44,10 +51,11 @@ function sourceMap(json: string): SourceMap {
   return lastMap.map;
 }
 
-function mapPosition(file: string, line: number, col: number): { cell: CellRecord; line: number; col: number } | null {
+function mapPosition(file: string, codeLine: number, codeCol: number): { cell: CellRecord; line: number; col: number } | null {
   const cell = cells.get(file);
   if (!cell) return null;
-  if (!cell.mapJson) return { cell, line, col: line === 1 ? Math.max(1, col - cell.prologue) : col };
+  const { line, col } = cell.jsPosition(codeLine, codeCol);
+  if (!cell.mapJson) return { cell, line, col };
   const map = sourceMap(cell.mapJson);
   const e = map.findEntry(line - 1, Math.max(0, col - 1)) as any;
   if (!e || e.originalLine === undefined) {
@@ -80,6 +88,63 @@ const relativePaths = (line: string) => line.split(`file://${process.cwd()}/`).j
 
 const INTERNAL = /\(node:|at node:|\/kernel\/[\w/-]+\.[jt]s|node_modules\/(tsx|esbuild)\//;
 
+const CELL_FRAME = /(gradlab-cell-\d+\.js):(\d+):(\d+)/;
+/** A frame already mapped to a cell ("at f (Cell [3]:2:5)"): kept as it is. */
+const MAPPED_FRAME = /\bCell \[\d+\]:\d+:\d+\)?$/;
+
+/**
+ * The frames of a stack a student should see: frames in cells mapped to "Cell [N]:line:col", frames in
+ * the user's own files with paths relative to the notebook, and nothing of the kernel, the runtime,
+ * Node's internals or the machine's paths. A statement's frame repeated by the arrow that gives its
+ * temporaries a frame (temporaries.ts: anonymous, same cell and line) is shown once.
+ * `first` is called with the first frame mapped to a cell.
+ */
+function userFrames(lines: Iterable<string>, first?: (pos: NonNullable<ReturnType<typeof mapPosition>>) => void): string[] {
+  const frames: string[] = [];
+  // the last frame shown, when it is in a cell: where, and the function's name if it has one
+  let last: { at: string; col: string; name: string | null } | null = null;
+  let told = false;
+  const cellFrame = (name: string | null, at: string, col: string) => `    at ${name ? `${name} (${at}:${col})` : `${at}:${col}`}`;
+  for (const raw of lines) {
+    let at: string;
+    let col: string;
+    const m = CELL_FRAME.exec(raw);
+    if (m) {
+      if (cells.get(m[1])?.wrapperLine === Number(m[2])) continue;
+      const pos = mapPosition(m[1], Number(m[2]), Number(m[3]));
+      if (!pos) continue;
+      if (!told) first?.(pos);
+      told = true;
+      at = `${pos.cell.label}:${pos.line}`;
+      col = String(pos.col);
+    } else if (MAPPED_FRAME.test(raw)) {
+      [, at, col] = /(Cell \[\d+\]:\d+):(\d+)/.exec(raw)!;
+    } else {
+      if (!(INTERNAL.test(raw) || isRuntimeFrame(raw) || raw.includes("gradlab-cell-"))) frames.push(relativePaths(raw).replace(/^\s+/, "    "));
+      last = null;
+      continue;
+    }
+    const name = /^\s*at (.+?) \(/.exec(raw)?.[1] ?? null;
+    if (last && last.at === at && (!name || !last.name)) {
+      // the same line again: a statement's arrow (temporaries.ts, anonymous) around or inside the
+      // call; one frame, with the function's name and the innermost position
+      last.name ??= name;
+      frames[frames.length - 1] = cellFrame(last.name, at, last.col);
+      continue;
+    }
+    last = { at, col, name };
+    frames.push(cellFrame(name, at, col));
+  }
+  return frames;
+}
+
+/** For the runtime (anomaly mode's forward tracebacks, grad_fn.metadata.traceback_): the stack a
+ *  student should see. Registered on globalThis so that src/ never imports the kernel. */
+export function installUserStackFormatter(): void {
+  (globalThis as Record<symbol, unknown>)[Symbol.for("gradlab.userStack")] = (stack: string) =>
+    userFrames(stack.split("\n").filter((l) => /^\s+at /.test(l))).join("\n");
+}
+
 export function errorContent(err: unknown): ErrorContent {
   if (err instanceof InterruptError)
     return { ename: "KeyboardInterrupt", evalue: "Execution interrupted", traceback: [`${RED}KeyboardInterrupt${RESET}: Execution interrupted`] };
@@ -90,50 +155,36 @@ export function errorContent(err: unknown): ErrorContent {
   const ename = err.name || err.constructor?.name || "Error";
   const evalue = cellFramesOnly(String(err.message ?? ""));
   const traceback = [`${RED}${BOLD}${ename}${RESET}: ${evalue}`];
-  let shownContext = false;
-  const frames: string[] = [];
   // the stack repeats the message first, and a message may embed a stack of its own (anomaly mode)
   const stack = String(err.stack ?? "");
   const msgAt = err.message ? stack.indexOf(err.message) : -1;
   const ownFrames = msgAt >= 0 ? stack.slice(msgAt + err.message.length) : stack.split("\n").slice(1).join("\n");
-  for (const raw of ownFrames.split("\n")) {
-    if (!/^\s+at /.test(raw)) continue;
-    if (INTERNAL.test(raw) || isRuntimeFrame(raw)) continue;
-    const m = /(gradlab-cell-\d+\.js):(\d+):(\d+)/.exec(raw);
-    if (m) {
-      if (cells.get(m[1])?.wrapperLine === Number(m[2])) continue;
-      const pos = mapPosition(m[1], Number(m[2]), Number(m[3]));
-      if (pos) {
-        if (!shownContext) {
-          traceback.push(...context(pos.cell, pos.line));
-          shownContext = true;
-        }
-        frames.push(raw.replace(m[0], `${pos.cell.label}:${pos.line}:${pos.col}`).replace(/^\s+/, "    "));
-        continue;
-      }
-    }
-    frames.push(relativePaths(raw).replace(/^\s+/, "    "));
-  }
+  const frames = userFrames(
+    ownFrames.split("\n").filter((l) => /^\s+at /.test(l)),
+    (pos) => traceback.push(...context(pos.cell, pos.line)),
+  );
   if (frames.length) traceback.push(...frames);
   return { ename, evalue, traceback };
 }
 
 /** A message that embeds a stack (anomaly mode's "Traceback of forward call that caused the error")
- *  keeps the frames in the user's cells, mapped to cell lines, and loses every other frame: kernel
- *  internals, Node's, and the machine's absolute paths. */
+ *  keeps the frames a student should see (userFrames). */
 function cellFramesOnly(message: string): string {
   if (!/\n\s+at /.test(message)) return message;
   const out: string[] = [];
+  let stack: string[] = [];
+  const flush = () => {
+    out.push(...userFrames(stack));
+    stack = [];
+  };
   for (const line of message.split("\n")) {
-    if (!/^\s+at /.test(line)) {
+    if (/^\s+at /.test(line)) stack.push(line);
+    else {
+      flush();
       out.push(line);
-      continue;
     }
-    const m = /(gradlab-cell-\d+\.js):(\d+):(\d+)/.exec(line);
-    if (!m || cells.get(m[1])?.wrapperLine === Number(m[2])) continue;
-    const pos = mapPosition(m[1], Number(m[2]), Number(m[3]));
-    if (pos) out.push(line.replace(m[0], `${pos.cell.label}:${pos.line}:${pos.col}`).replace(/^\s+/, "    "));
   }
+  flush();
   return out.join("\n");
 }
 
@@ -141,7 +192,7 @@ export function syntaxErrorContent(errors: EsbuildMessage[], label: string, sour
   const first = errors[0];
   const line = first?.location?.line ?? 1;
   const col = (first?.location?.column ?? 0) + 1;
-  const rec = { label, source, mapJson: null, wrapperLine: 0, prologue: 0 };
+  const rec: CellRecord = { label, source, mapJson: null, wrapperLine: 0, jsPosition: (l, c) => ({ line: l, col: c }) };
   const tb = [`${RED}${BOLD}SyntaxError${RESET}: ${first?.text ?? "invalid syntax"} (${label}, line ${line}:${col})`, ...context(rec, line)];
   return { ename: "SyntaxError", evalue: `${first?.text ?? "invalid syntax"} (line ${line})`, traceback: tb };
 }

@@ -10,7 +10,7 @@
 // resumes, say): the runtime's state from before the cell is put back after an interrupted cell.
 import { runInThisContext } from "node:vm";
 import { transformCell, CellSyntaxError, IRQ, LAST, RT } from "./transform.ts";
-import { errorContent, InterruptError, registerCell, syntaxErrorContent, type ErrorContent } from "./errors.ts";
+import { errorContent, installUserStackFormatter, InterruptError, registerCell, syntaxErrorContent, type ErrorContent } from "./errors.ts";
 import { importForCell, loadTorch, torchOrThrow, loadedTorch } from "./modules.ts";
 import { saveRuntimeState, type RestoreRuntimeState } from "./runtime-state.ts";
 import type { CellContext, OutputCapture } from "./output.ts";
@@ -34,6 +34,7 @@ export class Executor {
     private readonly baseDir: string,
   ) {
     const g = globalThis as any;
+    installUserStackFormatter();
     g[IRQ] = irq;
     g[LAST] = undefined;
     g[RT] = {
@@ -126,7 +127,7 @@ export class Executor {
       if (e instanceof CellSyntaxError) return { status: "error", error: syntaxErrorContent(e.errors, label, source), interrupted: false };
       return { status: "error", error: errorContent(e), interrupted: false };
     }
-    registerCell(filename, label, source, t.map, t.code);
+    registerCell(filename, label, source, t.map, t.code, t.jsPosition);
     const g = globalThis as any;
     for (const n of t.names) if (!(n in g)) g[n] = undefined;
     const cell = this.current;

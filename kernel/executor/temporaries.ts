@@ -10,9 +10,24 @@
 // variables that these arrows close over live in a context, which optimised code never drops early, so
 // a tensor bound to a variable lives until the variable is rebound, as in Python.
 //
+// That side benefit must not reach further than Python's does. V8 keeps one context per scope for all
+// of its captured variables, and every closure made in that scope (or below it) keeps the whole
+// context chain: a Python closure keeps only the cells it names. So a function-local variable that
+// only the wrapping arrows read (`h = checkpoint(f, h)` in a loop) would be kept alive by any closure
+// the function makes — measured: notebook 09's `checkpoint(f, …)` keeps `f` until backward, and `f`
+// kept the forward's last `h` (64 MiB) through the forward's context. So in a scope where the user
+// makes a closure, a variable that no closure of the user's reads or writes is passed to the arrow as
+// an argument instead: it stays in its frame as it would without the transform. Variables the user's
+// own closures capture live in a context anyway and are still closed over, and so are the variables
+// of scopes that make no closure (a loop body's context dies with each turn, where a register of the
+// frame would keep a block's last tensor until the function returns: measured in a cell's loop). An assignment `a = expr` wraps `expr` alone, so the
+// variable it writes is not written from inside the arrow.
+//
 // Only statements that call something are wrapped; statements that contain `yield` or `super` are left
 // alone (an arrow cannot yield; `super()` must stay in its constructor), and so is the cell's last
 // expression (the transform turns it into the cell's value).
+
+import { analyze } from "eslint-scope";
 
 type Node = { type: string; start: number; end: number; [k: string]: any };
 /** Inserts `text` at `pos`; `late` inserts go after, early ones before, any other insert at that position. */
@@ -63,15 +78,61 @@ function hasSuper(n: Node): boolean {
   return false;
 }
 
+/** Function-local variables a wrapping arrow can take as arguments (see the header), by name, and
+ *  where they are read or written: for each, every reference lies in the function that declares it. */
+interface Locals {
+  refs: { pos: number; name: string; write: boolean }[];
+}
+
+function analyzeLocals(root: Node): Locals {
+  const manager = analyze(root as unknown as Parameters<typeof analyze>[0], { ecmaVersion: 2022, sourceType: "module", fallback: "iteration" });
+  const refs: Locals["refs"] = [];
+  type Scope = (typeof manager.scopes)[number];
+  const CLOSURES = new Set(["function", "class-field-initializer", "class-static-block"]);
+  const makesClosures = (s: Scope): boolean => s.childScopes.some((c) => CLOSURES.has(c.type) || makesClosures(c));
+  for (const scope of manager.scopes) {
+    // module scope: the cell's top-level names, which the transform makes globals
+    if (scope.type === "module" || scope.type === "global") continue;
+    // no closure of the user's is made in this scope: its context dies with the scope (a loop body's
+    // with each turn), sooner than a frame's register would let go: keep closing over its variables
+    if (!makesClosures(scope)) continue;
+    for (const v of scope.variables) {
+      if (v.name === "arguments") continue;
+      const home = scope.variableScope;
+      if (!v.references.every((r) => r.from.variableScope === home)) continue; // a closure of the user's captures it
+      for (const r of v.references) refs.push({ pos: (r.identifier as unknown as Node).start, name: v.name, write: r.isWrite() });
+    }
+  }
+  refs.sort((a, b) => a.pos - b.pos);
+  return { refs };
+}
+
+/** The uncaptured locals `expr` reads and does not write (in source order). */
+function argumentsFor(expr: Node, locals: Locals): string[] {
+  const read = new Set<string>();
+  const written = new Set<string>();
+  for (const r of locals.refs) {
+    if (r.pos < expr.start) continue;
+    if (r.pos >= expr.end) break;
+    (r.write ? written : read).add(r.name);
+  }
+  return [...read].filter((n) => !written.has(n));
+}
+
 /** `statement`: the expression is a whole statement, which may follow a line without a semicolon:
  *  starting it with `(` would make it a call of the line before (`b = f()\n(...)`), so it starts with
  *  `void`, which cannot continue an expression. */
-function wrap(expr: Node, insert: Insert, statement = false): void {
+function wrap(expr0: Node, insert: Insert, locals: Locals, statement = false): void {
+  // `a = b = expr`, `a += expr`: only `expr` goes in the arrow (the variables written stay outside)
+  let expr = expr0;
+  while (expr.type === "AssignmentExpression") expr = expr.right;
+  if (expr !== expr0) statement = false;
   if (FUNCTIONS.has(expr.type)) return; // creating a function or class makes no temporaries
   const s = scan(expr);
   if (!s.calls || s.unsafe) return;
-  insert(expr.start, (statement ? "void " : "") + (s.await ? "(await (async () => (" : "((() => ("), "late");
-  insert(expr.end, "))())", "early");
+  const args = argumentsFor(expr, locals).join(", ");
+  insert(expr.start, (statement ? "void " : "") + (s.await ? `(await (async (${args}) => (` : `(((${args}) => (`), "late");
+  insert(expr.end, `))(${args}))`, "early");
 }
 
 /**
@@ -79,12 +140,13 @@ function wrap(expr: Node, insert: Insert, statement = false): void {
  * any depth: loops, blocks, function bodies) except those in `skip`.
  */
 export function wrapTemporaries(root: Node, insert: Insert, skip: ReadonlySet<Node>): void {
+  const locals = analyzeLocals(root);
   const stack = [root];
   while (stack.length) {
     const n = stack.pop()!;
     if (!skip.has(n)) {
-      if (n.type === "ExpressionStatement" && !n.directive) wrap(n.expression, insert, n.expression.start === n.start);
-      else if (n.type === "VariableDeclarator" && n.init) wrap(n.init, insert);
+      if (n.type === "ExpressionStatement" && !n.directive) wrap(n.expression, insert, locals, n.expression.start === n.start);
+      else if (n.type === "VariableDeclarator" && n.init) wrap(n.init, insert, locals);
     }
     stack.push(...children(n));
   }

@@ -28,6 +28,33 @@ export interface Transformed {
   map: string | null;
   names: string[];
   hasTopLevelValue: boolean;
+  /** A 1-based line and column of `code` as a line and column of the JavaScript the transform read
+   *  (what `map` maps on to the cell; the cell itself when `map` is null). */
+  jsPosition: (line: number, col: number) => { line: number; col: number };
+}
+
+const lineStarts = (text: string) => {
+  const starts = [0];
+  for (let i = text.indexOf("\n"); i >= 0; i = text.indexOf("\n", i + 1)) starts.push(i + 1);
+  return starts;
+};
+
+/** The transform's inserts never add lines but shift columns: undo them (see Transformed.jsPosition). */
+function positionMapper(code: string, js: string, copied: number[]): Transformed["jsPosition"] {
+  let codeLines: number[] | null = null;
+  let jsLines: number[] | null = null;
+  return (line, col) => {
+    codeLines ??= lineStarts(code);
+    jsLines ??= lineStarts(js);
+    const at = (codeLines[line - 1] ?? 0) + col - 1;
+    // the last piece copied from js that starts at or before `at`: inside it, or on text inserted after it
+    let k = 0;
+    while (k + 3 < copied.length && copied[k + 3] <= at) k += 3;
+    const jsAt = copied[k + 1] + Math.min(copied[k + 2], Math.max(0, at - copied[k]));
+    let l = 0;
+    while (l + 1 < jsLines.length && jsLines[l + 1] <= jsAt) l++;
+    return { line: l + 1, col: jsAt - jsLines[l] + 1 };
+  };
 }
 
 export class CellSyntaxError extends Error {
@@ -80,7 +107,8 @@ function esbuildTransform(source: string, sourcefile: string) {
   });
 }
 
-const parse = (js: string) => Parser.parse(js, { ecmaVersion: "latest", sourceType: "module", allowAwaitOutsideFunction: true }) as unknown as Node;
+const parse = (js: string) =>
+  Parser.parse(js, { ecmaVersion: "latest", sourceType: "module", allowAwaitOutsideFunction: true, ranges: true }) as unknown as Node;
 
 /** Plain JavaScript needs no type stripping: parse it directly (saves esbuild's ~1.5 ms round trip). */
 function parseAsPlainJs(source: string): Node | null {
@@ -206,17 +234,22 @@ export function transformCell(source: string, sourcefile: string, opts: { lastVa
   });
 
   edits.sort((a, b) => a.pos - b.pos || a.order - b.order);
-  let out = "";
+  const prefix = `(async () => {${hoisted.join("")}`;
+  let out = prefix;
   let cur = 0;
+  // where each piece of `js` copied verbatim lies in the code: [code offset, js offset, length]
+  const copied: number[] = [];
   for (const e of edits) {
     if (e.pos < cur) continue; // overlapped by a replacement
+    copied.push(out.length, cur, e.pos - cur);
     out += js.slice(cur, e.pos) + e.text;
     cur = e.end;
   }
+  copied.push(out.length, cur, js.length - cur);
   out += js.slice(cur);
-  const code = `(async () => {${hoisted.join("")}${out}\n})()`;
+  const code = `${out}\n})()`;
   const last = lastIdx >= 0 ? body[lastIdx] : undefined;
-  return { code, map, names: [...names], hasTopLevelValue: last?.type === "ExpressionStatement" };
+  return { code, map, names: [...names], hasTopLevelValue: last?.type === "ExpressionStatement", jsPosition: positionMapper(code, js, copied) };
 }
 
 function collectPattern(p: Node | null, names: Set<string>): void {

@@ -92,6 +92,7 @@ export async function executeRequest(k: HandlerContext, msg: Request<"execute_re
   let interrupted = false;
   k.executor.begin(dateMicros(msg.header.date), hash32(msg.header.session));
   k.cellEndHooks = [];
+  k.pendingDisplays = [];
   try {
     interrupted = await runCell(k, msg, { code, silent, stopOnError, started, count, ctx, label, storeHistory });
   } finally {
@@ -118,8 +119,13 @@ async function runCell(k: HandlerContext, msg: Request<"execute_request">, r: Ce
   const { code, silent, stopOnError, started, count, ctx, label, storeHistory } = r;
   const c = msg.content ?? {};
   const diagnostics = silent ? null : typeCheck(code);
-  const outcome = await k.executor.run(code, label, ctx);
+  let outcome = await k.executor.run(code, label, ctx);
   runCellEndHooks(k, ctx);
+  try {
+    await publishedDisplays(k);
+  } catch (e) {
+    if (outcome.status === "ok") outcome = { status: "error", error: errorContent(e), interrupted: true }; // interrupted while waiting
+  }
   if (diagnostics) await reportTypeErrors(k, diagnostics, label, msg.header);
 
   let resultText: string | null = null;
@@ -145,6 +151,17 @@ async function runCell(k: HandlerContext, msg: Request<"execute_request">, r: Ce
   // later cells see this one's declarations; a cell that declares nothing adds nothing to check
   if (!error && !silent && DECLARES.test(code)) languageService().addCell(code);
   return error?.ename === "KeyboardInterrupt";
+}
+
+/** Waits (interruptibly) until every display the cell started is published, including those started
+ *  by on_cell_end hooks or by displays that finished meanwhile; a display that failed is the display
+ *  promise's own error (the cell may have awaited it), not the cell's. */
+async function publishedDisplays(k: HandlerContext): Promise<void> {
+  while (k.pendingDisplays.length) {
+    const pending = k.pendingDisplays;
+    k.pendingDisplays = [];
+    await k.executor.guard(Promise.allSettled(pending));
+  }
 }
 
 /** display.on_cell_end callbacks, in the cell's output context; an error in one goes to stderr. */

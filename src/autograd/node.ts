@@ -135,13 +135,31 @@ export class SavedVariable {
 }
 
 const runtimeDir = new URL("..", import.meta.url).pathname;
-/** The forward call's stack without GradLab's own frames: what the user's code (cell and line) did. */
-function userStack(): string {
+/**
+ * A front end (the GradLab kernel) may register how a stack is shown to its user (cells and lines,
+ * nothing of its own machinery) under this symbol: a function from the stack's frames to the frames to
+ * show. Without one, Node's internal frames are dropped.
+ */
+const USER_STACK = Symbol.for("gradlab.userStack");
+/** The forward call's stack without GradLab's own frames: what the user's code (cell and line) did.
+ *  Captured at once (cheap), formatted when read: anomaly mode records one per node. */
+function userStack(): () => string {
   const limit = Error.stackTraceLimit;
   Error.stackTraceLimit = 64; // the runtime's own frames come first and are dropped
-  const lines = new Error().stack?.split("\n").slice(1) ?? [];
+  const raw = new Error().stack ?? "";
   Error.stackTraceLimit = limit;
-  return lines.filter((l) => !l.includes(runtimeDir)).join("\n");
+  let shown: string | null = null;
+  return () => {
+    if (shown === null) {
+      const lines = raw
+        .split("\n")
+        .slice(1)
+        .filter((l) => !l.includes(runtimeDir));
+      const format = (globalThis as Record<symbol, unknown>)[USER_STACK];
+      shown = typeof format === "function" ? String(format(lines.join("\n"))) : lines.filter((l) => !/\(node:|at node:/.test(l)).join("\n");
+    }
+    return shown;
+  };
 }
 
 let anomalyEnabled = false;
@@ -176,7 +194,10 @@ export abstract class Node {
     this.next_functions = tuple(next.map((e) => tuple(e)));
     for (const [n] of next) retainNode(n);
     this.seq = sequenceNr ?? nextSequenceNr++;
-    if (anomalyEnabled) this.metadata.traceback_ = userStack();
+    if (anomalyEnabled) {
+      const stack = userStack();
+      Object.defineProperty(this.metadata, "traceback_", { get: stack, enumerable: true, configurable: true });
+    }
   }
 
   abstract name(): string;

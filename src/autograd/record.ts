@@ -64,6 +64,22 @@ export type Saves = Record<string, unknown>;
  */
 export type SavedFor = Readonly<Record<string, readonly number[]>>;
 
+/**
+ * Watchers of recorded ops (selective checkpointing keeps every output of the ops its policy names,
+ * as PyTorch's caching dispatch mode does): the innermost is told each op's node name and all its
+ * outputs, the extra ones saved by number (layer_norm's mean and rstd, dropout's mask) included.
+ */
+type RecordWatcher = (nodeName: string, outputs: Tensor[]) => void;
+const watchers: RecordWatcher[] = [];
+export function watchRecords<T>(watcher: RecordWatcher, fn: () => T): T {
+  watchers.push(watcher);
+  try {
+    return fn();
+  } finally {
+    watchers.splice(watchers.lastIndexOf(watcher), 1);
+  }
+}
+
 export function attach(
   name: string,
   inputs: Array<Tensor | null | undefined>,
@@ -94,6 +110,8 @@ export function attach(
     o._meta.output_nr = i;
     retag(o.storage, { phase: "forward", node: name });
   });
+  const watcher = watchers[watchers.length - 1];
+  if (watcher) watcher(name, [...outputs, ...Object.values(saves).flatMap((v) => (v instanceof SavedOutput ? [v.tensor] : []))]);
   return node;
 }
 

@@ -4,18 +4,26 @@
 // them, the block's forward runs again (with the RNG state it had, so dropout draws the same mask) and
 // the recomputed tensors are handed over one by one, each freed once its node has used it.
 //
-// Selective checkpointing: a policy decides, per saved tensor, by the op that produced it, whether to
-// keep it (MUST_SAVE / PREFER_SAVE) or recompute it (MUST_RECOMPUTE / PREFER_RECOMPUTE), e.g. keep
-// matmul outputs, recompute GELU / LayerNorm / softmax / dropout. GradLab still re-runs the whole block
-// on recompute (PyTorch's SAC also skips recomputing the saved ops), so it saves memory, not time.
+// Selective checkpointing (create_selective_checkpoint_contexts) follows PyTorch's caching dispatch
+// mode: a policy is asked about every op the block runs (by its aten name: "addmm", "gelu", "t", ...)
+// and for MUST_SAVE / PREFER_SAVE keeps *every output* of that op until backward, whether or not
+// autograd saves it (PyTorch's CheckpointPolicy: such a policy saves tensors "not limited to ones that
+// are actually needed for gradient computation"). Saved tensors are dropped and recomputed as in full
+// checkpointing. PyTorch's recompute takes a kept op's output from the cache instead of running the
+// op; GradLab re-runs the whole block and releases each cached output as the recompute reaches its op,
+// so it saves the same memory after forward, not the time. The ops a policy sees are those that record
+// an autograd node (GradLab has no dispatcher below autograd): the outputs of ops on tensors that need
+// no gradient are not offered to the policy.
 
-import { RuntimeError, ValueError } from "../errors.ts";
+import { RuntimeError, TypeError_, ValueError } from "../errors.ts";
 import { Tensor } from "../tensor.ts";
 import { get_rng_state, set_rng_state } from "../ops/creation.ts";
 import { owned, scope } from "../memory/lifetime.ts";
 import { enable_grad } from "../autograd/grad-mode.ts";
 import { saved_tensors_hooks } from "../autograd/saved-hooks.ts";
 import { pyName } from "../autograd/names.ts";
+import { watchRecords } from "../autograd/record.ts";
+import { OP_TABLE } from "../api/install.ts";
 
 export const CheckpointPolicy = {
   MUST_SAVE: "MUST_SAVE",
@@ -29,7 +37,7 @@ export type CheckpointPolicy = (typeof CheckpointPolicy)[keyof typeof Checkpoint
 export interface PolicyCtx {
   is_recompute: boolean;
 }
-export type PolicyFn = (ctx: PolicyCtx, op: string) => CheckpointPolicy;
+export type PolicyFn = (ctx: PolicyCtx, op: string) => CheckpointPolicy | boolean;
 
 export interface SelectiveContexts {
   policy: PolicyFn;
@@ -43,13 +51,45 @@ export function opOfNode(nodeName: string): string {
     .toLowerCase();
 }
 
-/** A policy function, or the list of ops whose outputs to save (everything else is recomputed). */
+/** Ops recorded outside the op table (nn functional kernels), by their node names' op. */
+const NN_OPS = ["native_layer_norm", "native_dropout", "embedding", "nll_loss", "mse_loss", "as_strided"];
+let known: Set<string> | null = null;
+/** The ops a selective checkpoint policy can name: every op that records an autograd node. */
+export function policyOps(): ReadonlySet<string> {
+  if (!known) {
+    known = new Set(NN_OPS);
+    for (const def of OP_TABLE.values()) if (Array.isArray(def.grad)) for (const g of def.grad) known.add(opOfNode(g));
+  }
+  return known;
+}
+
+const POLICIES = new Set<unknown>(Object.values(CheckpointPolicy));
+/** A policy's answer: a CheckpointPolicy, or a boolean (PyTorch's older form: true = MUST_SAVE). */
+function normalize(answer: unknown): CheckpointPolicy {
+  if (typeof answer === "boolean") return answer ? CheckpointPolicy.MUST_SAVE : CheckpointPolicy.PREFER_RECOMPUTE;
+  if (!POLICIES.has(answer)) throw new TypeError_(`selective checkpoint policy must return CheckpointPolicy, got ${String(answer)}`);
+  return answer as CheckpointPolicy;
+}
+const saves = (p: CheckpointPolicy) => p === CheckpointPolicy.MUST_SAVE || p === CheckpointPolicy.PREFER_SAVE;
+
+/**
+ * A policy function, or the list of ops whose outputs to keep (MUST_SAVE; every other op
+ * PREFER_RECOMPUTE). A name in the list that is no op raises, as `torch.ops.aten.addm` does.
+ */
 export function create_selective_checkpoint_contexts(policy: PolicyFn | string[]): SelectiveContexts {
   if (Array.isArray(policy)) {
+    for (const op of policy) {
+      if (typeof op !== "string") throw new ValueError(`Expected op in \`op_list\` to be an op name but got: ${String(op)} of type ${typeof op}.`);
+      if (!policyOps().has(op)) {
+        throw new ValueError(
+          `create_selective_checkpoint_contexts: no op named "${op}" (in PyTorch, torch.ops.aten has no attribute '${op}'). Ops a policy can name: ${[...policyOps()].sort().join(", ")}`,
+        );
+      }
+    }
     const save = new Set(policy);
     return { policy: (_ctx, op) => (save.has(op) ? CheckpointPolicy.MUST_SAVE : CheckpointPolicy.PREFER_RECOMPUTE) };
   }
-  if (typeof policy !== "function") throw new ValueError("create_selective_checkpoint_contexts expects a policy function or a list of ops");
+  if (typeof policy !== "function") throw new TypeError_("policy_fn_or_list must be either a function or a list of ops.");
   return { policy };
 }
 
@@ -70,7 +110,6 @@ function splitArgs(args: unknown[]): { inputs: unknown[]; opts: CheckpointOption
 
 interface Holder {
   idx: number;
-  kept: Tensor | null;
 }
 
 /** checkpoint(fn, ...args, {use_reentrant: false, preserve_rng_state, context_fn}). */
@@ -84,16 +123,40 @@ export function checkpoint<T>(fn: (...a: never[]) => T, ...rest: unknown[]): T {
   // The block's inputs are kept (as PyTorch's checkpoint keeps them) until every holder is released.
   const args = owned(() => inputs.map((a) => (a instanceof Tensor ? a._alias() : a)));
   const recomputed = new Map<number, Tensor>();
-  const dropped = new Set<number>();
+  // Selective: the outputs of the ops the policy keeps, per op in the order they ran (PyTorch's storage).
+  const cache = new Map<string, Tensor[][]>();
   let count = 0;
   let live = 0;
   let done = false;
 
+  const releaseCache = () => {
+    for (const entries of cache.values()) for (const outs of entries) for (const t of outs) t.dispose();
+    cache.clear();
+  };
   const releaseFrame = () => {
     for (const a of args) if (a instanceof Tensor) a.dispose();
     for (const t of recomputed.values()) t.dispose();
     recomputed.clear();
+    releaseCache();
   };
+
+  // The policy is asked about each op as it records its node; a kept op's outputs go to the cache in
+  // the forward pass and leave it when the recompute reaches the same op.
+  const watch = (is_recompute: boolean) => (nodeName: string, outputs: Tensor[]) => {
+    const op = opOfNode(nodeName);
+    if (!saves(normalize(policy!({ is_recompute }, op)))) return;
+    if (!is_recompute) {
+      const kept = owned(() => outputs.map((o) => o.detach())); // detached, as PyTorch caches them: no grad_fn, so no cycle through the graph
+      const entries = cache.get(op);
+      if (entries) entries.push(kept);
+      else cache.set(op, [kept]);
+      return;
+    }
+    const entry = cache.get(op)?.shift();
+    if (!entry) throw new RuntimeError(`${op} encountered during backward, but not found in storage`);
+    for (const t of entry) t.dispose();
+  };
+  const selectively = <R>(is_recompute: boolean, run: () => R): R => (policy ? watchRecords(watch(is_recompute), run) : run());
 
   const recompute = () => {
     const after = get_rng_state();
@@ -104,38 +167,31 @@ export function checkpoint<T>(fn: (...a: never[]) => T, ...rest: unknown[]): T {
         saved_tensors_hooks(
           (t) => {
             const k = i++;
-            if (dropped.has(k))
-              recomputed.set(
-                k,
-                owned(() => t._alias()),
-              );
+            recomputed.set(
+              k,
+              owned(() => t._alias()),
+            );
             return k;
           },
           () => {
             throw new RuntimeError("internal: the recomputed graph is not differentiated");
           },
-          () => scope(() => void fn(...(args as never[]))),
+          () => selectively(true, () => scope(() => void fn(...(args as never[])))),
         ),
       );
     } finally {
       set_rng_state(after);
     }
+    releaseCache(); // what the recompute did not reach (an op that ran only in the forward pass)
     done = true;
   };
 
-  const pack = (t: Tensor): Holder => {
-    const idx = count++;
+  const pack = (_t: Tensor): Holder => {
     live++;
-    const producer = t.grad_fn ? opOfNode(t.grad_fn.name()) : null;
-    const decision = policy && producer ? policy({ is_recompute: false }, producer) : null;
-    const keep = decision === CheckpointPolicy.MUST_SAVE || decision === CheckpointPolicy.PREFER_SAVE;
-    if (keep) return { idx, kept: t._alias() };
-    dropped.add(idx);
-    return { idx, kept: null };
+    return { idx: count++ };
   };
   const unpack = (v: unknown): Tensor => {
     const h = v as Holder;
-    if (h.kept) return h.kept._alias();
     if (!recomputed.has(h.idx)) {
       if (done) {
         throw new RuntimeError(
@@ -151,12 +207,11 @@ export function checkpoint<T>(fn: (...a: never[]) => T, ...rest: unknown[]): T {
     t.dispose();
     return mine;
   };
-  const release = (v: unknown) => {
-    (v as Holder).kept?.dispose();
+  const release = () => {
     if (--live === 0) releaseFrame();
   };
 
-  const out = saved_tensors_hooks(pack, unpack, () => fn(...(inputs as never[])), release) as T;
+  const out = saved_tensors_hooks(pack, unpack, () => selectively(false, () => fn(...(inputs as never[]))), release) as T;
   if (live === 0) releaseFrame(); // nothing was saved (no grad needed): nothing to recompute later
   return out;
 }

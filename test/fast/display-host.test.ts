@@ -69,6 +69,7 @@ describe("the kernel's display() against a fake host", () => {
       prompt: () => null,
       comms: new CommManager(),
       cellEndHooks: [],
+      pendingDisplays: [],
     };
     installGlobals(host);
     return { sent, display: (globalThis as any).display };

@@ -86,4 +86,39 @@ describe("cell transform", () => {
   it("a syntax error is a CellSyntaxError with esbuild's message", () => {
     expect(() => transformCell("const = 1", "bad.ts")).toThrow(CellSyntaxError);
   });
+
+  it("statement arrows take uncaptured locals as arguments, and leave captured or written ones to closures", async () => {
+    const code = transformCell("function f(x) { let h = x; for (const b of [1, 2]) { const g = (t) => t + b; h = g(h); } return h }", "t.ts").code;
+    // h and g are read only by f itself: passed in, so the closure g (made in the loop) cannot keep h
+    expect(code).toContain("h = (((g, h) => (g(h)))(g, h))");
+    // same results as plain JavaScript, where a closure reads or writes a local between the reads
+    const fns = `
+      function flow(x) { let h = x; for (const b of [1, 2]) { const g = (t) => t + b; h = g(h); } return h }
+      function counter() { let n = 0; const inc = () => n++; const r = [inc(), n, inc() + n]; return r }
+      function swap() { let a = 1, b = 2; [a, b] = [b, Math.max(a, 0)]; let c = 0; c += Math.abs(a - 10); c = c + (c++, Math.abs(c)); return [a, b, c] }
+      function nested() { let hits = 0; [1, 2, 3].forEach((v) => { hits += v }); const later = [4].map((v) => v + hits); return [hits, later[0]] }`;
+    const expected = new Function(`${fns}; return [flow(0), counter(), swap(), nested()]`)();
+    expect(expected).toEqual([3, [0, 1, 3], [2, 1, 17], [6, 10]]);
+    await cell(`${fns}\nres = [flow(0), counter(), swap(), nested()]`);
+    expect(g.res).toEqual(expected);
+  });
+
+  it("jsPosition maps a line and column of the transformed code back to the cell (the inserts shift columns)", () => {
+    const src = "let q = 0\nfunction sq(t) {\n  const s = Math.abs(t) * 2\n  return s\n}\nq = sq(3) + sq(4)\n";
+    const t = transformCell(src, "cols.js");
+    const lines = t.code.split("\n");
+    // every identifier of the cell found in the code maps back to where it is in the cell
+    for (const [name, line, col] of [
+      ["abs", 3, 18],
+      ["sq", 6, 5],
+      ["sq", 6, 13],
+      ["return", 4, 3],
+    ] as const) {
+      let from = 0;
+      if (name === "sq" && col === 13) from = lines[line - 1].indexOf("sq(") + 1;
+      const at = lines[line - 1].indexOf(name === "sq" ? "sq(" : name, from);
+      expect(at).toBeGreaterThanOrEqual(0);
+      expect(t.jsPosition(line, at + 1)).toEqual({ line, col });
+    }
+  });
 });

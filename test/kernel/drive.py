@@ -602,6 +602,39 @@ def scenario_promises_anomaly(km, kc):
             "b.sum().backward()")
     reply, outs = run(kc, code)
     res["anomaly"] = {"status": reply["status"], "evalue": reply.get("evalue"), "traceback": "\n".join(reply.get("traceback", []))}
+    # what a student prints: the forward's traceback kept on the node, and a caught error's message,
+    # for a forward that ran in a function of an earlier cell, from a TypeScript cell and a later line
+    run(kc, "function squash(t: torch.Tensor): torch.Tensor {\n  const s: torch.Tensor = t.sigmoid()\n  return s\n}")
+    reply, outs = run(kc, "const x: torch.Tensor = torch.tensor([1, 2, 3], { requires_grad: true })\n"
+                          "const y = squash(x)\n"
+                          "console.log(y.grad_fn!.metadata.traceback_)\n"
+                          "y.mul_(2)\n"
+                          "try { y.sum().backward() } catch (e) { console.log((e as Error).message) }")
+    res["anomaly_printed"] = stream_text(outs, "stdout")
+    return res
+
+
+def scenario_late_display(km, kc):
+    """Displays whose bundle is built asynchronously, followed by more code: each is published before
+    the cell's reply and idle (issue 23)."""
+    res = {}
+    late = "{ [Symbol.for('Jupyter.display')]: () => new Promise((r) => setTimeout(() => r({ 'text/html': '<b>%s</b>' }), 300)) }"
+    reply, outs = run(kc, "display(%s)\nconsole.log('after')" % (late % "late"))
+    res["late"] = {"status": reply["status"], "types": [o["type"] for o in outs],
+                   "html": [o["content"]["data"].get("text/html") for o in outs if o["type"] == "display_data"]}
+    # one that finishes only after a hook of display.on_cell_end started another one
+    reply, outs = run(kc, "display.on_cell_end(() => display(%s))\ndisplay(%s)" % (late % "hook", late % "first"))
+    res["hook"] = [o["content"]["data"].get("text/html") for o in outs if o["type"] == "display_data"]
+    # the real runtime's graph drawing (the issue's case)
+    reply, outs = run(kc, "const a = torch.tensor([1, 2], { requires_grad: true })\nconst l = a.mul(2).sum()\ndisplay(torch.viz.graph(l))\nconsole.log('after')")
+    res["graph"] = {"status": reply["status"], "types": [o["type"] for o in outs],
+                    "mimes": [sorted(o["content"]["data"]) for o in outs if o["type"] == "display_data"]}
+    # a display that never finishes: the wait for it is interruptible, and the kernel carries on
+    mid = execute_running(kc, "display({ [Symbol.for('Jupyter.display')]: () => new Promise(() => {}) })")
+    km.interrupt_kernel()
+    reply, _ = wait_idle_and_reply(kc, mid)
+    res["stuck_ename"] = reply.get("ename")
+    res["alive"] = result_text(run(kc, "'alive'")[1])
     return res
 
 

@@ -34,3 +34,18 @@ test("an anomaly-mode traceback names the cell's lines and nothing of the kernel
   expect(text).not.toMatch(/\/kernel\/|node:internal|node_modules|gradlab-cell-|\(\//);
   expect(text).not.toContain(process.cwd());
 });
+
+test("what a student prints of anomaly mode (grad_fn.metadata.traceback_, a caught error's message) shows cells and lines only", () => {
+  const text = strip(r.anomaly_printed);
+  // the node's traceback: the function of the earlier cell, then this cell's line 2, each once
+  const [traceback] = text.split("one of the variables");
+  // columns: the call of `sigmoid` in `  const s: torch.Tensor = t.sigmoid()`, of `squash` in `const y = squash(x)`
+  expect(traceback.replace(/\s+$/, "").split("\n")).toEqual([
+    expect.stringMatching(/^ {4}at squash \(Cell \[\d+\]:2:29\)$/),
+    expect.stringMatching(/^ {4}at Cell \[\d+\]:2:11$/),
+  ]);
+  expect(text).toMatch(
+    /Error detected in SigmoidBackward0\. Traceback of forward call that caused the error:\n {4}at squash \(Cell \[\d+\]:2:29\)\n {4}at Cell \[\d+\]:2:11\n/,
+  );
+  expect(text).not.toMatch(/node:|\/kernel\/|\/dist\/|file:|gradlab-cell-/);
+});

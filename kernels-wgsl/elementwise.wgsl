@@ -24,28 +24,23 @@ override M0: u32 = 0u;
 override M1: u32 = 0u;
 override M2: u32 = 0u;
 override M3: u32 = 0u;
+// Elements per invocation: invocation i does i, i + N, i + 2N, ... (N invocations launched), so that
+// neighbouring invocations still touch neighbouring elements and the per-invocation cost is shared.
+// 1 in windowed runs, whose plan maps invocation i to element i.
+override EPT: u32 = 1u;
 
-fn mode(k: u32) -> u32 {
-  switch k {
-    case 0u: { return M0; }
-    case 1u: { return M1; }
-    case 2u: { return M2; }
-    default: { return M3; }
-  }
-}
-fn dt(k: u32) -> u32 {
-  switch k {
-    case 0u: { return D0; }
-    case 1u: { return D1; }
-    case 2u: { return D2; }
-    default: { return D3; }
-  }
-}
+const L_STRIDED: u32 = 0u;
+const L_CONTIGUOUS: u32 = 1u;
+const L_ONE: u32 = 2u;
+const L_INNER: u32 = 3u;
+const L_OUTER: u32 = 4u;
+fn mode(k: u32) -> u32 { return array<u32, 4>(M0, M1, M2, M3)[k]; }
+fn dt(k: u32) -> u32 { return array<u32, 4>(D0, D1, D2, D3)[k]; }
 
 /// Offsets of every operand for element i, sharing one walk over the dims (strided operands only).
 fn strided(i: u32) -> vec4<u32> {
   var o = vec4<u32>(P[12], P[13], P[14], P[15]);
-  if (M0 != 0u && M1 != 0u && M2 != 0u && M3 != 0u) { return o; }  // no walk at all
+  if (M0 != L_STRIDED && M1 != L_STRIDED && M2 != L_STRIDED && M3 != L_STRIDED) { return o; }  // no walk at all
   var rem = i;
   for (var d = P[1]; d > 0u; d--) {
     let s = P[3u + d];
@@ -56,13 +51,12 @@ fn strided(i: u32) -> vec4<u32> {
   return o;
 }
 fn off(o: vec4<u32>, k: u32, i: u32) -> u32 {
-  switch mode(k) {
-    case 1u: { return P[12u + k] + i; }
-    case 2u: { return P[12u + k]; }
-    case 3u: { return P[12u + k] + i % P[52u + k]; }
-    case 4u: { return P[12u + k] + i / P[52u + k]; }
-    default: { return o[k]; }
-  }
+  let m = mode(k);
+  if (m == L_CONTIGUOUS) { return P[12u + k] + i; }
+  if (m == L_ONE) { return P[12u + k]; }
+  if (m == L_INNER) { return P[12u + k] + i % P[52u + k]; }
+  if (m == L_OUTER) { return P[12u + k] + i / P[52u + k]; }
+  return o[k];
 }
 
 fn erf_approx(x: f32) -> f32 {
@@ -114,8 +108,15 @@ fn unary_op(x: f32) -> f32 {
 
 @compute @workgroup_size(64)
 fn unary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
-  let i = linear_id(g, n, 64u);
-  if (i >= P[0]) { return; }
+  let i0 = linear_id(g, n, 64u);
+  for (var e = 0u; e < EPT; e++) {
+    let i = i0 + e * n.x * n.y * 64u;
+    if (i >= P[0]) { return; }
+    unary_at(i);
+  }
+}
+
+fn unary_at(i: u32) {
   let o = strided(i);
   if (OP == U_FILL) { st(S0, off(o, 0u, i), from_f32(pf(2u), dt(0u))); return; }
   let bits = ld(S1, off(o, 1u, i));
@@ -198,8 +199,15 @@ fn binary_i(a: i32, b: i32) -> i32 {
 
 @compute @workgroup_size(64)
 fn binary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
-  let i = linear_id(g, n, 64u);
-  if (i >= P[0]) { return; }
+  let i0 = linear_id(g, n, 64u);
+  for (var e = 0u; e < EPT; e++) {
+    let i = i0 + e * n.x * n.y * 64u;
+    if (i >= P[0]) { return; }
+    binary_at(i);
+  }
+}
+
+fn binary_at(i: u32) {
   let o = strided(i);
   let abits = ld(S1, off(o, 1u, i));
   var bbits = P[2u];
@@ -218,8 +226,15 @@ fn binary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) 
 
 @compute @workgroup_size(64)
 fn where3(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
-  let i = linear_id(g, n, 64u);
-  if (i >= P[0]) { return; }
+  let i0 = linear_id(g, n, 64u);
+  for (var e = 0u; e < EPT; e++) {
+    let i = i0 + e * n.x * n.y * 64u;
+    if (i >= P[0]) { return; }
+    where3_at(i);
+  }
+}
+
+fn where3_at(i: u32) {
   let o = strided(i);
   let c = ld(S1, off(o, 1u, i));
   let a = ld(S2, off(o, 2u, i));

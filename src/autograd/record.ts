@@ -111,7 +111,8 @@ export function attach(
     retag(o.storage, { phase: "forward", node: name });
   });
   const watcher = watchers[watchers.length - 1];
-  if (watcher) watcher(name, [...outputs.filter((o): o is Tensor => !!o), ...Object.values(saves).flatMap((v) => (v instanceof SavedOutput ? [v.tensor] : []))]);
+  if (watcher)
+    watcher(name, [...outputs.filter((o): o is Tensor => !!o), ...Object.values(saves).flatMap((v) => (v instanceof SavedOutput ? [v.tensor] : []))]);
   return node;
 }
 

@@ -336,7 +336,12 @@ export function elementwise(
   // Built only if an operand needs windows (see plan).
   let ext: Array<(i0: number, i1: number) => [number, number]> | null = null;
   const extent: Extent = (k, i0, i1) => (ext ??= ops.map((t, j) => stridedExtent(c.shape, c.strides[j], t._offset)))[k](i0, i1);
-  dispatch("elementwise", entry, ops, p, n, spec, { extent });
+  // Several elements per invocation where no operand needs windows (those runs map invocation i to
+  // element i): the lanes of a CPU adapter such as lavapipe then share each invocation's fixed cost.
+  if (n >= 4096 && fitsOneBinding(ops)) {
+    spec.EPT = 4;
+    dispatch("elementwise", entry, ops, p, Math.ceil(n / 4), spec);
+  } else dispatch("elementwise", entry, ops, p, n, spec, { extent });
 }
 
 /**

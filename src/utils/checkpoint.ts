@@ -52,7 +52,31 @@ export function opOfNode(nodeName: string): string {
 }
 
 /** Ops recorded outside the op table (nn functional kernels), by their node names' op. */
-const NN_OPS = ["native_layer_norm", "native_dropout", "embedding", "nll_loss", "mse_loss", "as_strided"];
+const NN_OPS = [
+  "native_layer_norm",
+  "native_dropout",
+  "embedding",
+  "nll_loss",
+  "mse_loss",
+  "as_strided",
+  // ops that backward formulas record under create_graph (double backward), as ATen's are
+  "threshold_backward",
+  "sigmoid_backward",
+  "tanh_backward",
+  "gelu_backward",
+  "softmax_backward_data",
+  "log_softmax_backward_data",
+  "native_layer_norm_backward",
+  "embedding_dense_backward",
+  "nll_loss_backward",
+  "mse_loss_backward",
+  "slice_backward",
+  "select_backward",
+  "masked_fill",
+  "scatter",
+  "sgn",
+  "reciprocal",
+];
 let known: Set<string> | null = null;
 /** The ops a selective checkpoint policy can name: every op that records an autograd node. */
 export function policyOps(): ReadonlySet<string> {

@@ -98,7 +98,7 @@ export class Kernel implements HandlerContext {
     // the cell that started the work
     process.on("uncaughtException", (e) => this.reportAsync("Uncaught", e));
     process.on("unhandledRejection", (e) => this.reportAsync("Unhandled promise rejection", e));
-    process.on("SIGTERM", () => this.shutdown(false));
+    process.on("SIGTERM", this.onSigterm);
     await this.server.start();
     // warm up even if no client asks for kernel_info first
     setTimeout(() => this.warmUp(), 1500).unref();
@@ -148,8 +148,14 @@ export class Kernel implements HandlerContext {
     }
   }
 
+  /** SIGTERM while idle: close the sockets and exit 0. While a request is handled (a cell may spin in
+   *  synchronous code, and a listener runs only when this thread is free) there is no listener, so
+   *  SIGTERM's default action ends the process at once, as it ends ipykernel's. */
+  private readonly onSigterm = () => void this.shutdown(false);
+
   private async handle(msg: Message): Promise<void> {
     this.session.current = msg;
+    process.off("SIGTERM", this.onSigterm);
     try {
       this.publish("status", { execution_state: "busy" }, msg.header);
       await dispatch(this, msg, this.session.channelOf(msg));
@@ -162,6 +168,7 @@ export class Kernel implements HandlerContext {
         log(`cannot publish idle: ${(e as Error)?.message ?? e}`);
       }
       this.session.current = null;
+      if (!this.shuttingDown) process.on("SIGTERM", this.onSigterm);
     }
   }
 

@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import * as zmq from "zeromq";
 import { makeHeader, parse, serialize, serializeJson, Signer, type Message } from "../wire/message.ts";
-import { endpoint, type ConnectionInfo } from "./connection.ts";
+import { endpoint, restrictChannel, type ConnectionInfo } from "./connection.ts";
 import { SendQueue } from "./queue.ts";
 import { StreamCoalescer } from "./streams.ts";
 import { answerFor, controlTable } from "./control.ts";
@@ -258,6 +258,7 @@ await Promise.all([
   stdin.bind(endpoint(conn, conn.stdin_port)),
   iopub.bind(endpoint(conn, conn.iopub_port)),
 ]);
+for (const port of [conn.hb_port, conn.control_port, conn.stdin_port, conn.iopub_port]) restrictChannel(conn, port);
 void (async () => {
   for await (const [m] of iopub) if (m[0] === 1) firstSubscriber();
 })().catch(() => {});

@@ -6,7 +6,7 @@ import type { Worker } from "node:worker_threads";
 import * as zmq from "zeromq";
 import { parse, type Message, type Signer } from "../wire/message.ts";
 import type { Channel } from "../wire/protocol.ts";
-import { endpoint, type ConnectionInfo } from "./connection.ts";
+import { endpoint, restrictChannel, type ConnectionInfo } from "./connection.ts";
 import { SendQueue } from "./queue.ts";
 import { createShared, type FromWorker, type SharedState, type ToWorker } from "./shared.ts";
 import { startWorker } from "./ts-worker.ts";
@@ -48,13 +48,18 @@ export class SocketServer {
     this.worker = startWorker("control-worker", {
       workerData: { conn, session: opts.session, sab, kernelInfo: opts.kernelInfo },
     });
-    this.workerReady = new Promise((resolve) => {
+    this.workerReady = new Promise((resolve, reject) => {
       this.worker.on("message", (m: FromWorker) => {
         if (m.type === "ready") resolve();
         else if (m.type === "closed") this.workerClosed?.();
         else this.fromWorker(m);
       });
+      // a channel that cannot be bound (address in use, a path too long for a Unix socket) ends the
+      // socket thread: the kernel must then fail to start, not wait forever
+      this.worker.once("error", reject);
+      this.worker.once("exit", (code) => reject(new Error(`the socket thread exited (status ${code}) before its channels were bound`)));
     });
+    this.workerReady.catch(() => {}); // awaited in start()
     this.worker.on("error", (e: Error) => log(`socket thread died: ${e.stack ?? e}`));
     this.worker.unref();
   }
@@ -62,6 +67,7 @@ export class SocketServer {
   /** Binds shell and waits for the socket thread to bind the other four. */
   async start(): Promise<void> {
     await this.shell.bind(endpoint(this.conn, this.conn.shell_port));
+    restrictChannel(this.conn, this.conn.shell_port);
     void this.shellLoop();
     await this.workerReady;
   }

@@ -148,14 +148,15 @@ export class Kernel implements HandlerContext {
     }
   }
 
-  /** SIGTERM while idle: close the sockets and exit 0. While a request is handled (a cell may spin in
-   *  synchronous code, and a listener runs only when this thread is free) there is no listener, so
-   *  SIGTERM's default action ends the process at once, as it ends ipykernel's. */
+  /** SIGTERM while idle: close the sockets and exit 0. While a cell runs (it may spin in synchronous
+   *  code, and a listener runs only when this thread is free) there is no listener, so SIGTERM's
+   *  default action ends the process at once, as it ends ipykernel's. */
   private readonly onSigterm = () => void this.shutdown(false);
 
   private async handle(msg: Message): Promise<void> {
     this.session.current = msg;
-    process.off("SIGTERM", this.onSigterm);
+    const cell = msg.header.msg_type === "execute_request";
+    if (cell) process.off("SIGTERM", this.onSigterm);
     try {
       this.publish("status", { execution_state: "busy" }, msg.header);
       await dispatch(this, msg, this.session.channelOf(msg));
@@ -168,7 +169,7 @@ export class Kernel implements HandlerContext {
         log(`cannot publish idle: ${(e as Error)?.message ?? e}`);
       }
       this.session.current = null;
-      if (!this.shuttingDown) process.on("SIGTERM", this.onSigterm);
+      if (cell && !this.shuttingDown) process.on("SIGTERM", this.onSigterm);
     }
   }
 

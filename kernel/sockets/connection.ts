@@ -39,7 +39,7 @@ export function endpoint(c: ConnectionInfo, port: number): string {
 
 /** The Unix socket path of an `ipc` channel (Jupyter's convention: `<ip>-<port>`, where `ip` is a path
  *  prefix, relative to the kernel's working directory when not absolute, as in jupyter_client). */
-export function ipcPath(c: ConnectionInfo, port: number): string {
+function ipcPath(c: ConnectionInfo, port: number): string {
   return `${c.ip}-${port}`;
 }
 

@@ -252,12 +252,19 @@ if (parentPid > 1)
     setTimeout(() => process.kill(process.pid, "SIGKILL"), 2000).unref();
   }, 1000).unref();
 
-await Promise.all([
+const bound = await Promise.allSettled([
   hb.bind(endpoint(conn, conn.hb_port)),
   control.bind(endpoint(conn, conn.control_port)),
   stdin.bind(endpoint(conn, conn.stdin_port)),
   iopub.bind(endpoint(conn, conn.iopub_port)),
 ]);
+const bindFailure = bound.find((r) => r.status === "rejected");
+if (bindFailure) {
+  // close what did bind (a thread that ends with zeromq sockets open aborts the process), then fail:
+  // the main thread's start() rejects and the kernel exits with a failure
+  for (const s of [hb, control, stdin, iopub]) s.close();
+  throw (bindFailure as PromiseRejectedResult).reason;
+}
 for (const port of [conn.hb_port, conn.control_port, conn.stdin_port, conn.iopub_port]) restrictChannel(conn, port);
 void (async () => {
   for await (const [m] of iopub) if (m[0] === 1) firstSubscriber();

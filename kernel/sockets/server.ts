@@ -66,8 +66,14 @@ export class SocketServer {
 
   /** Binds shell and waits for the socket thread to bind the other four. */
   async start(): Promise<void> {
-    await this.shell.bind(endpoint(this.conn, this.conn.shell_port));
-    restrictChannel(this.conn, this.conn.shell_port);
+    try {
+      await this.shell.bind(endpoint(this.conn, this.conn.shell_port));
+      restrictChannel(this.conn, this.conn.shell_port);
+    } catch (e) {
+      // the socket thread's sockets must be closed too before the process exits, or it aborts
+      await this.close();
+      throw e;
+    }
     void this.shellLoop();
     await this.workerReady;
   }

@@ -52,3 +52,38 @@ test("SIGTERM while idle: the kernel closes its sockets and exits with status 0"
   expect(r.status).toBe("ok");
   expect(r.returncode).toBe(0);
 }, 120_000);
+
+test("a kernel whose channel cannot be bound exits with a failure (shell on the main thread, heartbeat on the socket thread)", async () => {
+  const { createServer } = await import("node:net");
+  const { writeFileSync } = await import("node:fs");
+  const { kernelArgv } = await import("../../kernel/cli/paths.ts");
+  const { freePort } = await import("../../kernel/sockets/connection.ts");
+  const taken = createServer();
+  await new Promise<void>((r) => taken.listen(0, "127.0.0.1", r));
+  const busy = (taken.address() as { port: number }).port;
+  try {
+    for (const channel of ["shell_port", "hb_port"]) {
+      const ports = await Promise.all([1, 2, 3, 4, 5].map(freePort));
+      const conn = {
+        transport: "tcp",
+        ip: "127.0.0.1",
+        key: "k",
+        signature_scheme: "hmac-sha256",
+        shell_port: ports[0],
+        iopub_port: ports[1],
+        stdin_port: ports[2],
+        control_port: ports[3],
+        hb_port: ports[4],
+        [channel]: busy,
+      };
+      const file = join(e.dir, `busy-${channel}.json`);
+      writeFileSync(file, JSON.stringify(conn));
+      const argv = kernelArgv().map((a) => a.replace("{connection_file}", file));
+      const r = await run(argv[0], argv.slice(1), { env: { ...e.env, GRADLAB_WARMUP: "0" }, timeout: 60_000 });
+      expect({ channel, failed: r.code !== 0 }).toEqual({ channel, failed: true });
+      expect(r.stderr).toMatch(/Address already in use/);
+    }
+  } finally {
+    taken.close();
+  }
+}, 120_000);

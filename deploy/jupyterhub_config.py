@@ -324,6 +324,10 @@ c.Spawner.environment = {
     "JUPYTER_RUNTIME_DIR": lambda spawner: os.path.join(pwd.getpwnam(spawner.user.name).pw_dir, ".local/share/jupyter/runtime"),
     "NODE_NO_WARNINGS": "1",
 }
+# this class's own kernelspec (gradlab classroom writes it, naming the GradLab it runs from), searched
+# before the venv's: a class started from another checkout never repoints this one's kernels
+if os.environ.get("GRADLAB_CLASS_JUPYTER_PATH"):
+    c.Spawner.environment["JUPYTER_PATH"] = os.environ["GRADLAB_CLASS_JUPYTER_PATH"]
 
 # The hub's own API for the class simulation and tests: none by default. `gradlab classroom
 # --api-token` registers a service with admin rights on users and servers, for scripted classes.

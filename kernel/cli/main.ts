@@ -8,7 +8,7 @@ const USAGE = `usage:
   gradlab install [--user | --sys-prefix | --prefix DIR] [--name NAME]   write the Jupyter kernelspec
   gradlab kernel -f CONNECTION_FILE                                      run the kernel (Jupyter does this)
   gradlab run NOTEBOOK.ipynb [-o OUT.ipynb | --inplace] [--timeout S]    execute a notebook headlessly
-  gradlab classroom [--users N] [--port N] ...                            a JupyterHub for a class (root; --help)`;
+  gradlab classroom [--users N] [--port N] ...                            a JupyterHub for a class (a checkout, as root; --help)`;
 
 async function main(): Promise<number> {
   switch (cmd) {

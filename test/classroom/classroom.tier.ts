@@ -4,7 +4,7 @@
 // one student tries to reach the other's server, kernel, home and connection files, and fails.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { spawnSync } from "node:child_process";
-import { readFileSync, readdirSync, readlinkSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, readlinkSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import {
@@ -40,7 +40,12 @@ const TMP = 64 * 2 ** 20;
 const tokens: Record<string, string> = {};
 const notebooks: Record<string, Awaited<ReturnType<typeof openNotebook>>> = {};
 
+/** the venv's own kernelspec before the class started (a class must not repoint it) */
+let venvSpec: string | null = null;
+const VENV_SPEC = "/opt/gradlab-classroom/venv/share/jupyter/kernels/gradlab/kernel.json";
+
 beforeAll(async () => {
+  venvSpec = existsSync(VENV_SPEC) ? readFileSync(VENV_SPEC, "utf8") : null;
   cls = await startClassroom({ students: 3, prefix: "gltest", mem: "1536M", deviceMemory: "256M", maxActive: 2, tmpSize: "64M", removeAccounts: true });
   [a, b, c] = cls.students;
 }, 180_000);
@@ -224,10 +229,16 @@ describe("classroom", () => {
     expect(fromA.iopub_messages).toBe(0);
   }, 120_000);
 
-  test("students see the GradLab kernel only", async () => {
-    const specs = (await (await userApi(cls.base, tokens[a], a, "/kernelspecs")).json()) as { default: string; kernelspecs: Record<string, unknown> };
+  test("students see the GradLab kernel only: this class's own kernelspec, naming the GradLab the class runs from", async () => {
+    const specs = (await (await userApi(cls.base, tokens[a], a, "/kernelspecs")).json()) as {
+      default: string;
+      kernelspecs: Record<string, { spec: { argv: string[] }; resources: Record<string, string> }>;
+    };
     expect(specs.default).toBe("gradlab");
     expect(Object.keys(specs.kernelspecs)).toEqual(["gradlab"]);
+    expect(specs.kernelspecs.gradlab.spec.argv).toContain(join(REPO, "dist", "kernel", "cli", "main.js"));
+    // and starting this class left the venv's kernelspec (another class's default) as it was
+    expect(existsSync(VENV_SPEC) ? readFileSync(VENV_SPEC, "utf8") : null).toBe(venvSpec);
   });
 
   test("each student's /tmp is private and size-limited: a full /tmp is theirs alone", async () => {

@@ -356,3 +356,28 @@ function tcpListeners(pid: number): number {
   }
   return n;
 }
+
+describe("stopping a class", () => {
+  test("Ctrl-C in the terminal of `gradlab classroom` stops the hub and every student's server once, cleanly", async () => {
+    const one = await startClassroom({ students: 1, prefix: "glstop", ownGroup: true, removeAccounts: true });
+    try {
+      const [s] = one.students;
+      await startServer(one.base, await login(one.base, s, one.password), s);
+      const { uid } = uidOf(s);
+      expect(processesOf(uid).length).toBeGreaterThan(0);
+      // a terminal's Ctrl-C: SIGINT to the whole foreground process group
+      process.kill(-one.proc.pid!, "SIGINT");
+      const code = await new Promise<number | null>((r) => one.proc.once("exit", (c) => r(c)));
+      expect(code).toBe(0);
+      const log = one.log();
+      expect(log).toContain("stopping the hub and every student's server");
+      for (const bad of ["Traceback", "Failed to stop user", "Task was destroyed", "KeyboardInterrupt"]) expect(log).not.toContain(bad);
+      // the student's server went with the hub (bounded wait: its kernel notices within a second or two)
+      const deadline = Date.now() + 20_000;
+      while (processesOf(uid).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      expect(processesOf(uid)).toEqual([]);
+    } finally {
+      await one.stop();
+    }
+  }, 240_000);
+});

@@ -40,6 +40,8 @@ export interface ClassroomOptions {
   deviceMemory?: string;
   maxActive?: number;
   tmpSize?: string;
+  /** start `gradlab classroom` in a process group of its own, as a terminal's foreground job is */
+  ownGroup?: boolean;
   /** Remove these students' Unix accounts and homes after stop (tests; never a real class's). */
   removeAccounts?: boolean;
 }
@@ -113,7 +115,12 @@ export async function startClassroom(o: ClassroomOptions): Promise<Classroom> {
   if (o.tmpSize) args.push("--tmp-size", o.tmpSize);
   let log = "";
   // the password in the environment, as docs/classroom.md advises (a command line is visible in ps)
-  const proc = spawn(process.execPath, args, { cwd: REPO, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, GRADLAB_CLASS_PASSWORD: password } });
+  const proc = spawn(process.execPath, args, {
+    cwd: REPO,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, GRADLAB_CLASS_PASSWORD: password },
+    detached: o.ownGroup ?? false,
+  });
   proc.stdout!.on("data", (d) => (log += d));
   proc.stderr!.on("data", (d) => (log += d));
   const base = `http://127.0.0.1:${port}`;

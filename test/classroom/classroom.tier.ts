@@ -4,7 +4,8 @@
 // one student tries to reach the other's server, kernel, home and connection files, and fails.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, readdirSync, readlinkSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import {
@@ -380,4 +381,38 @@ describe("stopping a class", () => {
       await one.stop();
     }
   }, 240_000);
+});
+
+describe("the image's server configuration (deploy/jupyter_server_config.json)", () => {
+  test("JupyterLab reads it: kernels on the ipc transport, the GradLab kernel only and as default, idle kernels culled", () => {
+    const dir = mkdtempSync(join(tmpdir(), "gradlab-image-config-"));
+    try {
+      copyFileSync(join(REPO, "deploy", "jupyter_server_config.json"), join(dir, "jupyter_server_config.json"));
+      const script = [
+        "import json",
+        "from jupyter_server.serverapp import ServerApp",
+        "a = ServerApp()",
+        "a.initialize(argv=['--port=0', '--no-browser'])",
+        "km = a.kernel_manager",
+        "print(json.dumps({'transport': a.config.KernelManager.transport, 'allowed': sorted(a.kernel_spec_manager.allowed_kernelspecs),",
+        "  'default': km.default_kernel_name, 'cull': km.cull_idle_timeout, 'terminals': a.terminals_enabled}))",
+      ].join("\n");
+      const r = spawnSync("/opt/gradlab-classroom/venv/bin/python", ["-c", script], {
+        cwd: dir,
+        encoding: "utf8",
+        env: { ...process.env, JUPYTER_CONFIG_PATH: dir, JUPYTER_RUNTIME_DIR: join(dir, "runtime"), JUPYTER_DATA_DIR: join(dir, "data") },
+        timeout: 120_000,
+      });
+      expect(r.status, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout.trim().split("\n").pop()!)).toEqual({
+        transport: "ipc",
+        allowed: ["gradlab"],
+        default: "gradlab",
+        cull: 1800,
+        terminals: false,
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
 });

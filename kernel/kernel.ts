@@ -237,6 +237,8 @@ export class Kernel implements HandlerContext {
     this.shuttingDown = true;
     log(`shutting down${restart ? " for restart" : ""}`);
     this.publish("shutdown_reply", { status: "ok", restart }, this.session.current?.header ?? {});
+    // every worker thread is ended and joined before exit, the language service's first (bounded)
+    await Promise.race([languageService().stop(), new Promise((r) => setTimeout(r, 1000))]);
     await this.server.close();
     realExit(0);
   }

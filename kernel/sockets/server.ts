@@ -131,9 +131,13 @@ export class SocketServer {
   async close(): Promise<void> {
     await Promise.race([this.shellOut.flushed(), delay(500)]);
     const closed = new Promise<void>((r) => (this.workerClosed = r));
+    const exited = new Promise<void>((r) => this.worker.once("exit", () => r()));
     this.post({ type: "close" });
     await Promise.race([closed, delay(1500)]);
-    await this.worker.terminate();
+    // With its sockets closed and its port closed, the socket thread ends by itself once zeromq has
+    // let go of them; terminate() only if it does not (terminating it while zeromq still closed its
+    // sockets is where the rare heap corruptions at exit came from, zeromq/zeromq.js#411).
+    if (!(await Promise.race([exited.then(() => true), delay(1000).then(() => false)]))) await this.worker.terminate();
     this.shell.close();
   }
 

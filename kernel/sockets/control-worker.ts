@@ -186,7 +186,8 @@ function fromMain(m: ToWorker): void {
       controlOut.send(m.frames.map((b) => Buffer.from(b)));
     } else if (m.type === "close") {
       flushStreams();
-      void Promise.race([Promise.all([controlOut.flushed(), iopubOut.flushed()]), new Promise((r) => setTimeout(r, 500))]).then(() => {
+      // the bound on flushing must not keep this thread alive once it is done (unref)
+      void Promise.race([Promise.all([controlOut.flushed(), iopubOut.flushed()]), new Promise((r) => setTimeout(r, 500).unref())]).then(() => {
         for (const s of [hb, control, stdin, iopub]) s.close();
         post({ type: "closed" });
         parentPort!.close();

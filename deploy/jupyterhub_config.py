@@ -293,6 +293,16 @@ class ClassroomSpawner(LocalProcessSpawner):
                 pass
 
 
+def runtime_dir(home):
+    """Jupyter's usual runtime directory in the home, unless the kernels' Unix socket paths would not fit
+    there: <dir>/kernel-<36-character id>-ipc-<n> must stay under the 107 bytes of sun_path (a long
+    home path or user name); then a short one, still in the private home."""
+    usual = os.path.join(home, ".local/share/jupyter/runtime")
+    if len(os.path.join(usual, "kernel-" + "0" * 36 + "-ipc-10").encode()) < 100:
+        return usual
+    return os.path.join(home, ".jr")
+
+
 c.JupyterHub.spawner_class = ClassroomSpawner
 c.Spawner.mem_limit = MEM_LIMIT
 c.Spawner.cpu_limit = CPU_LIMIT
@@ -321,7 +331,7 @@ c.Spawner.environment = {
     "PATH": f"{VENV / 'bin'}:{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin",
     "GRADLAB_DEVICE_MEMORY": str(DEVICE_MEMORY),
     # kernel connection files (which hold each kernel's HMAC key) in the private home, not /tmp
-    "JUPYTER_RUNTIME_DIR": lambda spawner: os.path.join(pwd.getpwnam(spawner.user.name).pw_dir, ".local/share/jupyter/runtime"),
+    "JUPYTER_RUNTIME_DIR": lambda spawner: runtime_dir(pwd.getpwnam(spawner.user.name).pw_dir),
     "NODE_NO_WARNINGS": "1",
 }
 # this class's own kernelspec (gradlab classroom writes it, naming the GradLab it runs from), searched

@@ -151,6 +151,20 @@ def machine_memory():
     return 0
 
 
+if TMP_SIZE:
+    import subprocess
+
+    # a private /tmp needs a mount namespace (CAP_SYS_ADMIN): where the hub cannot make one, say so and
+    # share the machine's /tmp rather than fail every student's start
+    probe = subprocess.run(["unshare", "--mount", "true"], capture_output=True)
+    if probe.returncode != 0:
+        print(
+            "jupyterhub_config: cannot make mount namespaces here "
+            f"({probe.stderr.decode().strip() or probe.returncode}); students share the machine's /tmp",
+            file=sys.stderr,
+        )
+        TMP_SIZE = 0
+
 MACHINE_MEM = machine_memory()
 if MACHINE_MEM and RESERVE >= MACHINE_MEM:
     sys.exit("jupyterhub_config: GRADLAB_CLASS_RESERVE must be below this machine's memory")

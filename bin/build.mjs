@@ -10,15 +10,20 @@
 //                                  build, without type checking (npm run typecheck is the gate for that),
 //                                  so `gradlab install` / `gradlab run` never start a stale kernel.
 // The kernelspec itself always runs dist/kernel/cli/main.js; nothing is built when a kernel starts.
+// Every build, of either kind, holds one lock and writes a new folder beside dist/, which replaces
+// dist/ only when it is complete (two renames, microseconds apart): a kernel that starts or loads a
+// module during a rebuild finds the old build or the new one, never a half-written or missing one,
+// and two builds at once run one after the other.
 import { spawnSync } from "node:child_process";
-import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const DIST = join(ROOT, "dist");
-const STAMP = join(DIST, ".sources-stamp");
+const STAMP_NAME = ".sources-stamp";
+const STAMP = join(DIST, STAMP_NAME);
 const LOCK = join(ROOT, "node_modules", ".cache", "gradlab-build.lock");
 /** what the build reads: a change to any of these makes dist/ stale */
 const INPUTS = ["src", "kernel", "kernels-wgsl", "tsconfig.json", "tsconfig.build.json", "package.json"];
@@ -41,30 +46,60 @@ function fingerprint() {
   return [...INPUTS.flatMap((p) => files(join(ROOT, p))), process.version].join("\n");
 }
 
-function tsc(extra) {
+function tsc(out, extra) {
   const bin = createRequire(join(ROOT, "package.json")).resolve("typescript/bin/tsc");
-  return spawnSync(process.execPath, [bin, "-p", join(ROOT, "tsconfig.build.json"), ...extra], { stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" });
+  const args = [bin, "-p", join(ROOT, "tsconfig.build.json"), "--outDir", out, "--tsBuildInfoFile", join(out, ".tsbuildinfo"), ...extra];
+  return spawnSync(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" });
 }
 
 /** What tsc does not emit: the shaders, and the package's type entry (package.json "types"). */
-function copyAssets() {
-  rmSync(join(DIST, "kernels-wgsl"), { recursive: true, force: true });
-  cpSync(join(ROOT, "kernels-wgsl"), join(DIST, "kernels-wgsl"), { recursive: true });
+function copyAssets(out) {
+  rmSync(join(out, "kernels-wgsl"), { recursive: true, force: true });
+  cpSync(join(ROOT, "kernels-wgsl"), join(out, "kernels-wgsl"), { recursive: true });
   // The runtime's declarations name WebGPU's types (GPUDevice, GPUBuffer), which are globals from
   // @webgpu/types; the sources get them from tsconfig's "types", a user's project from this reference.
-  writeFileSync(join(DIST, "index.d.ts"), '/// <reference types="@webgpu/types" />\nexport * from "./src/index.js";\n');
+  writeFileSync(join(out, "index.d.ts"), '/// <reference types="@webgpu/types" />\nexport * from "./src/index.js";\n');
+}
+
+/** A folder beside dist/ for this process's build (removing what dead builds left behind). */
+function stagingDir() {
+  for (const e of readdirSync(ROOT)) {
+    const m = /^dist\.(?:new|old)-(\d+)$/.exec(e);
+    if (m && !alive(Number(m[1]))) rmSync(join(ROOT, e), { recursive: true, force: true });
+  }
+  const out = join(ROOT, `dist.new-${process.pid}`);
+  rmSync(out, { recursive: true, force: true });
+  return out;
+}
+
+/** Puts a finished build in place of dist/: rename the old one away, the new one in, then delete the old. */
+function swapIn(out) {
+  const old = join(ROOT, `dist.old-${process.pid}`);
+  const had = existsSync(DIST);
+  if (had) renameSync(DIST, old);
+  renameSync(out, DIST);
+  if (had) rmSync(old, { recursive: true, force: true });
 }
 
 /** The clean, type-checked build; returns tsc's exit status (its diagnostics go to stderr). */
 export function build() {
-  const stamp = fingerprint();
-  rmSync(DIST, { recursive: true, force: true });
-  const r = tsc([]);
-  process.stderr.write(r.stdout + r.stderr);
-  if (r.status !== 0) return r.status ?? 1;
-  copyAssets();
-  writeFileSync(STAMP, stamp);
-  return 0;
+  const release = lock();
+  try {
+    const stamp = fingerprint();
+    const out = stagingDir();
+    const r = tsc(out, []);
+    process.stderr.write(r.stdout + r.stderr);
+    if (r.status !== 0) {
+      rmSync(out, { recursive: true, force: true });
+      return r.status ?? 1; // dist/ stays as it was
+    }
+    copyAssets(out);
+    writeFileSync(join(out, STAMP_NAME), stamp);
+    swapIn(out);
+    return 0;
+  } finally {
+    release();
+  }
 }
 
 function stale() {
@@ -117,12 +152,16 @@ export function ensureBuilt() {
     if (!stale()) return; // another process rebuilt it while this one waited
     const stamp = fingerprint();
     process.stderr.write("gradlab: sources changed since the last build; rebuilding dist/ (npm run build)\n");
-    const r = tsc(["--noCheck"]);
+    const out = stagingDir();
+    // incremental: start from a copy of the current build and its .tsbuildinfo
+    if (existsSync(DIST)) cpSync(DIST, out, { recursive: true });
+    const r = tsc(out, ["--noCheck"]);
     // Without type checking, tsc reports only what stops it from emitting (a syntax error, a broken
     // tsconfig); the files it could emit are written anyway, so only a missing kernel is fatal.
     if (r.status !== 0) process.stderr.write(r.stdout + r.stderr);
-    copyAssets();
-    writeFileSync(STAMP, stamp);
+    copyAssets(out);
+    writeFileSync(join(out, STAMP_NAME), stamp);
+    swapIn(out);
   } finally {
     release();
   }

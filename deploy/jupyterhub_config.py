@@ -11,6 +11,7 @@
 # - the course notebooks copied into ~/course on every start, file by file, never over an existing file;
 # - per student: a memory cap and a CPU share/limit enforced by cgroups, GradLab's device capacity
 #   (GRADLAB_DEVICE_MEMORY) under that cap, and idle culling of kernels and servers by jupyter_server.
+import ctypes
 import hmac
 import os
 import pwd
@@ -126,10 +127,58 @@ CPU_LIMIT = env_float("GRADLAB_CLASS_CPU", 1.0)  # cores one student may use at 
 # student's tensors hit GradLab's own "out of memory" error (their kernel survives) before the
 # kernel's process hits the cgroup limit.
 DEVICE_MEMORY = env_int("GRADLAB_CLASS_DEVICE_MEMORY", MEM_LIMIT // 4)
+# a private /tmp and /dev/shm per student (tmpfs, in the student's own mount namespace): what they write
+# there is memory charged to their own cgroup, so it cannot fill the machine's disk or another's /tmp
+TMP_SIZE = env_int("GRADLAB_CLASS_TMP_SIZE", 256 * 2**20)  # bytes, each of /tmp and /dev/shm
+# memory kept for the hub, the proxy and the system: every student's cgroup sits under one parent
+# cgroup capped at (machine memory - RESERVE), and the hub and proxy are the OOM killer's last choice
+RESERVE = env_int("GRADLAB_CLASS_RESERVE", 1024 * 2**20)  # bytes
+# admission: at most this many servers at once; the next student gets "the class is full"
+# (templates/error.html) instead of a spawn that times out. Default: as many as fit when each uses
+# ADMIT bytes (the measured working set of one student, well under the cap MEM_LIMIT, which only
+# a few students reach at the same time).
+ADMIT = env_int("GRADLAB_CLASS_ADMIT_MEM", 768 * 2**20)  # bytes
 KERNEL_IDLE = env_int("GRADLAB_CLASS_KERNEL_IDLE", 30 * 60)  # seconds
 SERVER_IDLE = env_int("GRADLAB_CLASS_SERVER_IDLE", 60 * 60)  # seconds
 if DEVICE_MEMORY >= MEM_LIMIT:
     sys.exit("jupyterhub_config: GRADLAB_CLASS_DEVICE_MEMORY must be below GRADLAB_CLASS_MEM")
+
+def machine_memory():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+if TMP_SIZE:
+    import subprocess
+
+    # a private /tmp needs a mount namespace (CAP_SYS_ADMIN): where the hub cannot make one, say so and
+    # share the machine's /tmp rather than fail every student's start
+    probe = subprocess.run(["unshare", "--mount", "true"], capture_output=True)
+    if probe.returncode != 0:
+        print(
+            "jupyterhub_config: cannot make mount namespaces here "
+            f"({probe.stderr.decode().strip() or probe.returncode}); students share the machine's /tmp",
+            file=sys.stderr,
+        )
+        TMP_SIZE = 0
+
+MACHINE_MEM = machine_memory()
+if MACHINE_MEM and RESERVE >= MACHINE_MEM:
+    sys.exit("jupyterhub_config: GRADLAB_CLASS_RESERVE must be below this machine's memory")
+MAX_ACTIVE = env_int("GRADLAB_CLASS_MAX_ACTIVE", max(1, (MACHINE_MEM - RESERVE) // ADMIT) if MACHINE_MEM else 0)
+
+# The hub and (inheriting it when the hub starts it) the proxy: the OOM killer's last choice. Students'
+# servers are set back to a positive score before they run (ClassroomSpawner.make_preexec_fn).
+try:
+    with open("/proc/self/oom_score_adj", "w") as f:
+        f.write("-900")
+except OSError as e:
+    # lowering a score needs CAP_SYS_RESOURCE, which some containers drop: the students' +500 still
+    # puts their processes first
+    print(f"jupyterhub_config: cannot lower the hub's OOM score ({e.strerror}); students' servers still go first", file=sys.stderr)
 
 COURSE_SRC = REPO / "notebooks"
 COURSE_DIR = "course"
@@ -144,10 +193,39 @@ def cgroup_base(controller):
             if controller in controllers.split(","):
                 base = Path("/sys/fs/cgroup") / controller / path.lstrip("/") / "gradlab-classroom"
                 base.mkdir(exist_ok=True)
+                if controller == "memory" and MACHINE_MEM:
+                    # all students together leave RESERVE for the hub, the proxy and the system
+                    (base / "memory.limit_in_bytes").write_text(str(MACHINE_MEM - RESERVE))
                 return base
     except OSError:
         return None
     return None
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_CLONE_NEWNS = 0x00020000
+_MS_REC = 0x4000
+_MS_PRIVATE = 1 << 18
+_MS_NOSUID = 2
+_MS_NODEV = 4
+
+
+def _check(rc, what):
+    if rc != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"{what}: {os.strerror(e)}")
+
+
+def private_tmp(size):
+    """In the spawned child, before exec: a mount namespace of its own whose /tmp and /dev/shm are
+    fresh tmpfs of `size` bytes each (Python 3.11 has no os.unshare; libc does the same)."""
+    _check(_libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    # mounts made here must not propagate back to the machine's namespace
+    _check(_libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
+    for target in (b"/tmp", b"/dev/shm"):
+        if os.path.isdir(target):
+            opts = f"size={size},mode=1777".encode()
+            _check(_libc.mount(b"tmpfs", target, b"tmpfs", _MS_NOSUID | _MS_NODEV, opts), f"mount tmpfs on {target.decode()}")
 
 
 class ClassroomSpawner(LocalProcessSpawner):
@@ -177,12 +255,19 @@ class ClassroomSpawner(LocalProcessSpawner):
         drop_privileges = super().make_preexec_fn(name)
         procs = [str(d / "cgroup.procs") for d in self._cgroups]
 
+        tmp_size = TMP_SIZE
+
         def preexec():
             # join the student's cgroups while still root, before exec: every kernel the server starts
             # inherits them, with no window in which a child runs outside
             for p in procs:
                 with open(p, "w") as f:
                     f.write(str(os.getpid()))
+            # the student's processes go before the hub's when memory runs out
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("500")
+            if tmp_size:
+                private_tmp(tmp_size)
             drop_privileges()
 
         return preexec
@@ -222,6 +307,16 @@ class ClassroomSpawner(LocalProcessSpawner):
                 pass
 
 
+def runtime_dir(home):
+    """Jupyter's usual runtime directory in the home, unless the kernels' Unix socket paths would not fit
+    there: <dir>/kernel-<36-character id>-ipc-<n> must stay under the 107 bytes of sun_path (a long
+    home path or user name); then a short one, still in the private home."""
+    usual = os.path.join(home, ".local/share/jupyter/runtime")
+    if len(os.path.join(usual, "kernel-" + "0" * 36 + "-ipc-10").encode()) < 100:
+        return usual
+    return os.path.join(home, ".jr")
+
+
 c.JupyterHub.spawner_class = ClassroomSpawner
 c.Spawner.mem_limit = MEM_LIMIT
 c.Spawner.cpu_limit = CPU_LIMIT
@@ -232,6 +327,12 @@ c.Spawner.http_timeout = env_int("GRADLAB_CLASS_HTTP_TIMEOUT", 120)  # 30 server
 c.Spawner.start_timeout = env_int("GRADLAB_CLASS_START_TIMEOUT", 180)
 c.Spawner.args = [
     "--MappingKernelManager.default_kernel_name=gradlab",
+    # kernel channels as Unix sockets in the student's private runtime directory (0700, in a 0700
+    # home), not TCP ports on 127.0.0.1 that every local account can connect to
+    "--KernelManager.transport=ipc",
+    # students see the GradLab kernel only (the venv's ipykernel is JupyterLab's, not the course's)
+    "--KernelSpecManager.ensure_native_kernel=False",
+    "--KernelSpecManager.allowed_kernelspecs=gradlab",
     # jupyter_server's own culling: an idle kernel is shut down, then an idle server stops itself
     f"--MappingKernelManager.cull_idle_timeout={KERNEL_IDLE}",
     "--MappingKernelManager.cull_interval=60",
@@ -244,9 +345,13 @@ c.Spawner.environment = {
     "PATH": f"{VENV / 'bin'}:{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin",
     "GRADLAB_DEVICE_MEMORY": str(DEVICE_MEMORY),
     # kernel connection files (which hold each kernel's HMAC key) in the private home, not /tmp
-    "JUPYTER_RUNTIME_DIR": lambda spawner: os.path.join(pwd.getpwnam(spawner.user.name).pw_dir, ".local/share/jupyter/runtime"),
+    "JUPYTER_RUNTIME_DIR": lambda spawner: runtime_dir(pwd.getpwnam(spawner.user.name).pw_dir),
     "NODE_NO_WARNINGS": "1",
 }
+# this class's own kernelspec (gradlab classroom writes it, naming the GradLab it runs from), searched
+# before the venv's: a class started from another checkout never repoints this one's kernels
+if os.environ.get("GRADLAB_CLASS_JUPYTER_PATH"):
+    c.Spawner.environment["JUPYTER_PATH"] = os.environ["GRADLAB_CLASS_JUPYTER_PATH"]
 
 # The hub's own API for the class simulation and tests: none by default. `gradlab classroom
 # --api-token` registers a service with admin rights on users and servers, for scripted classes.
@@ -264,3 +369,7 @@ if api_token:
 # Bounded: a hub that cannot reach its proxy or a spawner stuck for minutes should fail, not hang.
 c.JupyterHub.init_spawners_timeout = 30
 c.JupyterHub.concurrent_spawn_limit = env_int("GRADLAB_CLASS_CONCURRENT_SPAWNS", 100)
+c.JupyterHub.active_server_limit = MAX_ACTIVE
+# "The class is full" instead of a bare 429 (templates/error.html extends the hub's own page)
+c.JupyterHub.template_paths = [str(Path(__file__).resolve().parent / "templates")]
+c.JupyterHub.template_vars = {"class_size": MAX_ACTIVE}

@@ -99,7 +99,7 @@ export class Kernel implements HandlerContext {
     // the cell that started the work
     process.on("uncaughtException", (e) => this.reportAsync("Uncaught", e));
     process.on("unhandledRejection", (e) => this.reportAsync("Unhandled promise rejection", e));
-    process.on("SIGTERM", () => this.shutdown(false));
+    process.on("SIGTERM", this.onSigterm);
     await this.server.start();
     // warm up even if no client asks for kernel_info first
     setTimeout(() => this.warmUp(), 1500).unref();
@@ -149,8 +149,15 @@ export class Kernel implements HandlerContext {
     }
   }
 
+  /** SIGTERM while idle: close the sockets and exit 0. While a cell runs (it may spin in synchronous
+   *  code, and a listener runs only when this thread is free) there is no listener, so SIGTERM's
+   *  default action ends the process at once, as it ends ipykernel's. */
+  private readonly onSigterm = () => void this.shutdown(false);
+
   private async handle(msg: Message): Promise<void> {
     this.session.current = msg;
+    const cell = msg.header.msg_type === "execute_request";
+    if (cell) process.off("SIGTERM", this.onSigterm);
     try {
       this.publish("status", { execution_state: "busy" }, msg.header);
       await dispatch(this, msg, this.session.channelOf(msg));
@@ -163,6 +170,7 @@ export class Kernel implements HandlerContext {
         log(`cannot publish idle: ${(e as Error)?.message ?? e}`);
       }
       this.session.current = null;
+      if (cell && !this.shuttingDown) process.on("SIGTERM", this.onSigterm);
     }
   }
 
@@ -230,6 +238,8 @@ export class Kernel implements HandlerContext {
     this.shuttingDown = true;
     log(`shutting down${restart ? " for restart" : ""}`);
     this.publish("shutdown_reply", { status: "ok", restart }, this.session.current?.header ?? {});
+    // every worker thread is ended and joined before exit, the language service's first (bounded)
+    await Promise.race([languageService().stop(), new Promise((r) => setTimeout(r, 1000))]);
     await this.server.close();
     realExit(0);
   }

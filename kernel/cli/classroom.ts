@@ -3,8 +3,8 @@
 // picks ports, and runs the hub in the foreground until Ctrl-C). See docs/classroom.md.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { REPO } from "./paths.ts";
 import { freePort } from "../sockets/connection.ts";
 
@@ -20,6 +20,11 @@ export const CLASSROOM_USAGE = `usage: gradlab classroom [options]        (as ro
   --device-memory SIZE        GradLab device capacity per kernel (default a quarter of --mem)
   --kernel-idle S             shut a kernel down after S idle seconds (default 1800)
   --server-idle S             stop a student's server after S idle seconds (default 3600)
+  --max-active N              at most N servers at once; the next student is told the class is full
+                              (default: machine memory minus --reserve, over 768M per student)
+  --reserve SIZE              memory kept for the hub, proxy and system (default 1G)
+  --tmp-size SIZE             each student's private /tmp and /dev/shm (tmpfs, charged to their
+                              memory cap; default 256M; 0 shares the machine's /tmp)
   --state DIR                 hub database and secrets (default /var/lib/gradlab-classroom)
   --api-token-file FILE       register an admin API service whose token is in FILE (made if missing)
   --admin NAME[,NAME]         students who are also hub admins`;
@@ -35,6 +40,9 @@ export interface ClassroomOptions {
   deviceMemory: number | null;
   kernelIdle: number;
   serverIdle: number;
+  maxActive: number | null;
+  reserve: number;
+  tmpSize: number;
   state: string;
   apiTokenFile: string | null;
   admins: string;
@@ -71,6 +79,9 @@ export function parseClassroomArgs(args: string[]): ClassroomOptions {
     deviceMemory: null,
     kernelIdle: 1800,
     serverIdle: 3600,
+    maxActive: null,
+    reserve: 2 ** 30,
+    tmpSize: 256 * 2 ** 20,
     state: "/var/lib/gradlab-classroom",
     apiTokenFile: null,
     admins: "",
@@ -124,6 +135,17 @@ export function parseClassroomArgs(args: string[]): ClassroomOptions {
       case "--server-idle":
         o.serverIdle = parseNumber(next(), flag, { integer: true, min: 1 });
         break;
+      case "--max-active":
+        o.maxActive = parseNumber(next(), flag, { integer: true, min: 1 });
+        break;
+      case "--reserve":
+        o.reserve = parseSize(next(), flag);
+        break;
+      case "--tmp-size": {
+        const v = next();
+        o.tmpSize = v === "0" ? 0 : parseSize(v, flag);
+        break;
+      }
       case "--state":
         o.state = resolve(next());
         break;
@@ -143,6 +165,9 @@ export function parseClassroomArgs(args: string[]): ClassroomOptions {
 
 export const VENV = process.env.GRADLAB_CLASSROOM_VENV || "/opt/gradlab-classroom/venv";
 export const CHP = process.env.GRADLAB_CLASS_PROXY || "/opt/gradlab-classroom/chp/node_modules/.bin/configurable-http-proxy";
+/** each running class's kernelspec, in a directory named by the class's port */
+const CLASS_KERNELS = process.env.GRADLAB_CLASS_KERNELS || join(dirname(VENV), "kernels");
+const HUB_CONFIG = join(REPO, "deploy", "jupyterhub_config.py");
 export const JUPYTERHUB = process.env.GRADLAB_JUPYTERHUB || "/usr/bin/jupyterhub";
 
 export async function classroomCli(args: string[]): Promise<number> {
@@ -151,6 +176,10 @@ export async function classroomCli(args: string[]): Promise<number> {
     return 0;
   }
   const o = parseClassroomArgs(args);
+  if (!existsSync(HUB_CONFIG))
+    throw new Error(
+      `gradlab classroom runs from a checkout of GradLab's repository (it needs deploy/ and the course notebooks, which the npm package does not ship): ${HUB_CONFIG} is missing`,
+    );
   if (process.getuid?.() !== 0) throw new Error("classroom must run as root: it creates the students' Unix accounts and starts each server as its student");
   const missing = [
     [JUPYTERHUB, "Debian's jupyterhub"],
@@ -159,10 +188,14 @@ export async function classroomCli(args: string[]): Promise<number> {
   ].filter(([p]) => !existsSync(p));
   if (missing.length) throw new Error(`missing ${missing.map(([p, what]) => `${what} (${p})`).join(", ")}: run \`bash deploy/setup\` (as root) first`);
 
-  // The kernelspec every student's JupyterLab lists; this also builds the kernel bundle now, as root,
-  // because students cannot write to this checkout's node_modules/.cache at their first kernel start.
+  const port = o.port || (await freePort());
+  // This class's own kernelspec, naming the GradLab this command runs from (a checkout's dist/, or an
+  // installed package), in a directory of its own that the students' servers search first
+  // (JUPYTER_PATH). Another class, from another checkout or package, writes its own: it never
+  // repoints the kernels of a class that is running.
+  const kernels = join(CLASS_KERNELS, String(port));
   const { installKernelspec } = await import("./install.ts");
-  await installKernelspec(["--prefix", VENV]);
+  await installKernelspec(["--prefix", kernels]);
 
   const fromEnv = process.env.GRADLAB_CLASS_PASSWORD;
   if (o.password === null && fromEnv !== undefined && fromEnv.length < 8) throw new Error("GRADLAB_CLASS_PASSWORD needs at least 8 characters");
@@ -173,7 +206,6 @@ export async function classroomCli(args: string[]): Promise<number> {
     apiToken = readFileSync(o.apiTokenFile, "utf8").trim();
     if (apiToken.length < 32) throw new Error(`${o.apiTokenFile}: an API token needs at least 32 characters`);
   }
-  const port = o.port || (await freePort());
   mkdirSync(o.state, { recursive: true, mode: 0o700 });
 
   const env: NodeJS.ProcessEnv = {
@@ -195,18 +227,39 @@ export async function classroomCli(args: string[]): Promise<number> {
     GRADLAB_CLASS_KERNEL_IDLE: String(o.kernelIdle),
     GRADLAB_CLASS_SERVER_IDLE: String(o.serverIdle),
     GRADLAB_CLASS_ADMINS: o.admins,
+    GRADLAB_CLASS_RESERVE: String(o.reserve),
+    GRADLAB_CLASS_TMP_SIZE: String(o.tmpSize),
+    GRADLAB_CLASS_JUPYTER_PATH: join(kernels, "share", "jupyter"),
   };
+  if (o.maxActive !== null) env.GRADLAB_CLASS_MAX_ACTIVE = String(o.maxActive);
   if (o.deviceMemory !== null) env.GRADLAB_CLASS_DEVICE_MEMORY = String(o.deviceMemory);
   if (apiToken) env.GRADLAB_CLASS_API_TOKEN = apiToken;
 
-  const hub = spawn(JUPYTERHUB, ["-f", join(REPO, "deploy", "jupyterhub_config.py")], { cwd: o.state, env, stdio: "inherit" });
-  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(sig, () => hub.kill(sig));
+  // The hub in a process group of its own: a terminal's Ctrl-C reaches this process only, which asks
+  // the hub to stop once (SIGTERM: it stops every student's server, then exits). In our group, the
+  // hub and the students' servers also got the terminal's SIGINT directly: a second SIGINT to the
+  // hub, tracebacks from the servers, "Failed to stop user".
+  const hub = spawn(JUPYTERHUB, ["-f", HUB_CONFIG], { cwd: o.state, env, stdio: "inherit", detached: true });
+  let stopping = false;
+  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const)
+    process.on(sig, () => {
+      if (stopping) {
+        console.log("GradLab classroom: still stopping (each student's server is being shut down)…");
+        return;
+      }
+      stopping = true;
+      console.log("GradLab classroom: stopping the hub and every student's server…");
+      hub.kill("SIGTERM");
+    });
   const host = o.ip === "0.0.0.0" || o.ip === "" ? "this machine's address" : o.ip;
   console.log(
     `GradLab classroom: http://${host}:${port}/  students: ${o.users === String(Number(o.users)) ? `${o.prefix}01..${o.prefix}${o.users.padStart(2, "0")}` : o.users}  password: ${o.password || fromEnv ? "(as given)" : password}`,
   );
   return await new Promise<number>((res, rej) => {
     hub.once("error", rej);
-    hub.once("exit", (code, signal) => res(code ?? (signal === "SIGINT" || signal === "SIGTERM" ? 0 : 1)));
+    hub.once("exit", (code, signal) => {
+      rmSync(kernels, { recursive: true, force: true });
+      res(code ?? (signal === "SIGINT" || signal === "SIGTERM" ? 0 : 1));
+    });
   });
 }

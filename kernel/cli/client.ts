@@ -31,14 +31,23 @@ export class KernelClient {
   private replies = new Map<string, (m: Message) => void>();
   private listeners = new Map<string, (m: Message) => void>();
   private idles = new Map<string, () => void>();
-  exited: Promise<number | null> = Promise.resolve(null);
+  /** how the kernel process ended: a status, or the signal that killed it */
+  exited: Promise<KernelExit> = Promise.resolve({ code: null, signal: null });
 
-  /** Start `argv` (with {connection_file} replaced) in `cwd` and connect to it. */
-  async start(argv: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; stderr?: "inherit" | "ignore" } = {}): Promise<void> {
-    const ports = await Promise.all([1, 2, 3, 4, 5].map(freePort));
+  /** Start `argv` (with {connection_file} replaced) in `cwd` and connect to it. The channels are Unix
+   *  sockets (ZeroMQ's ipc transport) in a fresh private directory: no other account can connect, and
+   *  no port chosen here can be taken by someone else before the kernel binds it. Over `tcp` (Windows,
+   *  or a temporary directory whose path is too long for a Unix socket) the ports are chosen here and
+   *  bound by the kernel; the caller retries a kernel that lost that race (see `startKernel`). */
+  async start(argv: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; stderr?: "inherit" | "ignore"; transport?: "ipc" | "tcp" } = {}): Promise<void> {
+    this.dir = mkdtempSync(join(tmpdir(), "gradlab-run-"));
+    const ipcBase = join(this.dir, "k");
+    // sun_path holds 108 bytes with its terminating NUL
+    const transport = opts.transport ?? (process.platform !== "win32" && Buffer.byteLength(`${ipcBase}-5`) < 100 ? "ipc" : "tcp");
+    const ports = transport === "ipc" ? [1, 2, 3, 4, 5] : await Promise.all([1, 2, 3, 4, 5].map(freePort));
     this.conn = {
-      transport: "tcp",
-      ip: "127.0.0.1",
+      transport,
+      ip: transport === "ipc" ? ipcBase : "127.0.0.1",
       key: randomBytes(32).toString("hex"),
       signature_scheme: "hmac-sha256",
       shell_port: ports[0],
@@ -48,7 +57,6 @@ export class KernelClient {
       hb_port: ports[4],
     };
     this.signer = new Signer(this.conn.key, this.conn.signature_scheme);
-    this.dir = mkdtempSync(join(tmpdir(), "gradlab-run-"));
     const file = join(this.dir, "kernel.json");
     writeFileSync(file, JSON.stringify(this.conn), { mode: 0o600 });
     const args = argv.map((a) => a.replace("{connection_file}", file));
@@ -57,7 +65,7 @@ export class KernelClient {
       env: { ...(opts.env ?? process.env), JPY_PARENT_PID: String(process.pid) },
       stdio: ["ignore", "inherit", opts.stderr ?? "inherit"],
     });
-    this.exited = new Promise((r) => this.proc!.on("exit", (code) => r(code)));
+    this.exited = new Promise((r) => this.proc!.on("exit", (code, signal) => r({ code, signal })));
     this.shell.connect(endpoint(this.conn, this.conn.shell_port));
     this.control.connect(endpoint(this.conn, this.conn.control_port));
     this.iopub.connect(endpoint(this.conn, this.conn.iopub_port));
@@ -110,8 +118,8 @@ export class KernelClient {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       const p = this.request("shell", "kernel_info_request", {});
-      const exited = this.exited.then((c) => {
-        throw new Error(`kernel exited with status ${c} before it was ready`);
+      const exited = this.exited.then((e) => {
+        throw new KernelExitedError(`the kernel ${describeExit(e)} before it was ready`, e);
       });
       const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 1000));
       const reply = await Promise.race([p.reply, timeout, exited]);
@@ -155,5 +163,47 @@ export class KernelClient {
   close(): void {
     for (const s of [this.shell, this.control, this.iopub]) if (!s.closed) s.close();
     if (this.dir) rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export interface KernelExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** "exited with status 1", "was killed by SIGABRT" */
+export function describeExit(e: KernelExit): string {
+  return e.signal ? `was killed by ${e.signal}` : `exited with status ${e.code}`;
+}
+
+/** A clean end: status 0, no signal. */
+export const exitedCleanly = (e: KernelExit) => e.code === 0 && e.signal === null;
+
+class KernelExitedError extends Error {
+  constructor(
+    message: string,
+    readonly exit: KernelExit,
+  ) {
+    super(message);
+  }
+}
+
+/** Starts a kernel and waits until it is ready. Over tcp a kernel that exits before it is ready may have
+ *  lost its ports to another process between our choosing and its binding them: it is started again,
+ *  on fresh ports, up to `attempts` times. Over ipc there is no such race, and a failure is final. */
+export async function startKernel(
+  argv: string[],
+  opts: Parameters<KernelClient["start"]>[1] = {},
+  attempts = 3,
+): Promise<{ client: KernelClient; info: Message }> {
+  for (let i = 1; ; i++) {
+    const client = new KernelClient();
+    try {
+      await client.start(argv, opts);
+      return { client, info: await client.ready() };
+    } catch (e) {
+      client.close();
+      if (client.conn?.transport !== "tcp" || !(e instanceof KernelExitedError) || i >= attempts) throw e;
+    }
   }
 }

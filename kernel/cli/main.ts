@@ -1,11 +1,14 @@
 // Entry point: gradlab install | kernel -f CONN | run NB.ipynb [-o OUT.ipynb]
 const [cmd, ...args] = process.argv.slice(2);
+// the kernel replaces process.exit (a cell must not end the session): a kernel that fails to start
+// (a channel it cannot bind) must still exit with a failure, through the real one
+const exit = process.exit.bind(process);
 
 const USAGE = `usage:
   gradlab install [--user | --sys-prefix | --prefix DIR] [--name NAME]   write the Jupyter kernelspec
   gradlab kernel -f CONNECTION_FILE                                      run the kernel (Jupyter does this)
   gradlab run NOTEBOOK.ipynb [-o OUT.ipynb | --inplace] [--timeout S]    execute a notebook headlessly
-  gradlab classroom [--users N] [--port N] ...                            a JupyterHub for a class (root; --help)`;
+  gradlab classroom [--users N] [--port N] ...                            a JupyterHub for a class (a checkout, as root; --help)`;
 
 async function main(): Promise<number> {
   switch (cmd) {
@@ -43,10 +46,10 @@ async function main(): Promise<number> {
 
 main().then(
   (code) => {
-    if (code >= 0) process.exit(code);
+    if (code >= 0) exit(code);
   },
   (e) => {
     console.error(`gradlab: ${process.env.GRADLAB_DEBUG ? e?.stack : (e?.message ?? e)}`);
-    process.exit(1);
+    exit(1);
   },
 );

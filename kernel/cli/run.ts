@@ -3,7 +3,7 @@
 // prints progress and text outputs; a failing cell stops the run with its traceback and status 1.
 import { readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, resolve } from "node:path";
-import { KernelClient } from "./client.ts";
+import { describeExit, exitedCleanly, startKernel, type KernelClient } from "./client.ts";
 import { kernelArgv } from "./paths.ts";
 import type { Message } from "../wire/message.ts";
 
@@ -60,20 +60,22 @@ async function runNotebook(opts: RunOptions): Promise<number> {
   const path = resolve(opts.notebook);
   const nb: Notebook = JSON.parse(readFileSync(path, "utf8"));
   const code = nb.cells.filter((c) => c.cell_type === "code");
-  const client = new KernelClient();
+  let client: KernelClient | null = null;
   const started = Date.now();
   err(`gradlab run: ${basename(path)} (${code.length} code cells)\n`);
   let status = 0;
   let onSigint: (() => void) | null = null;
   const displays: Displays = new Map();
   try {
-    await client.start(kernelArgv(), {
+    const started = await startKernel(kernelArgv(), {
       cwd: dirname(path),
       env: { NODE_NO_WARNINGS: "1", GRADLAB_KERNEL_QUIET: "1", ...process.env },
     });
-    const info = await client.ready();
+    client = started.client;
+    const info = started.info;
+    const kernel = client;
     // Ctrl-C interrupts the running cell (which then fails the run) instead of orphaning the kernel
-    process.on("SIGINT", (onSigint = () => void client.interrupt()));
+    process.on("SIGINT", (onSigint = () => void kernel.interrupt()));
     nb.metadata.kernelspec = { name: "gradlab", display_name: "GradLab (TypeScript · WebGPU)", language: "typescript" };
     nb.metadata.language_info = info.content.language_info;
     for (const c of code) {
@@ -103,7 +105,17 @@ async function runNotebook(opts: RunOptions): Promise<number> {
     status = 1;
   } finally {
     if (onSigint) process.off("SIGINT", onSigint);
-    await client.shutdown().catch(() => client.close());
+    if (client) {
+      const kernel = client;
+      await kernel.shutdown().catch(() => kernel.close());
+      // a kernel that aborted (a signal) or failed while shutting down fails the run, even when every
+      // cell was ok: its last outputs may be missing, and the crash must not go unseen
+      const exit = await kernel.exited;
+      if (!exitedCleanly(exit)) {
+        err(`gradlab run: the kernel ${describeExit(exit)} at shutdown\n`);
+        status = 1;
+      }
+    }
   }
   if (opts.output) {
     writeFileSync(resolve(opts.output), `${JSON.stringify(nb, null, 1)}\n`);

@@ -91,6 +91,17 @@ class LanguageClient {
   warm(): void {
     this.ensure();
   }
+
+  /** Ends the worker thread (at shutdown): a worker still running when the process exits is torn
+   *  down by the exit path itself, concurrently with the rest of the process's teardown, and that is
+   *  where the kernel's rare aborts at exit were caught (a core dump: glibc's "free(): corrupted
+   *  unsorted chunks" in a worker isolate's deinit, called from process.exit's join of sub-workers). */
+  async stop(): Promise<void> {
+    const w = this.worker;
+    this.worker = null;
+    this.loaded = false;
+    if (w) await w.terminate();
+  }
 }
 
 let client: LanguageClient | null = null;

@@ -1,5 +1,5 @@
 // Connection file (written by the client that starts the kernel) and endpoint helpers.
-import { readFileSync } from "node:fs";
+import { chmodSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 
 /** A TCP port free on 127.0.0.1 now (the OS picks it; whoever binds it next should do so soon). */
@@ -34,5 +34,19 @@ export function readConnectionFile(path: string): ConnectionInfo {
 }
 
 export function endpoint(c: ConnectionInfo, port: number): string {
-  return c.transport === "ipc" ? `ipc://${c.ip}-${port}` : `tcp://${c.ip}:${port}`;
+  return c.transport === "ipc" ? `ipc://${ipcPath(c, port)}` : `tcp://${c.ip}:${port}`;
+}
+
+/** The Unix socket path of an `ipc` channel (Jupyter's convention: `<ip>-<port>`, where `ip` is a path
+ *  prefix, relative to the kernel's working directory when not absolute, as in jupyter_client). */
+function ipcPath(c: ConnectionInfo, port: number): string {
+  return `${c.ip}-${port}`;
+}
+
+/** After binding: an `ipc` channel's socket file is made owner-only (0600), so no other account can
+ *  connect to it even if the directory it lives in is more open than Jupyter's 0700 runtime directory
+ *  (connecting to a Unix socket needs write permission on its file). Over `tcp` there is nothing to
+ *  restrict: every local account can reach 127.0.0.1. */
+export function restrictChannel(c: ConnectionInfo, port: number): void {
+  if (c.transport === "ipc") chmodSync(ipcPath(c, port), 0o600);
 }

@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import * as zmq from "zeromq";
 import { makeHeader, parse, serialize, serializeJson, Signer, type Message } from "../wire/message.ts";
-import { endpoint, type ConnectionInfo } from "./connection.ts";
+import { endpoint, restrictChannel, type ConnectionInfo } from "./connection.ts";
 import { SendQueue } from "./queue.ts";
 import { StreamCoalescer } from "./streams.ts";
 import { answerFor, controlTable } from "./control.ts";
@@ -186,7 +186,8 @@ function fromMain(m: ToWorker): void {
       controlOut.send(m.frames.map((b) => Buffer.from(b)));
     } else if (m.type === "close") {
       flushStreams();
-      void Promise.race([Promise.all([controlOut.flushed(), iopubOut.flushed()]), new Promise((r) => setTimeout(r, 500))]).then(() => {
+      // the bound on flushing must not keep this thread alive once it is done (unref)
+      void Promise.race([Promise.all([controlOut.flushed(), iopubOut.flushed()]), new Promise((r) => setTimeout(r, 500).unref())]).then(() => {
         for (const s of [hb, control, stdin, iopub]) s.close();
         post({ type: "closed" });
         parentPort!.close();
@@ -252,12 +253,20 @@ if (parentPid > 1)
     setTimeout(() => process.kill(process.pid, "SIGKILL"), 2000).unref();
   }, 1000).unref();
 
-await Promise.all([
+const bound = await Promise.allSettled([
   hb.bind(endpoint(conn, conn.hb_port)),
   control.bind(endpoint(conn, conn.control_port)),
   stdin.bind(endpoint(conn, conn.stdin_port)),
   iopub.bind(endpoint(conn, conn.iopub_port)),
 ]);
+const bindFailure = bound.find((r) => r.status === "rejected");
+if (bindFailure) {
+  // close what did bind (a thread that ends with zeromq sockets open aborts the process), then fail:
+  // the main thread's start() rejects and the kernel exits with a failure
+  for (const s of [hb, control, stdin, iopub]) s.close();
+  throw (bindFailure as PromiseRejectedResult).reason;
+}
+for (const port of [conn.hb_port, conn.control_port, conn.stdin_port, conn.iopub_port]) restrictChannel(conn, port);
 void (async () => {
   for await (const [m] of iopub) if (m[0] === 1) firstSubscriber();
 })().catch(() => {});

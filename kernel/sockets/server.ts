@@ -6,7 +6,7 @@ import type { Worker } from "node:worker_threads";
 import * as zmq from "zeromq";
 import { parse, type Message, type Signer } from "../wire/message.ts";
 import type { Channel } from "../wire/protocol.ts";
-import { endpoint, type ConnectionInfo } from "./connection.ts";
+import { endpoint, restrictChannel, type ConnectionInfo } from "./connection.ts";
 import { SendQueue } from "./queue.ts";
 import { createShared, type FromWorker, type SharedState, type ToWorker } from "./shared.ts";
 import { startWorker } from "./ts-worker.ts";
@@ -48,20 +48,32 @@ export class SocketServer {
     this.worker = startWorker("control-worker", {
       workerData: { conn, session: opts.session, sab, kernelInfo: opts.kernelInfo },
     });
-    this.workerReady = new Promise((resolve) => {
+    this.workerReady = new Promise((resolve, reject) => {
       this.worker.on("message", (m: FromWorker) => {
         if (m.type === "ready") resolve();
         else if (m.type === "closed") this.workerClosed?.();
         else this.fromWorker(m);
       });
+      // a channel that cannot be bound (address in use, a path too long for a Unix socket) ends the
+      // socket thread: the kernel must then fail to start, not wait forever
+      this.worker.once("error", reject);
+      this.worker.once("exit", (code) => reject(new Error(`the socket thread exited (status ${code}) before its channels were bound`)));
     });
+    this.workerReady.catch(() => {}); // awaited in start()
     this.worker.on("error", (e: Error) => log(`socket thread died: ${e.stack ?? e}`));
     this.worker.unref();
   }
 
   /** Binds shell and waits for the socket thread to bind the other four. */
   async start(): Promise<void> {
-    await this.shell.bind(endpoint(this.conn, this.conn.shell_port));
+    try {
+      await this.shell.bind(endpoint(this.conn, this.conn.shell_port));
+      restrictChannel(this.conn, this.conn.shell_port);
+    } catch (e) {
+      // the socket thread's sockets must be closed too before the process exits, or it aborts
+      await this.close();
+      throw e;
+    }
     void this.shellLoop();
     await this.workerReady;
   }
@@ -119,9 +131,13 @@ export class SocketServer {
   async close(): Promise<void> {
     await Promise.race([this.shellOut.flushed(), delay(500)]);
     const closed = new Promise<void>((r) => (this.workerClosed = r));
+    const exited = new Promise<void>((r) => this.worker.once("exit", () => r()));
     this.post({ type: "close" });
     await Promise.race([closed, delay(1500)]);
-    await this.worker.terminate();
+    // With its sockets closed and its port closed, the socket thread ends by itself once zeromq has
+    // let go of them; terminate() only if it does not (terminating it while zeromq still closed its
+    // sockets is where the rare heap corruptions at exit came from, zeromq/zeromq.js#411).
+    if (!(await Promise.race([exited.then(() => true), delay(1000).then(() => false)]))) await this.worker.terminate();
     this.shell.close();
   }
 

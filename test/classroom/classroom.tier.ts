@@ -4,7 +4,8 @@
 // one student tries to reach the other's server, kernel, home and connection files, and fails.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { spawnSync } from "node:child_process";
-import { readFileSync, readdirSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import {
@@ -13,8 +14,10 @@ import {
   homeOf,
   hubApi,
   login,
+  loginCookies,
   openNotebook,
   processesOf,
+  REPO,
   serverSettings,
   startClassroom,
   startServer,
@@ -32,12 +35,20 @@ const MEM = 1536 * 2 ** 20;
 let cls: Classroom;
 let a: string;
 let b: string;
+/** a third student, past the class's size (--max-active 2) */
+let c: string;
+const TMP = 64 * 2 ** 20;
 const tokens: Record<string, string> = {};
 const notebooks: Record<string, Awaited<ReturnType<typeof openNotebook>>> = {};
 
+/** the venv's own kernelspec before the class started (a class must not repoint it) */
+let venvSpec: string | null = null;
+const VENV_SPEC = "/opt/gradlab-classroom/venv/share/jupyter/kernels/gradlab/kernel.json";
+
 beforeAll(async () => {
-  cls = await startClassroom({ students: 2, prefix: "gltest", mem: "1536M", deviceMemory: "256M", removeAccounts: true });
-  [a, b] = cls.students;
+  venvSpec = existsSync(VENV_SPEC) ? readFileSync(VENV_SPEC, "utf8") : null;
+  cls = await startClassroom({ students: 3, prefix: "gltest", mem: "1536M", deviceMemory: "256M", maxActive: 2, tmpSize: "64M", removeAccounts: true });
+  [a, b, c] = cls.students;
 }, 180_000);
 
 afterAll(async () => {
@@ -68,8 +79,8 @@ describe("classroom", () => {
   });
 
   test("each student gets a private home with the course, and a server of their own in their own cgroups", async () => {
-    await Promise.all(cls.students.map((s) => startServer(cls.base, tokens[s], s)));
-    for (const s of cls.students) {
+    await Promise.all([a, b].map((s) => startServer(cls.base, tokens[s], s)));
+    for (const s of [a, b]) {
       const home = homeOf(s);
       const { uid } = uidOf(s);
       const st = spawnSync("stat", ["-c", "%a %u", home], { encoding: "utf8" }).stdout.trim();
@@ -96,7 +107,7 @@ describe("classroom", () => {
 
   test("both students run notebook 01 cell by cell through the hub", async () => {
     await Promise.all(
-      cls.students.map(async (s) => {
+      [a, b].map(async (s) => {
         const cells = await codeCells(cls.base, tokens[s], s, NB);
         expect(cells.length).toBeGreaterThan(3);
         notebooks[s] = await openNotebook(serverSettings(cls.base, tokens[s], s), NB);
@@ -110,7 +121,7 @@ describe("classroom", () => {
 
   test("each kernel has the per-student device capacity and its own HMAC key, in a file only its student can read", async () => {
     const keys = new Set<string>();
-    for (const s of cls.students) {
+    for (const s of [a, b]) {
       const r = await execute(notebooks[s].session, "(await torch.cuda.get_device_properties(0)).total_memory");
       const result = r.outputs.find((m) => m.header.msg_type === "execute_result")?.content as { data: Record<string, string> };
       expect(result.data["text/plain"]).toBe(String(DEVICE_MEMORY));
@@ -178,6 +189,122 @@ describe("classroom", () => {
     expect(cat.stderr).toMatch(/Permission denied/);
   });
 
+  test("another student cannot connect to a kernel's channels: no TCP port, owner-only Unix sockets (IOPub, heartbeat, shell, control, stdin)", async () => {
+    const id = notebooks[b].session.kernel!.id;
+    const runtime = join(homeOf(b), ".local/share/jupyter/runtime");
+    const conn = JSON.parse(readFileSync(join(runtime, `kernel-${id}.json`), "utf8")) as Record<string, unknown>;
+    expect(conn.transport).toBe("ipc");
+    delete conn.key;
+    // B's kernel process holds no listening TCP socket (what /proc/net/tcp and ps would show A)
+    const kernelPid = processesOf(uidOf(b).uid).find((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(`kernel-${id}.json`);
+      } catch {
+        return false;
+      }
+    });
+    expect(kernelPid).toBeDefined();
+    expect(tcpListeners(kernelPid!)).toBe(0);
+    // B's kernel prints while A (and then B, to show what reachable looks like) try every channel
+    const printing = execute(
+      notebooks[b].session,
+      "for (let i = 0; i < 80; i++) { console.log('secret ' + i); await new Promise((r) => setTimeout(r, 100)); }",
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    const probe = (who: string) => {
+      const { uid, gid } = uidOf(who);
+      const src = readFileSync(join(REPO, "test", "kernel", "probe_channels.py"), "utf8");
+      const r = spawnSync("/usr/bin/python3", ["-c", src, JSON.stringify(conn)], { uid, gid, cwd: "/", encoding: "utf8", timeout: 60_000 });
+      if (r.status !== 0) throw new Error(`probe as ${who}: ${r.stderr}`);
+      return JSON.parse(r.stdout.trim().split("\n").pop()!);
+    };
+    const fromA = probe(a);
+    const fromB = probe(b);
+    await printing;
+    const channels = ["shell", "iopub", "stdin", "control", "hb"];
+    expect(fromB.connect).toEqual(Object.fromEntries(channels.map((ch) => [ch, "ok"])));
+    expect(fromB.hb_echoed).toBe(true);
+    expect(fromB.iopub_messages).toBeGreaterThan(0);
+    expect(fromA.connect).toEqual(Object.fromEntries(channels.map((ch) => [ch, "EACCES"])));
+    expect(fromA.hb_echoed).toBe(false);
+    expect(fromA.iopub_messages).toBe(0);
+  }, 120_000);
+
+  test("students see the GradLab kernel only: this class's own kernelspec, naming the GradLab the class runs from", async () => {
+    const specs = (await (await userApi(cls.base, tokens[a], a, "/kernelspecs")).json()) as {
+      default: string;
+      kernelspecs: Record<string, { spec: { argv: string[] }; resources: Record<string, string> }>;
+    };
+    expect(specs.default).toBe("gradlab");
+    expect(Object.keys(specs.kernelspecs)).toEqual(["gradlab"]);
+    expect(specs.kernelspecs.gradlab.spec.argv).toContain(join(REPO, "dist", "kernel", "cli", "main.js"));
+    // and starting this class left the venv's kernelspec (another class's default) as it was
+    expect(existsSync(VENV_SPEC) ? readFileSync(VENV_SPEC, "utf8") : null).toBe(venvSpec);
+  });
+
+  test("each student's /tmp is private and size-limited: a full /tmp is theirs alone", async () => {
+    const fill = await execute(
+      notebooks[a].session,
+      `import { writeFileSync, statfsSync } from "node:fs";
+const st = statfsSync("/tmp");
+writeFileSync("/tmp/mine.txt", "A's file");
+let err = "";
+try { writeFileSync("/tmp/fill", Buffer.alloc(${TMP + 16 * 2 ** 20})); } catch (e) { err = e.code; }
+console.log(JSON.stringify({ size: st.blocks * st.bsize, err }));`,
+    );
+    expect(fill.error).toBeUndefined();
+    const r = JSON.parse((fill.outputs.find((m) => m.header.msg_type === "stream")!.content as { text: string }).text);
+    expect(r).toEqual({ size: TMP, err: "ENOSPC" });
+    // B still writes to its own /tmp, and sees nothing of A's
+    const other = await execute(
+      notebooks[b].session,
+      `import { existsSync, writeFileSync } from "node:fs";
+writeFileSync("/tmp/b.txt", "x".repeat(1 << 20));
+existsSync("/tmp/mine.txt")`,
+    );
+    expect(other.error).toBeUndefined();
+    expect((other.outputs.find((m) => m.header.msg_type === "execute_result")!.content as any).data["text/plain"]).toBe("false");
+    // nor does the machine's /tmp
+    expect(spawnSync("test", ["-e", "/tmp/mine.txt"]).status).not.toBe(0);
+    await execute(notebooks[a].session, `import { rmSync } from "node:fs";\nrmSync("/tmp/fill")`);
+  }, 120_000);
+
+  test("the hub and proxy are the OOM killer's last choice, students' servers its first; students together leave memory for the hub", async () => {
+    // -900 where the hub may lower its score (CAP_SYS_RESOURCE); in a container without it, 0 (and the
+    // hub's log says so): either way below every student's
+    const hubPid = Number(readFileSync(join(cls.state, "jupyterhub.pid"), "utf8"));
+    const hubScore = Number(readFileSync(`/proc/${hubPid}/oom_score_adj`, "utf8"));
+    expect([-900, 0]).toContain(hubScore);
+    if (hubScore === 0) expect(cls.log()).toContain("cannot lower the hub's OOM score");
+    const proxy = spawnSync("pgrep", ["-P", String(hubPid), "-f", "configurable-http-proxy"], { encoding: "utf8" })
+      .stdout.trim()
+      .split(/\s+/)[0];
+    expect(Number(readFileSync(`/proc/${proxy}/oom_score_adj`, "utf8"))).toBe(hubScore);
+    for (const s of [a, b]) {
+      const pids = processesOf(uidOf(s).uid);
+      expect(pids.length).toBeGreaterThan(0);
+      for (const pid of pids) expect(Number(readFileSync(`/proc/${pid}/oom_score_adj`, "utf8"))).toBe(500);
+    }
+    const cg = /:memory:(.*)$/m.exec(readFileSync(`/proc/${processesOf(uidOf(a).uid)[0]}/cgroup`, "utf8"))![1];
+    const parent = cg.replace(/\/[^/]+$/, "");
+    const total = Number(/^MemTotal:\s+(\d+)/m.exec(readFileSync("/proc/meminfo", "utf8"))![1]) * 1024;
+    expect(Number(readFileSync(`/sys/fs/cgroup/memory${parent}/memory.limit_in_bytes`, "utf8"))).toBe(Math.floor((total - 2 ** 30) / 4096) * 4096);
+  });
+
+  test("a student past the class's size is told the class is full", async () => {
+    tokens[c] = await login(cls.base, c, cls.password);
+    const api = await hubApi(cls.base, tokens[c], `/users/${c}/server`, { method: "POST" });
+    expect(api.status).toBe(429);
+    // what the student's browser gets after logging in
+    const cookie = await loginCookies(cls.base, c, cls.password);
+    const page = await fetch(`${cls.base}/hub/spawn`, { headers: { cookie }, redirect: "manual" });
+    expect(page.status).toBe(429);
+    const html = await page.text();
+    expect(html).toContain("The class is full");
+    expect(html).toContain("All 2 places");
+    expect(processesOf(uidOf(c).uid)).toEqual([]);
+  });
+
   test("one student's out-of-memory stays theirs: A's kernel reports it, B's kernel carries on", async () => {
     const floats = Math.ceil((DEVICE_MEMORY * 1.5) / 4);
     const oom = await execute(notebooks[a].session, `const big = torch.zeros([${floats}]);`);
@@ -208,4 +335,84 @@ describe("classroom", () => {
     expect(again.content.cells[0].source).toBe("# my own notes");
     expect((await userApi(cls.base, t, a, "/contents/00_overview.ipynb")).status).toBe(200);
   }, 300_000);
+});
+
+/** Listening TCP sockets held by a process (its fds matched against /proc/PID/net/tcp{,6}). */
+function tcpListeners(pid: number): number {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  let n = 0;
+  for (const table of ["tcp", "tcp6"]) {
+    for (const line of readFileSync(`/proc/${pid}/net/${table}`, "utf8").split("\n").slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      if (cols[3] === "0A" && inodes.has(cols[9])) n++;
+    }
+  }
+  return n;
+}
+
+describe("stopping a class", () => {
+  test("Ctrl-C in the terminal of `gradlab classroom` stops the hub and every student's server once, cleanly", async () => {
+    const one = await startClassroom({ students: 1, prefix: "glstop", ownGroup: true, removeAccounts: true });
+    try {
+      const [s] = one.students;
+      await startServer(one.base, await login(one.base, s, one.password), s);
+      const { uid } = uidOf(s);
+      expect(processesOf(uid).length).toBeGreaterThan(0);
+      // a terminal's Ctrl-C: SIGINT to the whole foreground process group
+      process.kill(-one.proc.pid!, "SIGINT");
+      const code = await new Promise<number | null>((r) => one.proc.once("exit", (c) => r(c)));
+      expect(code).toBe(0);
+      const log = one.log();
+      expect(log).toContain("stopping the hub and every student's server");
+      for (const bad of ["Traceback", "Failed to stop user", "Task was destroyed", "KeyboardInterrupt"]) expect(log).not.toContain(bad);
+      // the student's server went with the hub (bounded wait: its kernel notices within a second or two)
+      const deadline = Date.now() + 20_000;
+      while (processesOf(uid).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      expect(processesOf(uid)).toEqual([]);
+    } finally {
+      await one.stop();
+    }
+  }, 240_000);
+});
+
+describe("the image's server configuration (deploy/jupyter_server_config.json)", () => {
+  test("JupyterLab reads it: kernels on the ipc transport, the GradLab kernel only and as default, idle kernels culled", () => {
+    const dir = mkdtempSync(join(tmpdir(), "gradlab-image-config-"));
+    try {
+      copyFileSync(join(REPO, "deploy", "jupyter_server_config.json"), join(dir, "jupyter_server_config.json"));
+      const script = [
+        "import json",
+        "from jupyter_server.serverapp import ServerApp",
+        "a = ServerApp()",
+        "a.initialize(argv=['--port=0', '--no-browser'])",
+        "km = a.kernel_manager",
+        "print(json.dumps({'transport': a.config.KernelManager.transport, 'allowed': sorted(a.kernel_spec_manager.allowed_kernelspecs),",
+        "  'default': km.default_kernel_name, 'cull': km.cull_idle_timeout, 'terminals': a.terminals_enabled}))",
+      ].join("\n");
+      const r = spawnSync("/opt/gradlab-classroom/venv/bin/python", ["-c", script], {
+        cwd: dir,
+        encoding: "utf8",
+        env: { ...process.env, JUPYTER_CONFIG_PATH: dir, JUPYTER_RUNTIME_DIR: join(dir, "runtime"), JUPYTER_DATA_DIR: join(dir, "data") },
+        timeout: 120_000,
+      });
+      expect(r.status, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout.trim().split("\n").pop()!)).toEqual({
+        transport: "ipc",
+        allowed: ["gradlab"],
+        default: "gradlab",
+        cull: 1800,
+        terminals: false,
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
 });

@@ -26,6 +26,8 @@ export interface Classroom {
   /** The admin service token (--api-token-file), for scripted classes. */
   apiToken: string;
   proc: ChildProcess;
+  /** the hub's state directory (database, pid file) */
+  state: string;
   log(): string;
   stop(): Promise<void>;
 }
@@ -36,6 +38,10 @@ export interface ClassroomOptions {
   mem?: string;
   cpu?: number;
   deviceMemory?: string;
+  maxActive?: number;
+  tmpSize?: string;
+  /** start `gradlab classroom` in a process group of its own, as a terminal's foreground job is */
+  ownGroup?: boolean;
   /** Remove these students' Unix accounts and homes after stop (tests; never a real class's). */
   removeAccounts?: boolean;
 }
@@ -105,9 +111,16 @@ export async function startClassroom(o: ClassroomOptions): Promise<Classroom> {
   if (o.mem) args.push("--mem", o.mem);
   if (o.cpu) args.push("--cpu", String(o.cpu));
   if (o.deviceMemory) args.push("--device-memory", o.deviceMemory);
+  if (o.maxActive) args.push("--max-active", String(o.maxActive));
+  if (o.tmpSize) args.push("--tmp-size", o.tmpSize);
   let log = "";
   // the password in the environment, as docs/classroom.md advises (a command line is visible in ps)
-  const proc = spawn(process.execPath, args, { cwd: REPO, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, GRADLAB_CLASS_PASSWORD: password } });
+  const proc = spawn(process.execPath, args, {
+    cwd: REPO,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, GRADLAB_CLASS_PASSWORD: password },
+    detached: o.ownGroup ?? false,
+  });
   proc.stdout!.on("data", (d) => (log += d));
   proc.stderr!.on("data", (d) => (log += d));
   const base = `http://127.0.0.1:${port}`;
@@ -138,22 +151,13 @@ export async function startClassroom(o: ClassroomOptions): Promise<Classroom> {
     await sleep(200);
   }
   const apiToken = readFileSync(join(state, "api-token"), "utf8").trim();
-  return { base, port, password, students, apiToken, proc, log: () => log, stop };
+  return { base, port, password, students, apiToken, proc, state, log: () => log, stop };
 }
 
 /** Logs a student in through the hub's login form (the shared-password authenticator), then makes an API
  * token with that session, as the hub's own token page does. */
 export async function login(base: string, name: string, password: string): Promise<string> {
-  const form = await fetch(`${base}/hub/login`, {
-    method: "POST",
-    body: new URLSearchParams({ username: name, password }),
-    redirect: "manual",
-  });
-  if (form.status !== 302) throw new Error(`login of ${name} failed: ${form.status}`);
-  const cookies = form.headers
-    .getSetCookie()
-    .map((c) => c.split(";")[0])
-    .join("; ");
+  const cookies = await loginCookies(base, name, password);
   // the hub accepts a cookie on its API only from its own pages (Referer) and only with a JSON body
   const r = await fetch(`${base}/hub/api/users/${name}/tokens`, {
     method: "POST",
@@ -162,6 +166,20 @@ export async function login(base: string, name: string, password: string): Promi
   });
   if (r.status !== 201 && r.status !== 200) throw new Error(`token for ${name}: ${r.status} ${await r.text()}`);
   return ((await r.json()) as { token: string }).token;
+}
+
+/** The hub's login form, as a browser submits it: the session cookies it sets. */
+export async function loginCookies(base: string, name: string, password: string): Promise<string> {
+  const form = await fetch(`${base}/hub/login`, {
+    method: "POST",
+    body: new URLSearchParams({ username: name, password }),
+    redirect: "manual",
+  });
+  if (form.status !== 302) throw new Error(`login of ${name} failed: ${form.status}`);
+  return form.headers
+    .getSetCookie()
+    .map((c) => c.split(";")[0])
+    .join("; ");
 }
 
 export const hubApi = (base: string, token: string, path: string, init: RequestInit = {}) =>
@@ -205,8 +223,17 @@ export function serverSettings(base: string, token: string, name: string): Serve
 }
 
 /** GET/PUT on a student's server (Jupyter's REST API) through the proxy. */
-export const userApi = (base: string, token: string, name: string, path: string, init: RequestInit = {}) =>
-  fetch(`${base}/user/${name}/api${path}`, { ...init, headers: { authorization: `token ${token}`, ...(init.headers ?? {}) } });
+export async function userApi(base: string, token: string, name: string, path: string, init: RequestInit = {}): Promise<Response> {
+  const go = () => fetch(`${base}/user/${name}/api${path}`, { ...init, headers: { authorization: `token ${token}`, ...(init.headers ?? {}) } });
+  try {
+    return await go();
+  } catch (e) {
+    // a kept-alive connection the proxy had closed meanwhile ("other side closed"): once more, on a new
+    // one, for requests that can be repeated
+    if ((init.method ?? "GET") !== "GET") throw e;
+    return go();
+  }
+}
 
 export interface CellRun {
   status: string;

@@ -103,3 +103,37 @@ test("gradlab install writes the kernelspec for --user, --sys-prefix and --prefi
   expect(bad.code).not.toBe(0);
   expect(bad.stderr).toMatch(/unknown option --bogus/);
 }, 60_000);
+
+test("gradlab run fails when its kernel is killed by a signal at shutdown, even after every cell was ok", async () => {
+  const nbPath = join(e.dir, "abort-at-exit.ipynb");
+  const cell = (source: string) => ({ cell_type: "code", metadata: {}, execution_count: null, outputs: [], source });
+  // the kernel's own exit (after shutdown_request) ends in SIGABRT, as glibc's abort does on a corrupted heap
+  writeFileSync(
+    nbPath,
+    JSON.stringify({
+      cells: [cell('process.on("exit", () => process.kill(process.pid, "SIGABRT"));\n"armed"')],
+      metadata: {},
+      nbformat: 4,
+      nbformat_minor: 5,
+    }),
+  );
+  const r = await run(process.execPath, [GRADLAB, "run", nbPath], { env: noPythonEnv(), cwd: e.dir });
+  expect(r.stdout).toContain("armed");
+  expect(r.stderr).toContain("the kernel was killed by SIGABRT at shutdown");
+  expect(r.stderr).not.toContain("cells ok");
+  expect(r.code).toBe(1);
+}, 60_000);
+
+test("a kernel that exits before it is ready over tcp is started again on fresh ports; over ipc the failure is reported", async () => {
+  const { startKernel } = await import("../../kernel/cli/client.ts");
+  const { kernelArgv } = await import("../../kernel/cli/paths.ts");
+  const marker = join(e.dir, "failed-once");
+  // the first start fails as a kernel that lost its port does (exits before binding); later ones run the kernel
+  const argv = ["/bin/sh", "-c", `if [ ! -e ${marker} ]; then : > ${marker}; exit 1; fi; exec "$@"`, "sh", ...kernelArgv()];
+  const { client, info } = await startKernel(argv, { env: e.env, transport: "tcp", stderr: "ignore" });
+  expect(info.content.implementation).toBe("gradlab");
+  await client.shutdown();
+  expect(await client.exited).toEqual({ code: 0, signal: null });
+  const failing = ["/bin/sh", "-c", "exit 3"];
+  await expect(startKernel(failing, { env: e.env, transport: "ipc" })).rejects.toThrow("the kernel exited with status 3 before it was ready");
+}, 120_000);

@@ -20,6 +20,8 @@ import * as sh from "../autograd/functions/shape.ts";
 import { sumTo } from "../autograd/record.ts";
 import type { FormulaNode, Grads } from "../autograd/node.ts";
 import { NOT_DIFFERENTIABLE, op } from "./op-def.ts";
+import { scalar_tensor } from "../ops/creation.ts";
+import { scalarType } from "../dtype.ts";
 
 // ---- pointwise, one input: kernel, node, what it saves, dL/dx ----
 
@@ -64,6 +66,21 @@ export const clamp = op({ impl: pw.clamp, grad: ["ClampBackward1"], saves: ["sel
 export const clamp_ = op({ impl: pw.clampInplace, grad: ["ClampBackward1"], saves: ["self", "min", "max"] });
 
 // ---- pointwise, two inputs (the second may be a number) ----
+
+/**
+ * torch.add/sub/mul/div(number, tensor): PyTorch wraps the number as a 0-d tensor that does not
+ * require grad (the node's first edge is None). Here it is a 0-d device tensor (512 B while it lives;
+ * PyTorch keeps a wrapped number on the CPU).
+ */
+function wrapSelf(a: Tensor | number, fn: (self: Tensor) => Tensor): Tensor {
+  if (typeof a !== "number" && typeof a !== "boolean") return fn(a);
+  const s = scalar_tensor(a, { dtype: scalarType(a) });
+  try {
+    return fn(s);
+  } finally {
+    s.dispose();
+  }
+}
 
 const ADD = binaryOp({
   kernel: "add",
@@ -157,20 +174,32 @@ const MINIMUM = binaryOp({ kernel: "minimum", node: "MinimumBackward0", saves: [
 type Alpha = { alpha?: number };
 /** torch.add(a, b, {alpha}): a + alpha * b, broadcasting; b may be a number. Autograd: AddBackward0. */
 export const add = op({
-  impl: (a: Tensor, b: TensorOrScalar, opts?: Alpha): Tensor => ADD.forward(a, b, opts?.alpha),
+  impl: (a: Tensor | number, b: TensorOrScalar, opts?: Alpha): Tensor => wrapSelf(a, (s) => ADD.forward(s, b, opts?.alpha)),
+  scalarSelf: true,
   grad: ["AddBackward0"],
   saves: ["alpha"],
 });
 /** torch.sub(a, b, {alpha}): a - alpha * b, broadcasting. Autograd: SubBackward0. */
 export const sub = op({
-  impl: (a: Tensor, b: TensorOrScalar, opts?: Alpha): Tensor => SUB.forward(a, b, opts?.alpha),
+  impl: (a: Tensor | number, b: TensorOrScalar, opts?: Alpha): Tensor => wrapSelf(a, (s) => SUB.forward(s, b, opts?.alpha)),
+  scalarSelf: true,
   grad: ["SubBackward0"],
   saves: ["alpha"],
 });
 /** torch.mul(a, b): elementwise product, broadcasting; saves both operands for backward (MulBackward0). */
-export const mul = op({ impl: (a: Tensor, b: TensorOrScalar): Tensor => MUL.forward(a, b), grad: ["MulBackward0"], saves: ["self", "other"] });
+export const mul = op({
+  impl: (a: Tensor | number, b: TensorOrScalar): Tensor => wrapSelf(a, (s) => MUL.forward(s, b)),
+  scalarSelf: true,
+  grad: ["MulBackward0"],
+  saves: ["self", "other"],
+});
 /** torch.div(a, b): true division (float32), broadcasting. Autograd: DivBackward0 (saves both operands). */
-export const div = op({ impl: (a: Tensor, b: TensorOrScalar): Tensor => DIV.forward(a, b), grad: ["DivBackward0"], saves: ["self", "other"] });
+export const div = op({
+  impl: (a: Tensor | number, b: TensorOrScalar): Tensor => wrapSelf(a, (s) => DIV.forward(s, b)),
+  scalarSelf: true,
+  grad: ["DivBackward0"],
+  saves: ["self", "other"],
+});
 /** torch.pow(a, exponent): a number exponent gives PowBackward0 (saves a), a tensor one PowBackward1 (saves a, exponent, result). */
 export const pow = op({
   impl: (a: Tensor, e: TensorOrScalar): Tensor => POW.forward(a, e),

@@ -233,6 +233,11 @@ export function binary(op: BinaryOp, a: Tensor, b: TensorOrScalar, alpha = 1): T
   return out;
 }
 
+/** out += t, for a kernel that accumulates its own fresh result in parts (no version bump: out is not user-visible yet). */
+export function accumulateInto(out: Tensor, t: Tensor): void {
+  binaryInto("add", out, out, t, 1, "float32");
+}
+
 export function inplaceBinary<T extends Tensor>(op: BinaryOp, self: T, other: TensorOrScalar, alpha = 1): T {
   self.check();
   checkOperand(other, `${op}_`);

@@ -311,3 +311,72 @@ describe("PyTorch's spellings", () => {
     expect(torch.inference_mode(true, () => torch.ones(1)).is_inference()).toBe(true);
   });
 });
+
+describe("error texts and nodes as torch 1.13 (issue 21's fuzzed differences)", () => {
+  it("layer_norm checks normalized_shape, weight and bias before the input, by shape", () => {
+    const x = torch.randn(2, 3);
+    const e = fx.errors;
+    expect(raised(() => F.layer_norm(x, [4], torch.ones(3)))).toEqual(e.ln_weight_before_input);
+    expect(raised(() => F.layer_norm(x, [3, 1], torch.ones(3)))).toEqual(e.ln_weight_shape);
+    expect(raised(() => F.layer_norm(x, [3], torch.ones(3), torch.ones(4)))).toEqual(e.ln_bias);
+    expect(raised(() => F.layer_norm(x, []))).toEqual(e.ln_empty);
+    expect(raised(() => F.layer_norm(x, [2]))).toEqual(e.ln_input);
+  });
+
+  for (const [tg, eg] of [
+    [true, false],
+    [false, true],
+    [true, true],
+  ] as const) {
+    it(`pow(t, T)'s saved result modified in place raises (t requires grad: ${tg}, T: ${eg})`, () => {
+      const t = torch.tensor([1.5, 2.0], { requires_grad: tg });
+      const T = torch.tensor([2.0, 3.0], { requires_grad: eg });
+      const r = torch.pow(t, T);
+      r.add_(1);
+      expect(raised(() => r.sum().backward())).toEqual(fx.errors[`pow_result_${tg ? "True" : "False"}_${eg ? "True" : "False"}`]);
+    });
+  }
+
+  it("anomaly mode keeps the error's own text (the forward traceback is a warning)", () => {
+    torch.autograd.set_detect_anomaly(true);
+    try {
+      const t = torch.tensor([1, 2, 3], { requires_grad: true });
+      const y = t.exp();
+      y.add_(1);
+      expect(raised(() => y.sum().backward())).toEqual(fx.errors.anomaly);
+    } finally {
+      torch.autograd.set_detect_anomaly(false);
+    }
+  });
+
+  for (const [index, want] of Object.entries(fx.setitem as Record<string, unknown>)) {
+    if (typeof want !== "string" || index.includes("=")) continue;
+    it(`w[${index}] = 2.0 records ${want}`, () => {
+      const w = torch.randn([4, 3], { requires_grad: true }).mul(1);
+      w.setitem(index, 2.0);
+      expect(nodeName(w.grad_fn)).toBe(want);
+      expect(w._version).toBe(1);
+    });
+  }
+
+  it("w[...] = a 0-dim tensor fills (FillBackward3, its gradient the sum); a row or a same-shape tensor is copied", async () => {
+    const a = torch.randn([4, 3], { requires_grad: true });
+    const c = torch.tensor(3.0, { requires_grad: true });
+    const w = a.mul(1);
+    w.setitem("...", c);
+    const want = fx.setitem["... = 0-dim tensor"];
+    expect(nodeName(w.grad_fn)).toBe(want.node);
+    expect(w.grad_fn!.next_functions.map(([n]) => nodeName(n))).toEqual(want.next);
+    w.sum().backward();
+    expect(await c.grad!.item()).toBe(want.c_grad);
+    const r = a.mul(1);
+    r.setitem("...", torch.ones(3));
+    expect(nodeName(r.grad_fn)).toBe(fx.setitem["... = row"]);
+    const s = torch.randn([1, 3], { requires_grad: true }).mul(1);
+    s.setitem(":1", torch.ones(1, 3));
+    expect(nodeName(s.grad_fn)).toBe(fx.setitem[":1 = same shape"]);
+    const z = torch.randn(4, { requires_grad: true }).sum();
+    z.setitem("...", 1.5);
+    expect(nodeName(z.grad_fn)).toBe(fx.setitem["0-dim ... = 1.5"]);
+  });
+});

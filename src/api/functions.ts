@@ -127,7 +127,9 @@ const POW = binaryOp({
   node: "PowBackward1",
   saves: ["self", "exponent", "result"],
   scalar: { node: "PowBackward0", saves: ["self", "exponent"] },
-  savedFor: { self: [0, 1], exponent: [0, 1], result: [1] },
+  // torch 1.13 saves `result` whichever input requires grad, and its backward unpacks every saved
+  // variable first: a saved result modified in place raises even when only self needs a gradient.
+  savedFor: { self: [0, 1], exponent: [0, 1] },
   grad: (n, g, { aShape, bShape }) => {
     const self = n.unpack("self");
     const e = n.savedTensor("exponent");
@@ -135,10 +137,11 @@ const POW = binaryOp({
       const k = n.value<number>("exponent");
       return [k === 0 ? g.mul(0) : g.mul(self.pow(k - 1)).mul(k)];
     }
+    const result = n.unpack("result");
     return [
       n.needs(0) ? sumTo(g.mul(e).mul(self.pow(e.sub(1))), aShape) : null,
       // d/de a^e = a^e log a, taken as 0 where a == 0 and e >= 0 (PyTorch's masking)
-      n.needs(1) ? sumTo(ew.where(self.eq(0).mul(e.ge(0)).bool(), 0, g.mul(n.unpack("result")).mul(self.log())), bShape) : null,
+      n.needs(1) ? sumTo(ew.where(self.eq(0).mul(e.ge(0)).bool(), 0, g.mul(result).mul(self.log())), bShape) : null,
     ];
   },
 });

@@ -51,10 +51,12 @@ export const getitem = op({
 /** Python's `x[...] = value` (in place: bumps the version counter; a view of a graph tensor gets CopySlices). */
 export const setitem = op({
   impl: <T extends Tensor>(x: T, index: string | number, value: TensorOrScalar): T => {
-    idx.setitem(x, index, value, sh);
+    idx.setitem(x, index, value, { ...sh, fillWrapped: pw.fillTensorInplace });
     return x;
   },
-  grad: ["torch::autograd::CopySlices"],
+  // A view of x is written (CopySlices); x itself for "..." or a slice covering its whole dim
+  // (FillBackward3 for a number or a 0-dim value, CopyBackwards for a tensor of x's shape).
+  grad: ["torch::autograd::CopySlices", "FillBackward3", "torch::autograd::CopyBackwards"],
   saves: [],
 });
 /** x.contiguous(): x itself (another handle) when already contiguous, else a copy (CloneBackward0). */
@@ -78,6 +80,10 @@ export const gelu = op({
 /** x.zero_(): fills with 0 in place (ZeroBackward0: the gradient to the old values is 0). */
 export const zero_ = op({ impl: <T extends Tensor>(x: T): T => pw.fillInplace(x, 0, "ZeroBackward0"), grad: ["ZeroBackward0"], saves: [] });
 /** x.fill_(v): fills with v in place (FillBackward2). */
-export const fill_ = op({ impl: <T extends Tensor>(x: T, value: Scalar): T => pw.fillInplace(x, value, "FillBackward2"), grad: ["FillBackward2"], saves: [] });
+export const fill_ = op({
+  impl: <T extends Tensor>(x: T, value: Scalar | Tensor): T => (typeof value === "object" ? pw.fillTensorInplace(x, value) : pw.fillInplace(x, value, "FillBackward2")),
+  grad: ["FillBackward2", "FillBackward3"],
+  saves: [],
+});
 /** x.copy_(src): copies src (broadcast, cast) into x in place (CopyBackwards). */
 export const copy_ = op({ impl: <T extends Tensor>(x: T, src: Tensor): T => pw.copyInplace(x, src), grad: ["torch::autograd::CopyBackwards"], saves: [] });

@@ -253,11 +253,10 @@ function runNode(
   } catch (e) {
     for (const g of buffer) g?.dispose();
     if (isAnomalyEnabled() && e instanceof Error && !(e as { __anomaly?: boolean }).__anomaly) {
-      const err = new RuntimeError(
-        `${e.message}\n\nError detected in ${node.name()}. Traceback of forward call that caused the error:\n${node.metadata.traceback_ ?? ""}`,
-      );
-      (err as { __anomaly?: boolean }).__anomaly = true;
-      throw err;
+      // As torch 1.13's anomaly mode: the forward traceback is a warning (printed above the error),
+      // and the error itself keeps its own text.
+      (e as { __anomaly?: boolean }).__anomaly = true;
+      process.emitWarning(`Error detected in ${node.name()}. Traceback of forward call that caused the error:\n${node.metadata.traceback_ ?? ""}`, "UserWarning");
     }
     throw e;
   }

@@ -328,6 +328,7 @@ export function elementwise(
   const c = coalesce(out.shape, [out._strides, ...inputs.map((i) => i.strides)]);
   if (c.shape.length > MAX_RANK) throw new RuntimeError(`GradLab kernels support tensors of at most ${MAX_RANK} non-trivial dims`);
   const ops = [out, ...inputs.map((i) => i.t)];
+  if (out.numel() === 0 || !computes(ops)) return;
   const sizes = ops.map((t) => blockOf(t).size);
   const binding = limits().binding;
   const boxes: Array<{ shape: number[]; offsets: number[] }> = [];

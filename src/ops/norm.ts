@@ -13,21 +13,30 @@ import { copyOf, fillNew } from "./elementwise.ts";
 export function native_layer_norm(x: Tensor, normalized_shape: number[], weight: Tensor | null, bias: Tensor | null, eps: number): [Tensor, Tensor, Tensor] {
   x.check();
   const k = normalized_shape.length;
-  const tail = x.shape.slice(x.ndim - k);
-  if (k === 0 || x.ndim < k || tail.some((s, i) => s !== normalized_shape[i])) {
+  // torch 1.13's _check_layer_norm_inputs, in its order: normalized_shape, weight, bias, then the input.
+  if (k === 0) {
     throw new RuntimeError(
-      `Given normalized_shape=[${normalized_shape.join(", ")}], expected input with shape [*, ${normalized_shape.join(", ")}], but got input of size[${x.shape.join(", ")}]`,
+      "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, but got normalized_shape = []",
     );
   }
   for (const [name, p] of [
     ["weight", weight],
     ["bias", bias],
   ] as const) {
-    if (p && (p.check().numel() !== numelOf(normalized_shape) || p.dtype !== "float32")) {
+    if (p && (p.check().ndim !== k || p.shape.some((s, i) => s !== normalized_shape[i]))) {
       throw new RuntimeError(
         `Expected ${name} to be of same shape as normalized_shape, but got ${name} of shape [${p.shape.join(", ")}] and normalized_shape = [${normalized_shape.join(", ")}]`,
       );
     }
+  }
+  const tail = x.shape.slice(x.ndim - k);
+  if (x.ndim < k || tail.some((s, i) => s !== normalized_shape[i])) {
+    throw new RuntimeError(
+      `Given normalized_shape=[${normalized_shape.join(", ")}], expected input with shape [*, ${normalized_shape.join(", ")}], but got input of size[${x.shape.join(", ")}]`,
+    );
+  }
+  for (const p of [weight, bias]) {
+    if (p && p.dtype !== "float32") throw new RuntimeError(`expected scalar type Float but found ${p.dtype === "int32" ? "Int" : "Bool"}`);
   }
   if (x.dtype !== "float32") throw new RuntimeError(`"LayerNormKernelImpl" not implemented for '${x.dtype === "int32" ? "Int" : "Bool"}'`);
   const n = numelOf(normalized_shape);

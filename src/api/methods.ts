@@ -81,7 +81,8 @@ export const gelu = op({
 export const zero_ = op({ impl: <T extends Tensor>(x: T): T => pw.fillInplace(x, 0, "ZeroBackward0"), grad: ["ZeroBackward0"], saves: [] });
 /** x.fill_(v): fills with v in place (FillBackward2). */
 export const fill_ = op({
-  impl: <T extends Tensor>(x: T, value: Scalar | Tensor): T => (typeof value === "object" ? pw.fillTensorInplace(x, value) : pw.fillInplace(x, value, "FillBackward2")),
+  impl: <T extends Tensor>(x: T, value: Scalar | Tensor): T =>
+    typeof value === "object" ? pw.fillTensorInplace(x, value) : pw.fillInplace(x, value, "FillBackward2"),
   grad: ["FillBackward2", "FillBackward3"],
   saves: [],
 });

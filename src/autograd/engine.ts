@@ -256,7 +256,10 @@ function runNode(
       // As torch 1.13's anomaly mode: the forward traceback is a warning (printed above the error),
       // and the error itself keeps its own text.
       (e as { __anomaly?: boolean }).__anomaly = true;
-      process.emitWarning(`Error detected in ${node.name()}. Traceback of forward call that caused the error:\n${node.metadata.traceback_ ?? ""}`, "UserWarning");
+      process.emitWarning(
+        `Error detected in ${node.name()}. Traceback of forward call that caused the error:\n${node.metadata.traceback_ ?? ""}`,
+        "UserWarning",
+      );
     }
     throw e;
   }

@@ -15,9 +15,7 @@ export function native_layer_norm(x: Tensor, normalized_shape: number[], weight:
   const k = normalized_shape.length;
   // torch 1.13's _check_layer_norm_inputs, in its order: normalized_shape, weight, bias, then the input.
   if (k === 0) {
-    throw new RuntimeError(
-      "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, but got normalized_shape = []",
-    );
+    throw new RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, but got normalized_shape = []");
   }
   for (const [name, p] of [
     ["weight", weight],

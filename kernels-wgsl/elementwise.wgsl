@@ -7,6 +7,10 @@
 override OP: u32 = 0u;
 override B_SCALAR: u32 = 0u;   // binary: operand b is the scalar s0
 override INT_MATH: u32 = 0u;   // binary: compute in i32 (both inputs integral)
+// where3's three-input kernels: 0 where(c, a, b); fused MSE kernels (one allocation each, as ATen's
+// mse_stub / mse_backward_stub): 1 s0 * (x1 - x2) * x3 (mse_loss_backward: input, target, grad),
+// 2 (x1 - x2)^2 (the unreduced mse_loss; operand 3 unread).
+override TERNARY: u32 = 0u;
 
 fn off(k: u32, i: u32) -> u32 {
   var rem = i;
@@ -173,6 +177,13 @@ fn binary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) 
 fn where3(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
   let i = linear_id(g, n, 64u);
   if (i >= P[0]) { return; }
+  if (TERNARY != 0u) {
+    let d = as_f32(ld(S1, off(1u, i)), dt(1u)) - as_f32(ld(S2, off(2u, i)), dt(2u));
+    var r = d * d;
+    if (TERNARY == 1u) { r = pf(2u) * d * as_f32(ld(S3, off(3u, i)), dt(3u)); }
+    st(S0, off(0u, i), from_f32(r, dt(0u)));
+    return;
+  }
   let c = ld(S1, off(1u, i));
   let a = ld(S2, off(2u, i));
   let b = ld(S3, off(3u, i));

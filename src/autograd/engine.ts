@@ -155,7 +155,9 @@ function pass(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOption
       buffers.set(n!, new Array(n!.numOutputs).fill(null));
       rootNodes.push(n!);
     }
-    addInto(buffers.get(n!)!, nr, rootGrads[i]);
+    // The engine works on another handle: the root gradient itself lives until backward returns, as
+    // torch's grad_tensors list (the implicit ones_like of a scalar loss) does, in its peaks too.
+    addInto(buffers.get(n!)!, nr, rootGrads[i]._alias());
   });
   const deps = dependencies(rootNodes);
   const targets = new Set<Node>([...captures.keys()].map((k) => [...deps.keys()].find((n) => k.startsWith(`${n.address}:`))!).filter(Boolean));
@@ -196,6 +198,7 @@ function pass(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOption
     }
   } finally {
     for (const b of buffers.values()) for (const g of b) g?.dispose();
+    for (const g of rootGrads) g.dispose();
   }
   if (!opts.accumulate) {
     captured.forEach((g, i) => {

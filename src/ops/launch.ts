@@ -170,6 +170,20 @@ function plan(op: string, blocks: Block[], n: number, opts: DispatchOpts | undef
  * beside the other kernels' so that their dispatches split over several bindings too.
  */
 const DEFAULTS: Record<string, (p: Uint32Array) => DispatchOpts> = {
+  // rows.wgsl layer_norm_backward: operands dx, g, x, weight, mean, rstd; params [rows, n, g offset,
+  // x offset, has weight, w offset, mean offset, rstd offset]. An absent weight binds x, unread.
+  "rows.layer_norm_backward": (p) => ({
+    writes: [0],
+    extent: (k, r0, r1) => {
+      const n = p[1];
+      if (k === 3 && !p[4]) k = 2;
+      if (k === 0) return [r0 * n, r1 * n - 1];
+      if (k === 1) return [p[2] + r0 * n, p[2] + r1 * n - 1];
+      if (k === 2) return [p[3] + r0 * n, p[3] + r1 * n - 1];
+      if (k === 3) return [p[5], p[5] + Math.max(n - 1, 0)];
+      return [(k === 4 ? p[6] : p[7]) + r0, (k === 4 ? p[6] : p[7]) + r1 - 1];
+    },
+  }),
   // rows.wgsl layer_norm: operands y, x, weight, bias, mean, rstd; params [rows, n, eps, x offset,
   // has weight, has bias, weight offset, bias offset]. An absent weight/bias binds x, unread.
   "rows.layer_norm": (p) => ({

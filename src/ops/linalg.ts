@@ -4,7 +4,7 @@
 import { pyTypeName } from "../pystr.ts";
 import { RuntimeError, TypeError_ } from "../errors.ts";
 import { Tensor, contiguousStrides, numelOf } from "../tensor.ts";
-import { accumulateInto, binary, broadcastShapes, copyOf } from "./elementwise.ts";
+import { accumulateInto, addInto, binary, broadcastShapes } from "./elementwise.ts";
 import { coalesce, dispatch, dispatchGrid, fitsOneBinding, maxBindingBytes } from "./launch.ts";
 import { contiguousOf, expand, narrow, unsqueeze, view } from "./views.ts";
 
@@ -37,7 +37,11 @@ function batchStride(t: Tensor): number | null {
 function batchedInto(a: Tensor, b: Tensor, out: Tensor): void {
   const temps: Tensor[] = [];
   const fix = (t: Tensor) => {
-    if (batchStride(t) !== null) return t;
+    // A broadcast (stride-0) matrix is cloned first, as ATen does for cuBLAS and BLAS
+    // (prepare_matrix_for_cublas): the gradient of a sum reaching mm is such a matrix.
+    const m = t.ndim - 2;
+    const broadcast = (t.shape[m] > 1 && t._strides[m] === 0) || (t.shape[m + 1] > 1 && t._strides[m + 1] === 0);
+    if (batchStride(t) !== null && !broadcast) return t;
     const c = contiguousOf(t);
     temps.push(c);
     return c;
@@ -264,9 +268,25 @@ export function addmm(input: Tensor, m1: Tensor, m2: Tensor, opts?: { beta?: num
   const beta = opts?.beta ?? 1;
   const alpha = opts?.alpha ?? 1;
   const prod = mm(m1, m2);
+  let kept = false;
   try {
-    broadcastShapes(input.shape, prod.shape);
-    if (beta === 0) return alpha === 1 ? copyOf(prod) : binary("mul", prod, alpha);
+    const shape = broadcastShapes(input.shape, prod.shape);
+    if (beta !== 0 && input.dtype === "float32" && shape.length === prod.ndim && shape.every((s, i) => s === prod.shape[i])) {
+      // As ATen's addmm: one output; the product is made in it and the input added in place.
+      const scaledIn = beta === 1 ? input : binary("mul", input, beta);
+      try {
+        addInto(prod, scaledIn, prod, alpha);
+      } finally {
+        if (scaledIn !== input) scaledIn.dispose();
+      }
+      kept = true;
+      return prod;
+    }
+    if (beta === 0 && alpha === 1) {
+      kept = true;
+      return prod;
+    }
+    if (beta === 0) return binary("mul", prod, alpha);
     const scaled = beta === 1 ? input : binary("mul", input, beta);
     try {
       return binary("add", scaled, prod, alpha);
@@ -274,6 +294,6 @@ export function addmm(input: Tensor, m1: Tensor, m2: Tensor, opts?: { beta?: num
       if (scaled !== input) scaled.dispose();
     }
   } finally {
-    prod.dispose();
+    if (!kept) prod.dispose();
   }
 }

@@ -276,3 +276,33 @@ export function softmax(x: Tensor, dim: number, log: boolean): Tensor {
     src.dispose();
   }
 }
+
+/**
+ * PyTorch's _softmax_backward_data: the input gradient of softmax (log: log_softmax) from the incoming
+ * gradient g and the saved result y, one kernel and one allocation. Null when a row strided across a
+ * tensor larger than one binding cannot run in windows (the caller composes it instead).
+ */
+export function softmaxBackward(g: Tensor, y: Tensor, dim: number, log: boolean): Tensor | null {
+  const d = y.ndim === 0 ? 0 : wrapDim(dim, y.ndim);
+  const n = y.ndim === 0 ? 1 : y.shape[d];
+  const inner = numelOf(y.shape.slice(d + 1));
+  if (inner > 1 && n > 1 && !fitsOneBinding([y]) && n * inner * 4 > maxBindingBytes()) return null;
+  const gs = contiguousOf(g);
+  const ys = contiguousOf(y);
+  try {
+    const out = Tensor.empty(y.shape, "float32");
+    const rows = n === 0 ? 0 : y.numel() / n;
+    const extent = (k: number, r0: number, r1: number): [number, number] => {
+      const off = k === 0 ? 0 : k === 1 ? gs._offset : ys._offset;
+      const o0 = Math.floor(r0 / inner);
+      const o1 = Math.floor((r1 - 1) / inner);
+      if (o0 === o1) return [off + o0 * n * inner + (r0 % inner), off + o0 * n * inner + (n - 1) * inner + ((r1 - 1) % inner)];
+      return [off + o0 * n * inner, off + (o1 + 1) * n * inner - 1];
+    };
+    dispatch("rows", "softmax_backward", [out, gs, ys], [rows, n, inner, gs._offset, ys._offset], rows, { LOG: log ? 1 : 0 }, { extent });
+    return out;
+  } finally {
+    gs.dispose();
+    ys.dispose();
+  }
+}

@@ -2,7 +2,7 @@
 // softmax, log_softmax, native_layer_norm, native_dropout).
 
 import * as red from "../../ops/reduce.ts";
-import { native_dropout, native_layer_norm } from "../../ops/norm.ts";
+import { native_dropout, native_layer_norm, native_layer_norm_backward } from "../../ops/norm.ts";
 import { Tensor, numelOf, type DimArg, type ReduceOpts } from "../../tensor.ts";
 import { wrapDim } from "../../dims.ts";
 import { tensor } from "../../ops/creation.ts";
@@ -11,6 +11,7 @@ import { asOp } from "../../ops/op-context.ts";
 import { SavedOutput, attach, needsGrad } from "../record.ts";
 import type { FormulaNode, Grads } from "../node.ts";
 import { where } from "../../ops/elementwise.ts";
+import { is_grad_enabled } from "../grad-mode.ts";
 
 /** The reduced dims of x (all when dim is undefined), normalised. */
 function reducedDims(x: Tensor, dim: DimArg): number[] {
@@ -181,6 +182,11 @@ export function softmax(x: Tensor, dim: number, log: boolean): Tensor {
     [out],
     (n, [g]) => {
       const r = n.unpack("result");
+      if (!is_grad_enabled()) {
+        // Plain backward: one fused kernel, one allocation (PyTorch's _softmax_backward_data).
+        const fusedGrad = red.softmaxBackward(g!, r, d, log);
+        if (fusedGrad) return [fusedGrad];
+      }
       if (log) return [g!.sub(r.exp().mul(g!.sum(d, { keepdim: true })))];
       return [r.mul(g!.sub(g!.mul(r).sum(d, { keepdim: true })))];
     },
@@ -210,6 +216,20 @@ export const layerNorm = asOp(
       [y],
       (n, [g]) => {
         const input = n.unpack("input");
+        if (!is_grad_enabled()) {
+          // Plain backward: PyTorch's fused native_layer_norm_backward (the input gradient and the
+          // per-column weight/bias sums, no input-sized temporaries).
+          const r = native_layer_norm_backward(g!, input, n.unpack("result1"), n.unpack("result2"), hasWeight ? n.unpack("weight") : null, normalized_shape, [
+            n.needs(0),
+            n.needs(1),
+            n.needs(2),
+          ]);
+          if (r.paramsDone) return [r.dx, r.dw?.reshape(wShape) ?? null, r.db?.reshape(wShape) ?? null];
+          const xh = input.sub(n.unpack("result1")).mul(n.unpack("result2"));
+          const gradW = n.needs(1) ? (batchDims.length ? g!.mul(xh).sum(batchDims) : g!.mul(xh)).reshape(wShape) : null;
+          const gradB = n.needs(2) ? (batchDims.length ? g!.sum(batchDims) : g!.clone()).reshape(wShape) : null;
+          return [r.dx, gradW, gradB];
+        }
         const xhat = input.sub(n.unpack("result1")).mul(n.unpack("result2"));
         const gw = hasWeight ? g!.mul(n.unpack("weight").reshape(normalized_shape)) : g!;
         const N = numelOf(normalized_shape);

@@ -2,6 +2,7 @@
 // so `seq[0]` indexes like Python; `at(i)` also takes negative indices.
 
 import { Module } from "../module.ts";
+import { Tensor } from "../../tensor.ts";
 import { IndexError } from "../../errors.ts";
 
 function wrapIndex(i: number, n: number, _what: string): number {
@@ -43,7 +44,13 @@ export class Sequential extends Indexed {
   }
   override forward(input: unknown): any {
     let x = input;
-    for (const m of this.children()) x = m(x);
+    for (const m of this.children()) {
+      const next = m(x);
+      // As Python's `input = module(input)`: the previous intermediate is dropped as soon as the next
+      // module has consumed it (what autograd saved keeps its own reference), not when forward returns.
+      if (x !== input && x !== next && x instanceof Tensor) x.dispose();
+      x = next;
+    }
     return x;
   }
 }

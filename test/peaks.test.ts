@@ -42,6 +42,49 @@ const mulAr = (y: Tensor) => {
 const sum = (y: Tensor) => y.sum();
 const mul2 = (y: Tensor) => y.mul(2);
 
+/**
+ * test/checkpoint-labs.test.ts's DeepBlock: linear2(drop(gelu(linear1(x)))) + x, each intermediate
+ * dropped once consumed as CPython drops it. (Written as nested calls, GradLab keeps the block's
+ * intermediates until forward returns: its checkpointed forward peak is then two blocks above torch's
+ * here; see the report of issue 21.)
+ */
+class DeepBlock extends nn.Module {
+  linear1: torch.nn.Linear;
+  act = new nn.GELU();
+  drop = new nn.Dropout(0);
+  linear2: torch.nn.Linear;
+  constructor(dim: number) {
+    super();
+    this.linear1 = new nn.Linear(dim, dim);
+    this.linear2 = new nn.Linear(dim, dim);
+  }
+  override forward(x: Tensor): Tensor {
+    return chain(
+      this.linear1(x) as Tensor,
+      (h) => this.act(h) as Tensor,
+      (h) => this.drop(h) as Tensor,
+      (h) => this.linear2(h) as Tensor,
+      (h) => h.add(x),
+    );
+  }
+}
+class Checkpointed extends nn.Module {
+  blocks: torch.nn.ModuleList;
+  constructor(layers: number, dim: number) {
+    super();
+    this.blocks = new nn.ModuleList(Array.from({ length: layers }, () => new DeepBlock(dim)));
+  }
+  override forward(x: Tensor): Tensor {
+    let h = x;
+    for (const b of this.blocks) {
+      const next = torch.utils.checkpoint.checkpoint((t: Tensor) => b(t) as Tensor, h, { use_reentrant: false });
+      if (h !== x) h.dispose();
+      h = next;
+    }
+    return h;
+  }
+}
+
 const PROGRAMS: Record<string, Program> = {
   Linear: [() => new nn.Linear(D, H), () => [seq(B, D)], (m, x) => chain(m(x), sum)],
   "Linear(bias=False)": [() => new nn.Linear(D, H, { bias: false }), () => [seq(B, D)], (m, x) => chain(m(x), sum)],
@@ -81,6 +124,7 @@ const PROGRAMS: Record<string, Program> = {
   "MSELoss(reduction='sum')": [() => new nn.MSELoss({ reduction: "sum" }), () => [seq(B, D), torch.randn(B, D)], (m, x, y) => m(x, y)],
   CrossEntropyLoss: [() => new nn.CrossEntropyLoss(), () => [seq(B, D), torch.tensor([1, 0, 31, 7], { dtype: "int32" })], (m, x, y) => m(x, y)],
   NLLLoss: [() => new nn.NLLLoss(), () => [seq(B, D), torch.tensor([1, 0, 31, 7], { dtype: "int32" })], (m, x, y) => chain(x.log_softmax(1), (lp) => m(lp, y))],
+  "checkpoint(use_reentrant=False) x 3 DeepBlock": [() => new Checkpointed(3, D), () => [seq(B, D)], (m, x) => chain(m(x), sum)],
   "block: Linear-LayerNorm-GELU-Linear + MSE": [
     () => new nn.Sequential(new nn.Linear(D, H), new nn.LayerNorm(H), new nn.GELU(), new nn.Linear(H, D)),
     () => [seq(B, D), torch.randn(B, D)],

@@ -175,3 +175,28 @@ describe("first forward, backward and step peaks equal torch 1.13's (every nn mo
     });
   }
 });
+
+describe("Sequential drops an intermediate once consumed, as Python's rebinding does", () => {
+  it("a forward hook that keeps a module's output (detached, as hooks must here) still reads it", async () => {
+    const kept: Tensor[] = [];
+    const model = new nn.Sequential(new nn.Linear(4, 8), new nn.ReLU(), new nn.Linear(8, 2));
+    model.at(0).register_forward_hook((_m, _i, out) => {
+      kept.push((out as Tensor).detach());
+    });
+    const y = model(torch.ones(3, 4)) as Tensor;
+    expect(y.shape).toEqual([3, 2]);
+    expect(((await kept[0].tolist()) as number[][]).length).toBe(3);
+  });
+
+  it("without hooks the Linear output between modules is freed before the last Linear allocates", () => {
+    torch.cuda.simulate({}, () => {
+      const model = new nn.Sequential(new nn.Linear(256, 256), new nn.ReLU(), new nn.Linear(256, 256));
+      const x = torch.randn(256, 256); // 256 KiB activations, no grad: nothing is saved
+      const base = torch.cuda.memory_allocated();
+      torch.cuda.reset_peak_memory_stats();
+      torch.no_grad(() => model(x));
+      // Linear 1's output and ReLU's, then ReLU's and Linear 2's: two activations at a time, never three.
+      expect(torch.cuda.max_memory_allocated() - base).toBe(2 * 256 * 1024);
+    });
+  });
+});

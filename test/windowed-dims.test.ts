@@ -53,6 +53,33 @@ describe("windowed ops along every dim (binding limit lowered to 4 KiB; the tens
   }
 });
 
+describe("whole-row reductions longer than one binding (var, std, argmax, argmin: partials per chunk)", () => {
+  const WHOLE: Record<string, (x: Tensor) => Tensor> = {
+    "var()": (x) => x.var(),
+    "std()": (x) => x.std(),
+    "var(1, correction 0)": (x) => x.var(1, { correction: 0 }),
+    "argmax()": (x) => x.argmax(),
+    "argmin()": (x) => x.argmin(),
+    "argmax(1)": (x) => x.argmax(1),
+    "argmin(0) of a transpose": (x) => x.t().argmin(1),
+  };
+  for (const [name, op] of Object.entries(WHOLE)) {
+    it(`${name} gives what one dispatch gives`, async () => {
+      torch.manual_seed(5);
+      const x = torch.randn(3, 5000); // rows of 19.5 KiB; the limit lowered to 4 KiB
+      x.getitem("1, 4321").fill_(9); // a single maximum far into a row
+      x.getitem("2, 17").fill_(-9);
+      const whole = await op(x).tolist();
+      _set_max_binding_size(4096);
+      const windowed = await op(x).tolist();
+      _set_max_binding_size(null);
+      const flat = (v: unknown): number[] => (Array.isArray(v) ? v.flatMap(flat) : [v as number]);
+      const [a, b] = [flat(windowed), flat(whole)];
+      a.forEach((v, i) => expect(Math.abs(v - b[i])).toBeLessThanOrEqual(1e-5 * Math.max(1, Math.abs(b[i]))));
+    });
+  }
+});
+
 describe("at the real binding limit (128 MiB on lavapipe)", () => {
   it("torch.randn([40960, 1024]).softmax(0) (160 MiB) computes: every column sums to 1", async () => {
     const x = torch.randn([40960, 1024]);

@@ -290,6 +290,11 @@ export function copyOf(x: Tensor): Tensor {
   return out;
 }
 
+/** Writes src (cast) into a tensor just made by the caller (its first write: no version bump). */
+export function copyInto(out: Tensor, src: Tensor): void {
+  unaryInto("copy", out, src);
+}
+
 export function cast(x: Tensor, dtype: DType): Tensor {
   x.check();
   const out = emptyResult(x.shape, dtype, [x]);

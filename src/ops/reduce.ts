@@ -8,7 +8,9 @@ import { Tensor, numelOf, type DimArg, type ReduceOpts } from "../tensor.ts";
 import { coalesce, dispatch, f32bits, fitsOneBinding, maxBindingBytes } from "./launch.ts";
 import { contiguousOf, permute, reshape } from "./views.ts";
 import { wrapDim } from "../dims.ts";
-import { fillNew, unary } from "./elementwise.ts";
+import { binary, cast, copyInto, fillNew, unary } from "./elementwise.ts";
+import { tensor } from "./creation.ts";
+import { nllPick } from "./gather.ts";
 import { REDUCE_CODE } from "./kernel-codes.ts";
 
 /** mean is a sum scaled in the kernel. */
@@ -103,6 +105,54 @@ function reduceInto(op: ReduceOp, x: Tensor, dims: number[], out: Tensor, scale:
   const chunkable = op === "sum" || op === "mean" || op === "max" || op === "min" || op === "prod";
   // A row longer than one binding may cover is reduced in chunks that each fit a window.
   const maxChunk = Math.floor(maxBindingBytes() / 8);
+  if ((op === "var" || op === "argmax" || op === "argmin") && len > maxChunk && !fitsOneBinding([src])) {
+    // One step would read a whole row over the binding limit: per-chunk partials, combined on the
+    // small [rows, chunks] tensors (var: Chan's parallel formula; argmax: the chunk of the first
+    // extremum, then the index found within it).
+    try {
+      const chunks = Math.ceil(len / maxChunk);
+      const partial = (kop: ReduceOp, dtype: DType, s0: number): Tensor => {
+        const t = Tensor.empty([rows, chunks], dtype);
+        temps.push(t);
+        dispatch(
+          "reduce",
+          "reduce_rows",
+          [t, src],
+          params(rows * chunks, maxChunk, rowStride, src._offset, es, src.dtype, dtype, chunks, len, s0),
+          rows * chunks,
+          { OP: OPS[kop] },
+          { extent: rowsExtent(src._offset, rowStride, es, maxChunk, chunks, len) },
+        );
+        return t;
+      };
+      const keep = (t: Tensor) => (temps.push(t), t);
+      let result: Tensor;
+      if (op === "var") {
+        const pv = partial("var", "float32", 0);
+        const ps = partial("sum", "float32", 1);
+        const counts = keep(tensor(Array.from({ length: chunks }, (_, c) => Math.min(maxChunk, len - c * maxChunk))));
+        const pm = keep(binary("div", ps, counts));
+        const mean = keep(binary("div", keep(reduce("sum", ps, 1, { keepdim: true })), len));
+        const d = keep(binary("sub", pm, mean));
+        const within = keep(binary("mul", pv, counts));
+        const between = keep(binary("mul", keep(binary("mul", d, d)), counts));
+        const m2 = keep(reduce("sum", keep(binary("add", within, between)), 1));
+        result = keep(binary("div", m2, len - scale));
+      } else {
+        const pv = partial(op === "argmax" ? "max" : "min", "float32", 1);
+        const pi = partial(op, "int32", 1);
+        const k = keep(Tensor.empty([rows], "int32"));
+        reduceInto(op, pv, [1], k, 1);
+        // pi[r, k[r]], through nll_loss's pick (which negates; exact in float32: indices < 2^24).
+        const within = keep(cast(keep(unary("neg", keep(nllPick(keep(cast(pi, "float32")), k, -1)))), "int32"));
+        result = keep(binary("add", keep(binary("mul", k, maxChunk)), within));
+      }
+      copyInto(out, keep(reshape(result, out.shape)));
+    } finally {
+      for (const t of temps) if (t !== x) t.dispose();
+    }
+    return;
+  }
   const chunked = chunkable && ((rows < 256 && len > 4 * CHUNK) || (len > maxChunk && !fitsOneBinding([src])));
   try {
     if (chunked) {

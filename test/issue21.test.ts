@@ -337,7 +337,7 @@ describe("error texts and nodes as torch 1.13 (issue 21's fuzzed differences)", 
     });
   }
 
-  it("anomaly mode keeps the error's own text (the forward traceback is a warning)", () => {
+  it("anomaly mode keeps the error's own text (the forward traceback travels beside it)", () => {
     torch.autograd.set_detect_anomaly(true);
     try {
       const t = torch.tensor([1, 2, 3], { requires_grad: true });

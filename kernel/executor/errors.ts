@@ -93,7 +93,8 @@ export function errorContent(err: unknown): ErrorContent {
   let shownContext = false;
   const frames: string[] = [];
   // the stack repeats the message first, and a message may embed a stack of its own (anomaly mode)
-  const stack = String(err.stack ?? "");
+  const forward = (err as { forward_traceback?: unknown }).forward_traceback;
+  const stack = String(err.stack ?? "").replace(typeof forward === "string" ? forward : "\u0000", "");
   const msgAt = err.message ? stack.indexOf(err.message) : -1;
   const ownFrames = msgAt >= 0 ? stack.slice(msgAt + err.message.length) : stack.split("\n").slice(1).join("\n");
   for (const raw of ownFrames.split("\n")) {
@@ -115,6 +116,8 @@ export function errorContent(err: unknown): ErrorContent {
     frames.push(relativePaths(raw).replace(/^\s+/, "    "));
   }
   if (frames.length) traceback.push(...frames);
+  // Anomaly mode's forward traceback (torch prints it as a warning above the error), cell lines only.
+  if (typeof forward === "string") traceback.unshift(...cellFramesOnly(forward).split("\n"));
   return { ename, evalue, traceback };
 }
 

@@ -256,13 +256,13 @@ function runNode(
   } catch (e) {
     for (const g of buffer) g?.dispose();
     if (isAnomalyEnabled() && e instanceof Error && !(e as { __anomaly?: boolean }).__anomaly) {
-      // As torch 1.13's anomaly mode: the forward traceback is a warning (printed above the error),
-      // and the error itself keeps its own text.
+      // As torch 1.13's anomaly mode: the error keeps its own text, and the forward traceback comes
+      // with it (torch prints it as a warning above the error): on the error's stack, which Node prints
+      // for an uncaught error, and as `forward_traceback`, which the kernel shows with the cell's lines.
       (e as { __anomaly?: boolean }).__anomaly = true;
-      process.emitWarning(
-        `Error detected in ${node.name()}. Traceback of forward call that caused the error:\n${node.metadata.traceback_ ?? ""}`,
-        "UserWarning",
-      );
+      const forward = `Error detected in ${node.name()}. Traceback of forward call that caused the error:\n${node.metadata.traceback_ ?? ""}`;
+      Object.defineProperty(e, "forward_traceback", { value: forward, enumerable: false, configurable: true });
+      e.stack = `${e.stack ?? ""}\n\n${forward}`;
     }
     throw e;
   }

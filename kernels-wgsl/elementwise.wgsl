@@ -28,6 +28,10 @@ override M3: u32 = 0u;
 // neighbouring invocations still touch neighbouring elements and the per-invocation cost is shared.
 // 1 in windowed runs, whose plan maps invocation i to element i.
 override EPT: u32 = 1u;
+// where3's three-input kernels: 0 where(c, a, b); fused MSE kernels (one allocation each, as ATen's
+// mse_stub / mse_backward_stub): 1 s0 * (x1 - x2) * x3 (mse_loss_backward: input, target, grad),
+// 2 (x1 - x2)^2 (the unreduced mse_loss; operand 3 unread).
+override TERNARY: u32 = 0u;
 
 const L_STRIDED: u32 = 0u;
 const L_CONTIGUOUS: u32 = 1u;
@@ -236,6 +240,13 @@ fn where3(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) 
 
 fn where3_at(i: u32) {
   let o = strided(i);
+  if (TERNARY != 0u) {
+    let d = as_f32(ld(S1, off(o, 1u, i)), dt(1u)) - as_f32(ld(S2, off(o, 2u, i)), dt(2u));
+    var r = d * d;
+    if (TERNARY == 1u) { r = pf(2u) * d * as_f32(ld(S3, off(o, 3u, i)), dt(3u)); }
+    st(S0, off(o, 0u, i), from_f32(r, dt(0u)));
+    return;
+  }
   let c = ld(S1, off(o, 1u, i));
   let a = ld(S2, off(o, 2u, i));
   let b = ld(S3, off(o, 3u, i));

@@ -49,13 +49,36 @@ fn nll_pick(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups
 }
 
 // nll_loss's backward: out[i, idx[i]] = -coef[i] into a zeroed [N, C] (one writer per row).
-// Operands: 0 out, 1 coef ([N] contiguous), 2 idx. Params: [0] N, [1] C, [2] coef offset,
-// [3] idx offset, [4] ignore_index as i32.
+// Operands: 0 out, 1 coef ([N], or one value read by every row), 2 idx, 3 total weight (read when
+// [6] is 1: the coefficient is divided by it, reduction='mean'). Params: [0] N, [1] C, [2] coef offset,
+// [3] idx offset, [4] ignore_index as i32, [5] coef stride (0: one value), [6] divide, [7] total offset.
 @compute @workgroup_size(64)
 fn nll_scatter(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = linear_id(g, nwg, 64u);
   if (i >= P[0]) { return; }
   let t = bitcast<i32>(ld(S2, P[3] + i));
   if (t == bitcast<i32>(P[4]) || t < 0 || u32(t) >= P[1]) { return; }
-  stf(S0, i * P[1] + u32(t), -ldf(S1, P[2] + i));
+  var c = ldf(S1, P[2] + i * P[5]);
+  if (P[6] == 1u) { c = c / ldf(S3, P[7]); }
+  stf(S0, i * P[1] + u32(t), -c);
+}
+
+// nll_loss's forward with a reduction, as ATen's nll_loss_forward (the loss and the total weight, two
+// 0-dim outputs, no per-row temporary): one invocation sums -src[i, idx[i]] over the rows not ignored.
+// Operands: 0 total weight, 1 out (written when [6] is 1), 2 src (contiguous [N, C]), 3 idx.
+// Params: [0] N, [1] C, [2] src offset, [3] idx offset, [4] ignore_index as i32, [5] mean, [6] write out.
+@compute @workgroup_size(64)
+fn nll_reduce(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = linear_id(g, nwg, 64u);
+  if (i > 0u) { return; }
+  var s = 0.0;
+  var cnt = 0.0;
+  for (var r = 0u; r < P[0]; r++) {
+    let t = bitcast<i32>(ld(S3, P[3] + r));
+    if (t == bitcast<i32>(P[4]) || t < 0 || u32(t) >= P[1]) { continue; }
+    s -= ldf(S2, P[2] + r * P[1] + u32(t));
+    cnt += 1.0;
+  }
+  stf(S0, 0u, cnt);
+  if (P[6] == 1u) { stf(S1, 0u, select(s, s / cnt, P[5] == 1u)); }
 }

@@ -99,8 +99,6 @@ describe("tensors over the binding limit", () => {
     const one = torch.tensor([1], { dtype: "int32" });
     _set_max_binding_size(4096);
     const before = torch.cuda.memory_allocated();
-    expect(() => x.var()).toThrow(/var: one step of this kernel reads more than this adapter's maxStorageBufferBindingSize \(4\.00 KiB\)/);
-    expect(() => x.argmax()).toThrow(/argmax: one step of this kernel reads more than this adapter's maxStorageBufferBindingSize \(4\.00 KiB\)/);
     expect(() => torch.nn.functional.embedding(one, wide)).toThrow(/a row of 2048 elements is larger than this adapter's maxStorageBufferBindingSize/);
     expect(torch.cuda.memory_allocated()).toBe(before);
     _set_max_binding_size(null);

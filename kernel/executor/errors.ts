@@ -156,7 +156,8 @@ export function errorContent(err: unknown): ErrorContent {
   const evalue = cellFramesOnly(String(err.message ?? ""));
   const traceback = [`${RED}${BOLD}${ename}${RESET}: ${evalue}`];
   // the stack repeats the message first, and a message may embed a stack of its own (anomaly mode)
-  const stack = String(err.stack ?? "");
+  const forward = (err as { forward_traceback?: unknown }).forward_traceback;
+  const stack = String(err.stack ?? "").replace(typeof forward === "string" ? forward : "\u0000", "");
   const msgAt = err.message ? stack.indexOf(err.message) : -1;
   const ownFrames = msgAt >= 0 ? stack.slice(msgAt + err.message.length) : stack.split("\n").slice(1).join("\n");
   const frames = userFrames(
@@ -164,6 +165,8 @@ export function errorContent(err: unknown): ErrorContent {
     (pos) => traceback.push(...context(pos.cell, pos.line)),
   );
   if (frames.length) traceback.push(...frames);
+  // Anomaly mode's forward traceback (torch prints it as a warning above the error), cell lines only.
+  if (typeof forward === "string") traceback.unshift(...cellFramesOnly(forward).split("\n"));
   return { ename, evalue, traceback };
 }
 

@@ -166,6 +166,14 @@ export function transformCell(source: string, sourcefile: string, opts: { lastVa
     (pos, text, placement) => edits.push({ pos, end: pos, text, order: (placement === "late" ? 1e9 : -1e9) + order++ }),
     new Set(lastStmt ? [lastStmt] : []),
   );
+  // A dynamic import() in a script run by node:vm has no loader ("A dynamic import callback was not
+  // specified"; Node 20 offers one only behind --experimental-vm-modules): it goes through the cell's
+  // import, as static imports do, so both resolve a specifier the same way (relative to the notebook).
+  for (const stack: Node[] = [ast]; stack.length; ) {
+    const n = stack.pop()!;
+    if (n.type === "ImportExpression") replace(n.start, (n.source as Node).start, `${RT}.import(`);
+    stack.push(...children(n));
+  }
   body.forEach((stmt0, idx) => {
     let stmt = stmt0;
     if (stmt.type === "ExportNamedDeclaration" || stmt.type === "ExportDefaultDeclaration") {

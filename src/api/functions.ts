@@ -20,6 +20,8 @@ import * as sh from "../autograd/functions/shape.ts";
 import { sumTo } from "../autograd/record.ts";
 import type { FormulaNode, Grads } from "../autograd/node.ts";
 import { NOT_DIFFERENTIABLE, op } from "./op-def.ts";
+import { scalar_tensor } from "../ops/creation.ts";
+import { scalarType } from "../dtype.ts";
 
 // ---- pointwise, one input: kernel, node, what it saves, dL/dx ----
 
@@ -65,6 +67,21 @@ export const clamp_ = op({ impl: pw.clampInplace, grad: ["ClampBackward1"], grad
 
 // ---- pointwise, two inputs (the second may be a number) ----
 
+/**
+ * torch.add/sub/mul/div(number, tensor): PyTorch wraps the number as a 0-d tensor that does not
+ * require grad (the node's first edge is None). Here it is a 0-d device tensor (512 B while it lives;
+ * PyTorch keeps a wrapped number on the CPU).
+ */
+function wrapSelf(a: Tensor | number, fn: (self: Tensor) => Tensor): Tensor {
+  if (typeof a !== "number" && typeof a !== "boolean") return fn(a);
+  const s = scalar_tensor(a, { dtype: scalarType(a) });
+  try {
+    return fn(s);
+  } finally {
+    s.dispose();
+  }
+}
+
 const ADD = binaryOp({
   kernel: "add",
   node: "AddBackward0",
@@ -105,7 +122,9 @@ const POW = binaryOp({
   node: "PowBackward1",
   saves: ["self", "exponent", "result"],
   scalar: { node: "PowBackward0", saves: ["self", "exponent"] },
-  savedFor: { self: [0, 1], exponent: [0, 1], result: [1] },
+  // torch 1.13 saves `result` whichever input requires grad, and its backward unpacks every saved
+  // variable first: a saved result modified in place raises even when only self needs a gradient.
+  savedFor: { self: [0, 1], exponent: [0, 1] },
   grad: (n, g, { aShape, bShape }) => {
     const self = n.unpack("self");
     const e = n.savedTensor("exponent");
@@ -114,11 +133,12 @@ const POW = binaryOp({
       // PyTorch's pow_backward: zeros for a 0 exponent, else grad * (exponent * self.pow(exponent - 1))
       return [k === 0 ? pw.zerosLike(g) : g.mul(pw.mulScalar(self.pow(k - 1), k, true))];
     }
+    const result = n.unpack("result");
     return [
       // PyTorch's pow_backward_self and pow_backward_exponent, op for op (so the graph of a gradient matches)
       n.needs(0) ? sumTo(pw.where(e.eq(0), 0, g.mul(e.mul(self.pow(e.sub(1))))), aShape) : null,
       // d/de a^e = a^e log a, taken as 0 where a == 0 and e >= 0 (PyTorch's masking)
-      n.needs(1) ? sumTo(g.mul(pw.where(self.eq(0).mul(e.ge(0)).bool(), 0, n.unpack("result").mul(self.log()))), bShape) : null,
+      n.needs(1) ? sumTo(g.mul(pw.where(self.eq(0).mul(e.ge(0)).bool(), 0, result.mul(self.log()))), bShape) : null,
     ];
   },
 });
@@ -156,28 +176,32 @@ const MINIMUM = binaryOp({ kernel: "minimum", node: "MinimumBackward0", saves: [
 type Alpha = { alpha?: number };
 /** torch.add(a, b, {alpha}): a + alpha * b, broadcasting; b may be a number. Autograd: AddBackward0. */
 export const add = op({
-  impl: (a: Tensor, b: TensorOrScalar, opts?: Alpha): Tensor => ADD.forward(a, b, opts?.alpha),
+  impl: (a: Tensor | number, b: TensorOrScalar, opts?: Alpha): Tensor => wrapSelf(a, (s) => ADD.forward(s, b, opts?.alpha)),
+  scalarSelf: true,
   grad: ["AddBackward0"],
   gradgrad: ["MulBackward1"],
   saves: ["alpha"],
 });
 /** torch.sub(a, b, {alpha}): a - alpha * b, broadcasting. Autograd: SubBackward0. */
 export const sub = op({
-  impl: (a: Tensor, b: TensorOrScalar, opts?: Alpha): Tensor => SUB.forward(a, b, opts?.alpha),
+  impl: (a: Tensor | number, b: TensorOrScalar, opts?: Alpha): Tensor => wrapSelf(a, (s) => SUB.forward(s, b, opts?.alpha)),
+  scalarSelf: true,
   grad: ["SubBackward0"],
   gradgrad: ["NegBackward0", "MulBackward1"],
   saves: ["alpha"],
 });
 /** torch.mul(a, b): elementwise product, broadcasting; saves both operands for backward (MulBackward0). */
 export const mul = op({
-  impl: (a: Tensor, b: TensorOrScalar): Tensor => MUL.forward(a, b),
+  impl: (a: Tensor | number, b: TensorOrScalar): Tensor => wrapSelf(a, (s) => MUL.forward(s, b)),
+  scalarSelf: true,
   grad: ["MulBackward0"],
   gradgrad: ["MulBackward0"],
   saves: ["self", "other"],
 });
 /** torch.div(a, b): true division (float32), broadcasting. Autograd: DivBackward0 (saves both operands). */
 export const div = op({
-  impl: (a: Tensor, b: TensorOrScalar): Tensor => DIV.forward(a, b),
+  impl: (a: Tensor | number, b: TensorOrScalar): Tensor => wrapSelf(a, (s) => DIV.forward(s, b)),
+  scalarSelf: true,
   grad: ["DivBackward0"],
   gradgrad: ["DivBackward0", "MulBackward0"],
   saves: ["self", "other"],

@@ -75,11 +75,13 @@ export const getitem = op({
 /** Python's `x[...] = value` (in place: bumps the version counter; a view of a graph tensor gets CopySlices). */
 export const setitem = op({
   impl: <T extends Tensor>(x: T, index: string | number, value: TensorOrScalar): T => {
-    idx.setitem(x, index, value, sh);
+    idx.setitem(x, index, value, { ...sh, fillWrapped: pw.fillTensorInplace });
     return x;
   },
-  grad: ["torch::autograd::CopySlices"],
-  gradgrad: ["torch::autograd::CopySlices", "CloneBackward0"],
+  // A view of x is written (CopySlices); x itself for "..." or a slice covering its whole dim
+  // (FillBackward3 for a number or a 0-dim value, CopyBackwards for a tensor of x's shape).
+  grad: ["torch::autograd::CopySlices", "FillBackward3", "torch::autograd::CopyBackwards"],
+  gradgrad: ["torch::autograd::CopySlices", "CloneBackward0", "zeros", "SumBackward0"],
   saves: [],
 });
 /** x.contiguous(): x itself (another handle) when already contiguous, else a copy (CloneBackward0). */
@@ -115,9 +117,10 @@ export const zero_ = op({
 });
 /** x.fill_(v): fills with v in place (FillBackward2). */
 export const fill_ = op({
-  impl: <T extends Tensor>(x: T, value: Scalar): T => pw.fillInplace(x, value, "FillBackward2"),
-  grad: ["FillBackward2"],
-  gradgrad: ["zeros"],
+  impl: <T extends Tensor>(x: T, value: Scalar | Tensor): T =>
+    typeof value === "object" ? pw.fillTensorInplace(x, value) : pw.fillInplace(x, value, "FillBackward2"),
+  grad: ["FillBackward2", "FillBackward3"],
+  gradgrad: ["zeros", "SumBackward0"],
   saves: [],
 });
 /** x.copy_(src): copies src (broadcast, cast) into x in place (CopyBackwards). */

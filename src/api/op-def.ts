@@ -4,6 +4,8 @@
 
 import type { Tensor } from "../tensor.ts";
 import { deviceOfArgs, runOp } from "../ops/op-context.ts";
+import { TypeError_ } from "../errors.ts";
+import { pyTypeName } from "../pystr.ts";
 
 /** An op whose outputs never require grad (comparisons, argmax, creation): declared, not forgotten. */
 export const NOT_DIFFERENTIABLE = "not differentiable";
@@ -39,6 +41,8 @@ export interface OpDef {
    * a property getter (x.T), or a method with other arguments (x.where(cond, y) = torch.where(cond, x, y)).
    */
   readonly method?: "getter" | Impl;
+  /** The function form takes a number as self, as PyTorch wraps it (torch.div(1, t)): the impl handles it. */
+  readonly scalarSelf?: boolean;
 }
 
 /** A declared op: callable as its `torch.*` function, carrying its declaration and its method's type. */
@@ -56,7 +60,16 @@ export const nameOp = (def: OpDef, name: string) => names.set(def, name);
  * first tensor argument, as the method form does on its own.
  */
 export function op<F extends Impl, M = MethodOf<F>>(def: OpDef & { impl: F }): Op<F, M> {
-  const f = ((...args: unknown[]) => runOp(names.get(def) ?? "op", deviceOfArgs(args), () => def.impl(...(args as [Tensor])))) as unknown as Op<F, M>;
+  const f = ((...args: unknown[]) => {
+    const self = args[0];
+    // PyTorch's argument parser: torch.maximum(1, t) is a TypeError (add/sub/mul/div wrap a number themselves).
+    if (self === null || self === undefined || (typeof self !== "object" && typeof self !== "function")) {
+      if (!((typeof self === "number" || typeof self === "boolean") && def.scalarSelf)) {
+        throw new TypeError_(`${names.get(def) ?? "op"}(): argument 'input' (position 1) must be Tensor, not ${pyTypeName(self)}`);
+      }
+    }
+    return runOp(names.get(def) ?? "op", deviceOfArgs(args), () => def.impl(...(args as [Tensor])));
+  }) as unknown as Op<F, M>;
   Object.defineProperty(f, "def", { value: def });
   return f;
 }

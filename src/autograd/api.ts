@@ -1,5 +1,6 @@
 // torch.autograd: backward(), grad(), anomaly detection, the engine trace, and torch.autograd.graph.
 
+import { checkKwargs, isOpts } from "../kwargs.ts";
 import { RuntimeError } from "../errors.ts";
 import { Tensor } from "../tensor.ts";
 import { readBlock } from "../device/scheduler.ts";
@@ -22,6 +23,11 @@ export function backward(
   grad_tensors?: Tensor | Array<Tensor | null> | null,
   opts?: { retain_graph?: boolean; create_graph?: boolean; inputs?: Tensor[] },
 ): void {
+  if (isOpts(grad_tensors)) {
+    opts = grad_tensors as typeof opts;
+    grad_tensors = (opts as { grad_tensors?: Tensor | Array<Tensor | null> | null }).grad_tensors ?? null;
+  }
+  checkKwargs("backward", opts, ["grad_tensors", "retain_graph", "create_graph", "inputs"]);
   const ts = list(tensors);
   const gs = grad_tensors ? list(grad_tensors) : ts.map(() => null);
   run_backward(ts, gs, {
@@ -38,6 +44,10 @@ export function grad(
   inputs: Tensor | Tensor[],
   opts?: { grad_outputs?: Tensor | Array<Tensor | null>; retain_graph?: boolean; create_graph?: boolean; allow_unused?: boolean },
 ): Grads {
+  checkKwargs("grad", opts, ["grad_outputs", "retain_graph", "create_graph", "allow_unused"], {
+    only_inputs: (v) => v === true,
+    is_grads_batched: (v) => v === false,
+  });
   const outs = list(outputs);
   const ins = list(inputs);
   const gs = opts?.grad_outputs ? list(opts.grad_outputs) : outs.map(() => null);

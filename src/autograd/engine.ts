@@ -155,7 +155,9 @@ function pass(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOption
       buffers.set(n!, new Array(n!.numOutputs).fill(null));
       rootNodes.push(n!);
     }
-    addInto(buffers.get(n!)!, nr, rootGrads[i]);
+    // The engine works on another handle: the root gradient itself lives until backward returns, as
+    // torch's grad_tensors list (the implicit ones_like of a scalar loss) does, in its peaks too.
+    addInto(buffers.get(n!)!, nr, rootGrads[i]._alias());
   });
   const deps = dependencies(rootNodes);
   const targets = new Set<Node>([...captures.keys()].map((k) => [...deps.keys()].find((n) => k.startsWith(`${n.address}:`))!).filter(Boolean));
@@ -196,6 +198,7 @@ function pass(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOption
     }
   } finally {
     for (const b of buffers.values()) for (const g of b) g?.dispose();
+    for (const g of rootGrads) g.dispose();
   }
   if (!opts.accumulate) {
     captured.forEach((g, i) => {
@@ -253,11 +256,13 @@ function runNode(
   } catch (e) {
     for (const g of buffer) g?.dispose();
     if (isAnomalyEnabled() && e instanceof Error && !(e as { __anomaly?: boolean }).__anomaly) {
-      const err = new RuntimeError(
-        `${e.message}\n\nError detected in ${node.name()}. Traceback of forward call that caused the error:\n${node.metadata.traceback_ ?? ""}`,
-      );
-      (err as { __anomaly?: boolean }).__anomaly = true;
-      throw err;
+      // As torch 1.13's anomaly mode: the error keeps its own text, and the forward traceback comes
+      // with it (torch prints it as a warning above the error): on the error's stack, which Node prints
+      // for an uncaught error, and as `forward_traceback`, which the kernel shows with the cell's lines.
+      (e as { __anomaly?: boolean }).__anomaly = true;
+      const forward = `Error detected in ${node.name()}. Traceback of forward call that caused the error:\n${node.metadata.traceback_ ?? ""}`;
+      Object.defineProperty(e, "forward_traceback", { value: forward, enumerable: false, configurable: true });
+      e.stack = `${e.stack ?? ""}\n\n${forward}`;
     }
     throw e;
   }

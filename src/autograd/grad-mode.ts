@@ -49,11 +49,14 @@ export const enable_grad = mode(
   () => state.inference,
 );
 /** no_grad, and tensors created inside are inference tensors (cheaper: no version counter tracking). */
-export const inference_mode = ((arg?: boolean | (() => unknown)) => {
+export const inference_mode = ((arg?: boolean | (() => unknown), fn?: () => unknown) => {
   if (typeof arg === "function") return within(switchTo(false, true), arg);
+  if (arg !== undefined && typeof arg !== "boolean")
+    throw new TypeError(`inference_mode(): argument 'mode' must be bool, not ${arg === null ? "NoneType" : typeof arg}`);
   const on = arg ?? true;
-  return within(switchTo(on ? false : state.grad, on));
-}) as ModeFn & ((mode: boolean) => Guard);
+  // inference_mode(false, fn): fn runs with inference mode off (grad mode as it was).
+  return within(switchTo(on ? false : state.grad, on), fn);
+}) as ModeFn & ((mode: boolean) => Guard) & (<T>(mode: boolean, fn: () => T) => T);
 
 /** Sets grad mode now (as a function call in PyTorch); the returned guard restores the previous mode. */
 export function set_grad_enabled(enabled: boolean): Guard {

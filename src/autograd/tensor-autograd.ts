@@ -2,7 +2,8 @@
 // (tensor.ts) sits below autograd and knows none of this: these are installed on it here, with their
 // types, when autograd loads.
 
-import { RuntimeError } from "../errors.ts";
+import { RuntimeError, TypeError_ } from "../errors.ts";
+import { checkKwargs, isOpts } from "../kwargs.ts";
 import { Tensor, autogradHooks } from "../tensor.ts";
 import { runOp } from "../ops/op-context.ts";
 import { run_backward } from "./engine.ts";
@@ -157,7 +158,7 @@ function registerPostAccumulateHook(t: Tensor, fn: (t: Tensor) => void): { remov
   return { remove: () => void hooks.splice(hooks.indexOf(fn) >>> 0, 1) };
 }
 
-type BackwardOpts = { retain_graph?: boolean; create_graph?: boolean; inputs?: Tensor[] };
+type BackwardOpts = { gradient?: Tensor | null; retain_graph?: boolean; create_graph?: boolean; inputs?: Tensor[] };
 
 declare module "../tensor.ts" {
   interface Tensor {
@@ -176,7 +177,7 @@ declare module "../tensor.ts" {
     /** The AccumulateGrad node of a leaf that requires grad (created on first use, then kept). */
     _accumulator(): AccumulateGrad;
     _accumulateGrad(g: Tensor): void;
-    backward(gradient?: Tensor | null, opts?: BackwardOpts): void;
+    backward(gradient?: Tensor | null | BackwardOpts, opts?: BackwardOpts): void;
     register_hook(fn: (grad: Tensor) => Tensor | void): { remove(): void };
     register_post_accumulate_grad_hook(fn: (t: Tensor) => void): { remove(): void };
   }
@@ -245,9 +246,19 @@ Object.defineProperties(Tensor.prototype, {
   _accumulateGrad: method(function (this: Tensor, g: Tensor) {
     accumulateGrad(this, g);
   }),
-  backward: method(function (this: Tensor, gradient?: Tensor | null, opts?: BackwardOpts) {
+  backward: method(function (this: Tensor, gradient?: Tensor | null | BackwardOpts, opts?: BackwardOpts) {
+    // Python's keywords as an options object: `loss.backward({retain_graph: true})`, gradient included.
+    if (isOpts(gradient)) {
+      if (opts !== undefined) throw new TypeError_("backward() takes an options object only as its last argument");
+      opts = gradient as BackwardOpts;
+      gradient = (opts as { gradient?: Tensor | null }).gradient ?? null;
+    }
+    checkKwargs("backward", opts, ["gradient", "retain_graph", "create_graph", "inputs"]);
+    if (gradient !== undefined && gradient !== null && !(gradient instanceof Tensor)) {
+      throw new TypeError_(`backward(): argument 'gradient' must be Tensor or None, not ${typeof gradient}`);
+    }
     // An op context, so that what backward allocates is attributed to "backward" on this tensor's device.
-    runOp("backward", this.storage.device, () => backward(this, gradient ?? null, opts));
+    runOp("backward", this.storage.device, () => backward(this, (gradient as Tensor | null | undefined) ?? null, opts));
   }),
   register_hook: method(function (this: Tensor, fn: (grad: Tensor) => Tensor | void) {
     return registerHook(this, fn);

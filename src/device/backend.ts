@@ -214,6 +214,7 @@ export function getDevice(): Promise<DeviceState> {
     (s) => {
       current = s;
       pending = null;
+      for (const l of readyListeners) l(s);
       return s;
     },
     (e) => {
@@ -230,6 +231,12 @@ export function currentEpoch(): number {
 
 export function lastLossReason(): string | null {
   return lastLoss;
+}
+
+const readyListeners: Array<(s: DeviceState) => void> = [];
+/** Called with each device once it is acquired (again after a loss). */
+export function onDeviceReady(listener: (s: DeviceState) => void): void {
+  readyListeners.push(listener);
 }
 
 export function onDeviceLost(listener: (reason: string) => void): void {

@@ -42,9 +42,14 @@ export interface Range {
   readonly base: number;
 }
 export const rangeOf = (b: Block): Range => ({ segment: b.segment, offset: b.offset, size: b.size, block: b.offset, base: 0 });
-import { beginWait, currentEpoch, getDevice, lastLossReason, onDeviceLost, readyDevice, type DeviceState } from "./backend.ts";
+import { beginWait, currentEpoch, getDevice, lastLossReason, onDeviceLost, onDeviceReady, readyDevice, type DeviceState } from "./backend.ts";
 import { setBacking } from "../memory/backing.ts";
 import { webgpu } from "../memory/devices.ts";
+
+// The allocator refuses a request larger than the device's largest buffer before reserving anything.
+onDeviceReady((s) => {
+  webgpu.allocator.maxBufferSize = (s.facts.limits as Record<string, number>).maxBufferSize ?? null;
+});
 import { RuntimeError } from "../errors.ts";
 import { bindGroupLayout, dummyFor, forgetPipeline, MAX_BINDINGS, paramsLayout, pipelineEntry } from "./pipelines.ts";
 

@@ -5,7 +5,7 @@
 // Each segment is one GPUBuffer, created lazily by the device layer when commands first touch it, so
 // accounting is exact and synchronous even before a device exists.
 
-import { OutOfMemoryError } from "../errors.ts";
+import { OutOfMemoryError, RuntimeError } from "../errors.ts";
 import { formatBytes } from "./format-bytes.ts";
 import { reclaimBeforeGrowth } from "./lifetime.ts";
 
@@ -91,6 +91,12 @@ export class CachingAllocator {
   capacity: number;
   deviceLabel = "GPU 0";
   errorPrefix = "WebGPU";
+  /**
+   * The largest buffer the device can create (the adapter's maxBufferSize, set when the device is
+   * acquired; null while unknown). A larger request raises before anything is reserved, and no segment
+   * is made larger, so one oversized request cannot leave an unusable segment in the cache.
+   */
+  maxBufferSize: number | null = null;
 
   constructor(
     capacity: number,
@@ -101,6 +107,12 @@ export class CachingAllocator {
 
   malloc(requested: number): Block {
     const size = roundSize(requested);
+    if (this.maxBufferSize !== null && size > this.maxBufferSize) {
+      throw new RuntimeError(
+        `${this.errorPrefix}: cannot allocate ${formatBytes(size)}: larger than this adapter's maxBufferSize ` +
+          `(${formatBytes(this.maxBufferSize)}), the largest buffer it can create; split the tensor into smaller ones`,
+      );
+    }
     const pool: PoolName = size <= kSmallSize ? "small_pool" : "large_pool";
     let block = this.bestFit(pool, size);
     // Before this allocation sets a new peak, grows the reserved memory or runs out of memory, free what
@@ -110,7 +122,7 @@ export class CachingAllocator {
       if (reclaimBeforeGrowth() > 0) block = this.bestFit(pool, size);
     }
     if (!block) {
-      const segSize = segmentSize(size);
+      const segSize = this.maxBufferSize !== null && segmentSize(size) > this.maxBufferSize ? size : segmentSize(size);
       if (this.reserved.all.current + segSize > this.capacity) {
         // As PyTorch does: free every cached, unused segment and try once more before failing.
         this.numAllocRetries++;

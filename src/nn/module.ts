@@ -327,6 +327,12 @@ export class Module {
   }
 }
 
+/** Whether any hook can see (and keep) what goes into or comes out of a call of m. */
+export function hasHooks(m: Module): boolean {
+  const s = state(m);
+  return s.forwardPre.size + s.forward.size + s.backward.size + s.backwardPre.size > 0;
+}
+
 export function zeroGrad(p: Tensor, setToNone: boolean): void {
   const g = p.grad;
   if (!g) return;

@@ -11,6 +11,8 @@ import { Tensor, type Scalar } from "../tensor.ts";
 import { checkInt32, full } from "./elementwise.ts";
 import { dispatch, f32bits } from "./launch.ts";
 import { flatShape } from "./views.ts";
+import { deviceForNewStorage } from "../memory/devices.ts";
+import { checkKwargs, isFalse, isNone } from "../kwargs.ts";
 
 export interface CreateOpts {
   dtype?: DType;
@@ -19,6 +21,47 @@ export interface CreateOpts {
 }
 
 type Nested = number | boolean | Nested[];
+
+const CREATE_KEYWORDS = ["dtype", "requires_grad", "device"];
+/** PyTorch's other factory keywords: accepted at their defaults, raised otherwise. */
+const CREATE_DEFAULTS = {
+  layout: (v: unknown) => v === null || v === "strided",
+  pin_memory: isFalse,
+  memory_format: isNone,
+  out: isNone,
+  names: isNone,
+  generator: isNone,
+};
+const DTYPE_NAMES: Record<string, string> = { float: "float32", int: "int32", float32: "float32", int32: "int32", bool: "bool" };
+
+/**
+ * A creation function's keywords, checked at run time (the kernel strips types): an unknown keyword, a
+ * dtype that is not one of GradLab's, a device that is not where new tensors go, all raise.
+ */
+export function createOpts(fn: string, opts: CreateOpts | undefined, extra: readonly string[] = []): CreateOpts {
+  checkKwargs(fn, opts, [...CREATE_KEYWORDS, ...extra], CREATE_DEFAULTS);
+  const o: CreateOpts = { ...opts };
+  if (o.dtype !== undefined && o.dtype !== null) {
+    const d = o.dtype as unknown;
+    if (typeof d !== "string" || !(d in DTYPE_NAMES) || DTYPE_NAMES[d] !== d) {
+      throw new TypeError_(
+        `${fn}(): argument 'dtype' must be torch.dtype (GradLab has torch.float32, torch.int32 and torch.bool), not ${typeof d === "string" ? JSON.stringify(d) : pyType(d)}`,
+      );
+    }
+  } else delete o.dtype;
+  if (o.device !== undefined && o.device !== null) {
+    const dev = deviceForNewStorage();
+    const want = String(o.device);
+    const aliases = dev.simulated ? [dev.name] : [dev.name, "webgpu", "cuda", "cuda:0"];
+    if (!aliases.includes(want)) {
+      throw new RuntimeError(`${fn}(): GradLab creates tensors on the current device (${dev.name}); device='${want}' is not available here`);
+    }
+  }
+  if (o.requires_grad !== undefined && typeof o.requires_grad !== "boolean") {
+    throw new TypeError_(`${fn}(): argument 'requires_grad' must be bool, not ${pyType(o.requires_grad)}`);
+  }
+  return o;
+}
 
 function finish(t: Tensor, opts?: CreateOpts): Tensor {
   if (opts?.requires_grad) {
@@ -58,6 +101,7 @@ function flatten(data: Nested, shape: number[], depth: number, out: Array<number
 
 /** torch.tensor(data): numbers become float32 unless dtype says otherwise (JS has no int literals). */
 export function tensor(data: Nested | Float32Array | Int32Array, opts?: CreateOpts): Tensor {
+  opts = createOpts("tensor", opts);
   let values: ArrayLike<number | boolean>;
   let shape: number[];
   if (data instanceof Float32Array || data instanceof Int32Array) {
@@ -89,6 +133,7 @@ export function tensor(data: Nested | Float32Array | Int32Array, opts?: CreateOp
 }
 
 export function scalar_tensor(v: Scalar, opts?: CreateOpts): Tensor {
+  opts = createOpts("scalar_tensor", opts);
   return finish(full([], v, opts?.dtype ?? "float32"), opts);
 }
 
@@ -113,7 +158,7 @@ function shapeAndOpts(args: ShapeArgs, op = "empty"): { shape: number[]; opts: C
   for (const s of shape) {
     if (s < 0) throw new RuntimeError(`Trying to create tensor with negative dimension ${s}: [${shape.join(", ")}]`);
   }
-  return { shape, opts };
+  return { shape, opts: createOpts(op, opts) };
 }
 
 export const empty = (...args: ShapeArgs) => {
@@ -130,6 +175,7 @@ export const ones = (...args: ShapeArgs) => {
 };
 export function fullOf(shape: number[], value: Scalar, opts?: CreateOpts): Tensor {
   shapeAndOpts([shape], "full");
+  opts = createOpts("full", opts);
   if (typeof value !== "number" && typeof value !== "boolean") {
     throw new TypeError_(`full(): argument 'fill_value' (position 2) must be Number, not ${pyType(value)}`);
   }
@@ -137,7 +183,7 @@ export function fullOf(shape: number[], value: Scalar, opts?: CreateOpts): Tenso
   return finish(full(flatShape([shape]), value, dtype), opts);
 }
 
-const like = (x: Tensor, opts?: CreateOpts): CreateOpts => ({ dtype: x.check().dtype, ...opts });
+const like = (x: Tensor, opts?: CreateOpts): CreateOpts => ({ ...opts, dtype: opts?.dtype ?? x.check().dtype });
 export const empty_like = (x: Tensor, opts?: CreateOpts) => empty(x.shape, like(x, opts));
 export const zeros_like = (x: Tensor, opts?: CreateOpts) => zeros(x.shape, like(x, opts));
 export const ones_like = (x: Tensor, opts?: CreateOpts) => ones(x.shape, like(x, opts));
@@ -147,7 +193,7 @@ export const randn_like = (x: Tensor, opts?: CreateOpts) => randn(x.shape, like(
 
 /** torch.arange(end) / (start, end) / (start, end, step); int32 when all arguments are integers. */
 export function arange(a: number, b?: number, c?: number | CreateOpts, d?: CreateOpts): Tensor {
-  const opts = (typeof c === "object" ? c : d) ?? {};
+  const opts = createOpts("arange", (typeof c === "object" ? c : d) ?? {});
   const [start, end, step] = b === undefined ? [0, a, 1] : [a, b, typeof c === "number" ? c : 1];
   if (step === 0) throw new RuntimeError("step must be nonzero");
   if ((end - start) / step < 0) throw new RuntimeError("upper bound and larger bound inconsistent with step sign");
@@ -158,6 +204,7 @@ export function arange(a: number, b?: number, c?: number | CreateOpts, d?: Creat
 }
 
 export function linspace(start: number, end: number, steps: number, opts?: CreateOpts): Tensor {
+  opts = createOpts("linspace", opts);
   if (!Number.isInteger(steps) || steps < 0) throw new RuntimeError("number of steps must be non-negative");
   const step = steps > 1 ? (end - start) / (steps - 1) : 0;
   // PyTorch fills the two halves from each end, so the last element is exactly `end`.
@@ -198,8 +245,14 @@ export function draw(dist: number, out: Tensor, a: number, b: number, extra: Ten
   dispatch("random", "draw", [out, ...extra], params, n, { DIST: dist }, { extent, writes: extra.length ? [0, 2] : [0] });
 }
 
+/** rand/randn draw floats only: torch 1.13 names the kernel that has no integer version. */
+function floatOnly(kernel: string, opts: CreateOpts): void {
+  if (opts.dtype && opts.dtype !== "float32") throw new RuntimeError(`"${kernel}" not implemented for '${opts.dtype === "int32" ? "Int" : "Bool"}'`);
+}
+
 export function rand(...args: ShapeArgs): Tensor {
   const { shape, opts } = shapeAndOpts(args, "rand");
+  floatOnly("check_uniform_bounds", opts);
   const t = Tensor.empty(shape, "float32");
   draw(0, t, 0, 1);
   return finish(t, opts);
@@ -207,6 +260,7 @@ export function rand(...args: ShapeArgs): Tensor {
 
 export function randn(...args: ShapeArgs): Tensor {
   const { shape, opts } = shapeAndOpts(args, "randn");
+  floatOnly("normal_kernel_cpu", opts);
   const t = Tensor.empty(shape, "float32");
   draw(1, t, 0, 1);
   return finish(t, opts);
@@ -214,7 +268,9 @@ export function randn(...args: ShapeArgs): Tensor {
 
 /** torch.randint(high, size) or torch.randint(low, high, size): int32 in [low, high). */
 export function randint(a: number, b: number | number[], c?: number[] | CreateOpts, d?: CreateOpts): Tensor {
-  const [low, high, size, opts] = Array.isArray(b) ? [0, a, b, c as CreateOpts | undefined] : [a, b, c as number[], d];
+  const [low, high, size, rawOpts] = Array.isArray(b) ? [0, a, b, c as CreateOpts | undefined] : [a, b, c as number[], d];
+  const opts = createOpts("randint", rawOpts);
+  if (opts.requires_grad) throw new RuntimeError("Only Tensors of floating point and complex dtype can require gradients");
   if (!(high > low)) throw new RuntimeError(`random_ expects 'from' to be less than 'to', but got from=${low} >= to=${high}`);
   const t = Tensor.empty(size, "int32");
   draw(2, t, low, high);

@@ -233,6 +233,16 @@ export function binary(op: BinaryOp, a: Tensor, b: TensorOrScalar, alpha = 1): T
   return out;
 }
 
+/** out += t, for a kernel that accumulates its own fresh result in parts (no version bump: out is not user-visible yet). */
+export function accumulateInto(out: Tensor, t: Tensor): void {
+  binaryInto("add", out, out, t, 1, "float32");
+}
+
+/** out = a + alpha * b into a fresh float32 `out` (which may be b itself): addmm's epilogue, no new allocation. */
+export function addInto(out: Tensor, a: Tensor, b: Tensor, alpha: number): void {
+  binaryInto("add", out, a, b, alpha, "float32");
+}
+
 export function inplaceBinary<T extends Tensor>(op: BinaryOp, self: T, other: TensorOrScalar, alpha = 1): T {
   self.check();
   checkOperand(other, `${op}_`);
@@ -280,6 +290,11 @@ export function copyOf(x: Tensor): Tensor {
   return out;
 }
 
+/** Writes src (cast) into a tensor just made by the caller (its first write: no version bump). */
+export function copyInto(out: Tensor, src: Tensor): void {
+  unaryInto("copy", out, src);
+}
+
 export function cast(x: Tensor, dtype: DType): Tensor {
   x.check();
   const out = emptyResult(x.shape, dtype, [x]);
@@ -304,6 +319,25 @@ export function full(shape: readonly number[], value: Scalar, dtype: DType): Ten
 /** Fills a tensor just made by the caller (its first write: no version bump, as ATen's out= kernels). */
 export function fillNew(out: Tensor, value: Scalar): void {
   unaryInto("fill", out, null, Number(value));
+}
+
+/**
+ * The fused MSE kernels (float32, one allocation each, as ATen's): `mse_backward` is
+ * norm * (a - b) * g (mse_loss_backward's grad_input; g broadcast), `sqdiff` is (a - b)^2.
+ */
+export function mseKernel(kind: "mse_backward" | "sqdiff", a: Tensor, b: Tensor, g: Tensor | null = null, norm = 1): Tensor {
+  let shape = broadcastShapes(a.check().shape, b.check().shape);
+  if (g) shape = broadcastShapes(shape, g.check().shape);
+  const out = emptyResult(shape, "float32", g ? [a, b, g] : [a, b]);
+  const third = g ?? b;
+  elementwise(
+    "where3",
+    { TERNARY: kind === "mse_backward" ? 1 : 2 },
+    out,
+    [a, b, third].map((t) => ({ t, strides: stridesOver(t, shape) })),
+    [norm, 0],
+  );
+  return out;
 }
 
 export function where(cond: Tensor, a: TensorOrScalar, b: TensorOrScalar): Tensor {

@@ -101,19 +101,65 @@ export function nllPick(logp: Tensor, target: Tensor, ignoreIndex: number): Tens
   }
 }
 
-/** A zeroed [N, C] with -coef[i] at (i, target[i]) for rows not ignored. */
-export function nllScatter(coef: Tensor, target: Tensor, C: number, ignoreIndex: number): Tensor {
-  const N = coef.numel();
+/**
+ * A zeroed [N, C] with -coef[i] at (i, target[i]) for rows not ignored: ATen's nll_loss_backward (one
+ * allocation). `coef` is [N], or one value for every row (a 0-dim gradient of a reduced loss), divided
+ * by `total` when given (reduction='mean').
+ */
+export function nllScatter(coef: Tensor, target: Tensor, C: number, ignoreIndex: number, N = coef.numel(), total: Tensor | null = null): Tensor {
   const k = contiguousOf(coef);
   const t = contiguousOf(target);
+  const tw = total ? contiguousOf(total) : null;
+  const one = k.numel() === 1 && N !== 1 ? 0 : 1;
   try {
     const out = full([N, C], 0, "float32");
     const extent = (j: number, i0: number, i1: number): [number, number] =>
-      j === 0 ? [i0 * C, i1 * C - 1] : j === 1 ? [k._offset + i0, k._offset + i1 - 1] : [t._offset + i0, t._offset + i1 - 1];
-    dispatch("gather", "nll_scatter", [out, k, t], [N, C, k._offset, t._offset, ignoreIndex >>> 0], N, undefined, { extent });
+      j === 0
+        ? [i0 * C, i1 * C - 1]
+        : j === 1
+          ? one
+            ? [k._offset + i0, k._offset + i1 - 1]
+            : [k._offset, k._offset]
+          : j === 2
+            ? [t._offset + i0, t._offset + i1 - 1]
+            : [tw?._offset ?? k._offset, tw?._offset ?? k._offset];
+    dispatch("gather", "nll_scatter", [out, k, t, tw ?? k], [N, C, k._offset, t._offset, ignoreIndex >>> 0, one, tw ? 1 : 0, tw?._offset ?? 0], N, undefined, {
+      extent,
+    });
     return out;
   } finally {
     k.dispose();
+    t.dispose();
+    tw?.dispose();
+  }
+}
+
+/**
+ * nll_loss's reduced forward in one kernel: the loss (sum, or mean over the rows not ignored) and the
+ * total weight, two 0-dim tensors and nothing else, as ATen's; `out` null for reduction='none' (only
+ * the total). Null when logp is larger than one binding (the caller composes it then).
+ */
+export function nllReduce(logp: Tensor, target: Tensor, ignoreIndex: number, reduction: "none" | "mean" | "sum"): { out: Tensor | null; total: Tensor } | null {
+  checkIndex(target, "nll_loss");
+  if (!fitsOneBinding([logp, target])) return null;
+  const [N, C] = logp.shape;
+  const x = contiguousOf(logp);
+  const t = contiguousOf(target);
+  try {
+    const total = Tensor.empty([]);
+    const out = reduction === "none" ? null : Tensor.empty([]);
+    dispatch(
+      "gather",
+      "nll_reduce",
+      [total, out ?? total, x, t],
+      [N, C, x._offset, t._offset, ignoreIndex >>> 0, reduction === "mean" ? 1 : 0, out ? 1 : 0],
+      1,
+      undefined,
+      { writes: out ? [0, 1] : [0] },
+    );
+    return { out, total };
+  } finally {
+    x.dispose();
     t.dispose();
   }
 }

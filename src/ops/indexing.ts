@@ -4,7 +4,7 @@
 import { IndexError, RuntimeError, TypeError_ } from "../errors.ts";
 import { Tensor, type TensorOrScalar } from "../tensor.ts";
 import { alias, makeView, select, slice, unsqueeze, view } from "./views.ts";
-import { full } from "./elementwise.ts";
+import { fillInplace, full } from "./elementwise.ts";
 
 type Part = { kind: "int"; i: number } | { kind: "slice"; start?: number; end?: number; step: number } | { kind: "ellipsis" } | { kind: "none" };
 
@@ -48,6 +48,8 @@ export interface ViewOps {
   select(t: Tensor, dim: number, index: number): Tensor;
   slice(t: Tensor, dim: number, start?: number, end?: number, step?: number): Tensor;
   unsqueeze(t: Tensor, dim: number): Tensor;
+  /** fill_ from a number or 0-dim tensor as Python's setitem does it (FillBackward3); plain fill without autograd. */
+  fillWrapped?(t: Tensor, value: Tensor | number | boolean): Tensor;
 }
 
 export function getitem(t: Tensor, index: string | number, ops: ViewOps = { select, slice, unsqueeze }): Tensor {
@@ -87,7 +89,10 @@ function indexInto(t: Tensor, index: string | number, ops: ViewOps, forRead: boo
         step(ops.unsqueeze(cur, dim));
         dim++;
       } else if (p.kind === "slice") {
-        step(ops.slice(cur, dim, p.start, p.end, p.step));
+        // As at::indexing's applySlice for assignment: a slice written start 0 (or none), stop exactly the
+        // dim's size, step 1 is the tensor itself, not a view (so `x[:n] = 2.0` records FillBackward3).
+        const whole = !forRead && (p.start ?? 0) === 0 && p.end === cur.shape[dim] && p.step === 1;
+        if (!whole) step(ops.slice(cur, dim, p.start, p.end, p.step));
         dim++;
       } else {
         const size = cur.shape[dim];
@@ -125,15 +130,23 @@ export function setitem(t: Tensor, index: string | number, value: TensorOrScalar
         value = squeezed;
       }
     }
-    // A number is copied from a 0-dim tensor, as Python's __setitem__ does (CopyBackwards under CopySlices).
-    if (typeof value === "number" || typeof value === "boolean") {
+    // As Python's __setitem__ (copy_to): a value of the target's shape is copied (copy_); a number (a
+    // wrapped 0-dim CPU tensor there) or a 0-dim tensor fills (fill_, FillBackward3); any other is broadcast and copied.
+    // (A number into a 0-dim target has the target's shape: copied, CopyBackwards.)
+    const sameShape = value instanceof Tensor ? value.ndim === target.ndim && value.shape.every((s, i) => s === target.shape[i]) : target.ndim === 0;
+    if (!sameShape && (!(value instanceof Tensor) || value.ndim === 0)) {
+      if (ops?.fillWrapped) ops.fillWrapped(target, value);
+      else if (value instanceof Tensor) target.copy_(value);
+      else fillInplace(target, value);
+    } else if (value instanceof Tensor) target.copy_(value);
+    else {
       const v = full([], value, target.dtype);
       try {
         target.copy_(v);
       } finally {
         v.dispose();
       }
-    } else target.copy_(value);
+    }
   } finally {
     target.dispose();
     squeezed?.dispose();

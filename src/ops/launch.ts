@@ -66,6 +66,18 @@ function limits(): { binding: number; buffer: number | null } {
 }
 
 const WINDOW_ALIGN = 256; // bytes: the largest minStorageBufferOffsetAlignment WebGPU allows
+/**
+ * The most windowed dispatches one op may record. Each window is a new bind group; Dawn frees them only
+ * when the event loop turns, and lavapipe crashed the process (SIGSEGV in vkCreateDescriptorPool) after
+ * some 40,000 in one synchronous job. An op over the limit raises before recording anything.
+ */
+const MAX_RUNS = 4096;
+function tooManyRuns(op: string, runs: number, binding: number): RuntimeError {
+  return new RuntimeError(
+    `${op}: this op would need ${runs} windowed dispatches to stay within this adapter's maxStorageBufferBindingSize ` +
+      `(${formatBytes(binding)}) (at most ${MAX_RUNS}); use smaller tensors`,
+  );
+}
 
 interface Run {
   first: number;
@@ -147,6 +159,7 @@ function plan(op: string, blocks: Block[], n: number, opts: DispatchOpts | undef
       return { segment: b.segment, offset: b.offset + a, size, block: b.offset, base: a / 4 };
     });
     runs.push({ first: i0, count: i1 - i0, ranges });
+    if (runs.length > MAX_RUNS) throw tooManyRuns(op, Math.round((runs.length * n) / i1), lim.binding);
     i0 = i1;
   }
   return runs;
@@ -157,6 +170,20 @@ function plan(op: string, blocks: Block[], n: number, opts: DispatchOpts | undef
  * beside the other kernels' so that their dispatches split over several bindings too.
  */
 const DEFAULTS: Record<string, (p: Uint32Array) => DispatchOpts> = {
+  // rows.wgsl layer_norm_backward: operands dx, g, x, weight, mean, rstd; params [rows, n, g offset,
+  // x offset, has weight, w offset, mean offset, rstd offset]. An absent weight binds x, unread.
+  "rows.layer_norm_backward": (p) => ({
+    writes: [0],
+    extent: (k, r0, r1) => {
+      const n = p[1];
+      if (k === 3 && !p[4]) k = 2;
+      if (k === 0) return [r0 * n, r1 * n - 1];
+      if (k === 1) return [p[2] + r0 * n, p[2] + r1 * n - 1];
+      if (k === 2) return [p[3] + r0 * n, p[3] + r1 * n - 1];
+      if (k === 3) return [p[5], p[5] + Math.max(n - 1, 0)];
+      return [(k === 4 ? p[6] : p[7]) + r0, (k === 4 ? p[6] : p[7]) + r1 - 1];
+    },
+  }),
   // rows.wgsl layer_norm: operands y, x, weight, bias, mean, rstd; params [rows, n, eps, x offset,
   // has weight, has bias, weight offset, bias offset]. An absent weight/bias binds x, unread.
   "rows.layer_norm": (p) => ({
@@ -312,36 +339,103 @@ export function elementwise(
   inputs: Array<{ t: Tensor; strides: number[] }>,
   scalars: [number, number] = [0, 0],
 ): void {
-  const n = out.numel();
   const c = coalesce(out.shape, [out._strides, ...inputs.map((i) => i.strides)]);
   if (c.shape.length > MAX_RANK) throw new RuntimeError(`GradLab kernels support tensors of at most ${MAX_RANK} non-trivial dims`);
-  const p = new Uint32Array(56);
-  p[0] = n;
-  p[1] = c.shape.length;
-  p[2] = f32bits(scalars[0]);
-  p[3] = f32bits(scalars[1]);
-  c.shape.forEach((s, d) => (p[4 + d] = s));
   const ops = [out, ...inputs.map((i) => i.t)];
-  // The pipeline is specialised on each operand's dtype and layout (elementwise.wgsl: D<k>, M<k>).
-  const spec: Record<string, number> = { ...constants };
-  ops.forEach((t, k) => {
-    p[12 + k] = t._offset;
-    c.strides[k].forEach((s, d) => (p[16 + k * 8 + d] = s));
-    p[48 + k] = dtypeCode[t.dtype];
-    spec[`D${k}`] = dtypeCode[t.dtype];
-    const [mode, divisor] = layoutOf(c.shape, c.strides[k]);
-    spec[`M${k}`] = mode;
-    p[52 + k] = divisor;
-  });
-  // Built only if an operand needs windows (see plan).
-  let ext: Array<(i0: number, i1: number) => [number, number]> | null = null;
-  const extent: Extent = (k, i0, i1) => (ext ??= ops.map((t, j) => stridedExtent(c.shape, c.strides[j], t._offset)))[k](i0, i1);
-  // Several elements per invocation where no operand needs windows (those runs map invocation i to
-  // element i): the lanes of a CPU adapter such as lavapipe then share each invocation's fixed cost.
-  if (n >= 4096 && fitsOneBinding(ops)) {
-    spec.EPT = 4;
-    dispatch("elementwise", entry, ops, p, Math.ceil(n / 4), spec);
-  } else dispatch("elementwise", entry, ops, p, n, spec, { extent });
+  if (out.numel() === 0 || !computes(ops)) return;
+  const sizes = ops.map((t) => blockOf(t).size);
+  const binding = limits().binding;
+  const boxes: Array<{ shape: number[]; offsets: number[] }> = [];
+  splitBoxes(
+    c.shape,
+    c.strides,
+    ops.map((t) => t._offset),
+    sizes,
+    binding,
+    boxes,
+  );
+  if (boxes.length > MAX_RUNS) throw tooManyRuns(opName() ?? entry, boxes.length, binding);
+  for (const box of boxes) {
+    const n = box.shape.reduce((a, b) => a * b, 1);
+    const p = new Uint32Array(56);
+    p[0] = n;
+    p[1] = box.shape.length;
+    p[2] = f32bits(scalars[0]);
+    p[3] = f32bits(scalars[1]);
+    box.shape.forEach((s, d) => (p[4 + d] = s));
+    // The pipeline is specialised on each operand's dtype and layout (elementwise.wgsl: D<k>, M<k>).
+    const spec: Record<string, number> = { ...constants };
+    ops.forEach((t, k) => {
+      p[12 + k] = box.offsets[k];
+      c.strides[k].forEach((s, d) => (p[16 + k * 8 + d] = s));
+      p[48 + k] = dtypeCode[t.dtype];
+      spec[`D${k}`] = dtypeCode[t.dtype];
+      const [mode, divisor] = layoutOf(box.shape, c.strides[k]);
+      spec[`M${k}`] = mode;
+      p[52 + k] = divisor;
+    });
+    // Several elements per invocation where no operand needs windows (those runs map invocation i to
+    // element i): the lanes of a CPU adapter such as lavapipe then share each invocation's fixed cost.
+    if (n >= 4096 && boxes.length === 1 && fitsOneBinding(ops)) {
+      spec.EPT = 4;
+      dispatch("elementwise", entry, ops, p, Math.ceil(n / 4), spec);
+      continue;
+    }
+    // Built only if an operand needs windows (see plan).
+    let ext: Array<(i0: number, i1: number) => [number, number]> | null = null;
+    const extent: Extent = (k, i0, i1) => (ext ??= ops.map((_, j) => stridedExtent(box.shape, c.strides[j], box.offsets[j])))[k](i0, i1);
+    dispatch("elementwise", entry, ops, p, n, spec, { extent });
+  }
+}
+
+/**
+ * Splits an elementwise index space into boxes over each of which every operand larger than one
+ * binding spans at most one binding, halving the dim along which some operand spans the most. A
+ * strided operand (a transpose) over the limit would otherwise need one windowed run per few
+ * elements: tens of thousands of bind groups for one op, which exhausted lavapipe's descriptor pools
+ * inside Dawn (a segmentation fault in vkCreateDescriptorPool, issue 21).
+ */
+function splitBoxes(
+  shape: number[],
+  strides: number[][],
+  offsets: number[],
+  sizes: number[],
+  binding: number,
+  out: Array<{ shape: number[]; offsets: number[] }>,
+): void {
+  let worst = -1;
+  let worstSpan = 0;
+  for (let k = 0; k < strides.length; k++) {
+    if (sizes[k] <= binding) continue;
+    let span = 0;
+    for (let d = 0; d < shape.length; d++) span += (shape[d] - 1) * strides[k][d];
+    if ((span + 1) * 4 <= binding) continue;
+    for (let d = 0; d < shape.length; d++) {
+      const s = (shape[d] - 1) * strides[k][d];
+      if (shape[d] > 1 && s > worstSpan) {
+        worstSpan = s;
+        worst = d;
+      }
+    }
+  }
+  if (worst < 0) {
+    out.push({ shape, offsets });
+    return;
+  }
+  const half = Math.floor(shape[worst] / 2);
+  const a = [...shape];
+  a[worst] = half;
+  const b = [...shape];
+  b[worst] = shape[worst] - half;
+  splitBoxes(a, strides, offsets, sizes, binding, out);
+  splitBoxes(
+    b,
+    strides,
+    offsets.map((o, k) => o + half * strides[k][worst]),
+    sizes,
+    binding,
+    out,
+  );
 }
 
 /**

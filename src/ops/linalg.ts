@@ -4,9 +4,9 @@
 import { pyTypeName } from "../pystr.ts";
 import { RuntimeError, TypeError_ } from "../errors.ts";
 import { Tensor, contiguousStrides, numelOf } from "../tensor.ts";
-import { binary, broadcastShapes, copyOf } from "./elementwise.ts";
-import { coalesce, dispatch, dispatchGrid, fitsOneBinding } from "./launch.ts";
-import { contiguousOf, expand, unsqueeze, view } from "./views.ts";
+import { accumulateInto, addInto, binary, broadcastShapes } from "./elementwise.ts";
+import { coalesce, dispatch, dispatchGrid, fitsOneBinding, maxBindingBytes } from "./launch.ts";
+import { contiguousOf, expand, narrow, unsqueeze, view } from "./views.ts";
 
 const typeName = { float32: "Float", int32: "Int", bool: "Bool" } as const;
 
@@ -37,7 +37,11 @@ function batchStride(t: Tensor): number | null {
 function batchedInto(a: Tensor, b: Tensor, out: Tensor): void {
   const temps: Tensor[] = [];
   const fix = (t: Tensor) => {
-    if (batchStride(t) !== null) return t;
+    // A broadcast (stride-0) matrix is cloned first, as ATen does for cuBLAS and BLAS
+    // (prepare_matrix_for_cublas): the gradient of a sum reaching mm is such a matrix.
+    const m = t.ndim - 2;
+    const broadcast = (t.shape[m] > 1 && t._strides[m] === 0) || (t.shape[m + 1] > 1 && t._strides[m + 1] === 0);
+    if (batchStride(t) !== null && !broadcast) return t;
     const c = contiguousOf(t);
     temps.push(c);
     return c;
@@ -52,6 +56,27 @@ function batchedInto(a: Tensor, b: Tensor, out: Tensor): void {
     if (M === 0 || N === 0 || batch === 0) return;
     if (K === 0) {
       out.zero_();
+      return;
+    }
+    // One invocation reads 4 rows of A and 4 columns of B along all of K: when that alone is more than
+    // one binding (a Gram matrix X^T X over a tall X), the contraction is split into slices of K whose
+    // products are summed into out (one out-sized temporary; PyTorch's BLAS needs no windows).
+    const kc = contractionSlice(A, B, M, N, K);
+    if (kc < K) {
+      for (let k0 = 0; k0 < K; k0 += kc) {
+        const len = Math.min(kc, K - k0);
+        const As = narrow(A, A.ndim - 1, k0, len);
+        const Bs = narrow(B, B.ndim - 2, k0, len);
+        const part = k0 === 0 ? out : Tensor.empty(out.shape);
+        try {
+          batchedInto(As, Bs, part);
+          if (part !== out) accumulateInto(out, part);
+        } finally {
+          As.dispose();
+          Bs.dispose();
+          if (part !== out) part.dispose();
+        }
+      }
       return;
     }
     const bStride = batchStride(B)!;
@@ -107,6 +132,22 @@ function batchedInto(a: Tensor, b: Tensor, out: Tensor): void {
   } finally {
     for (const t of temps) t.dispose();
   }
+}
+
+/** The longest slice of K over which one matmul invocation reads at most one binding of A and of B (K if all of it). */
+function contractionSlice(A: Tensor, B: Tensor, M: number, N: number, K: number): number {
+  if (fitsOneBinding([A, B])) return K;
+  // Room for a window's start being aligned down (launch.ts aligns to 256 bytes).
+  const room = Math.floor((maxBindingBytes() - 512) / 4);
+  const [ars, acs] = [A._strides[A.ndim - 2], A._strides[A.ndim - 1]];
+  const [brs, bcs] = [B._strides[B.ndim - 2], B._strides[B.ndim - 1]];
+  const spanA = (k: number) => (Math.min(M, 4) - 1) * ars + (k - 1) * acs + 1;
+  const spanB = (k: number) => (k - 1) * brs + (Math.min(N, 4) - 1) * bcs + 1;
+  let k = K;
+  while (k > 1 && ((!fitsOneBinding([A]) && spanA(k) > room) || (!fitsOneBinding([B]) && spanB(k) > room))) k = Math.ceil(k / 2);
+  // Once split, slices of at most 64 Ki: one invocation's float32 sum over millions of terms drifts
+  // (1e-3 relative over 4 Mi), the sum of slice sums stays near PyTorch's blocked BLAS.
+  return k < K ? Math.min(k, 1 << 16) : K;
 }
 
 export function mm(a: Tensor, b: Tensor): Tensor {
@@ -227,9 +268,25 @@ export function addmm(input: Tensor, m1: Tensor, m2: Tensor, opts?: { beta?: num
   const beta = opts?.beta ?? 1;
   const alpha = opts?.alpha ?? 1;
   const prod = mm(m1, m2);
+  let kept = false;
   try {
-    broadcastShapes(input.shape, prod.shape);
-    if (beta === 0) return alpha === 1 ? copyOf(prod) : binary("mul", prod, alpha);
+    const shape = broadcastShapes(input.shape, prod.shape);
+    if (beta !== 0 && input.dtype === "float32" && shape.length === prod.ndim && shape.every((s, i) => s === prod.shape[i])) {
+      // As ATen's addmm: one output; the product is made in it and the input added in place.
+      const scaledIn = beta === 1 ? input : binary("mul", input, beta);
+      try {
+        addInto(prod, scaledIn, prod, alpha);
+      } finally {
+        if (scaledIn !== input) scaledIn.dispose();
+      }
+      kept = true;
+      return prod;
+    }
+    if (beta === 0 && alpha === 1) {
+      kept = true;
+      return prod;
+    }
+    if (beta === 0) return binary("mul", prod, alpha);
     const scaled = beta === 1 ? input : binary("mul", input, beta);
     try {
       return binary("add", scaled, prod, alpha);
@@ -237,6 +294,6 @@ export function addmm(input: Tensor, m1: Tensor, m2: Tensor, opts?: { beta?: num
       if (scaled !== input) scaled.dispose();
     }
   } finally {
-    prod.dispose();
+    if (!kept) prod.dispose();
   }
 }

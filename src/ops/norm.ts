@@ -4,7 +4,7 @@
 
 import { RuntimeError } from "../errors.ts";
 import { Tensor, numelOf } from "../tensor.ts";
-import { dispatch, f32bits } from "./launch.ts";
+import { dispatch, f32bits, fitsOneBinding } from "./launch.ts";
 import { draw } from "./creation.ts";
 import { contiguousOf } from "./views.ts";
 import { copyOf, fillNew } from "./elementwise.ts";
@@ -13,21 +13,28 @@ import { copyOf, fillNew } from "./elementwise.ts";
 export function native_layer_norm(x: Tensor, normalized_shape: number[], weight: Tensor | null, bias: Tensor | null, eps: number): [Tensor, Tensor, Tensor] {
   x.check();
   const k = normalized_shape.length;
-  const tail = x.shape.slice(x.ndim - k);
-  if (k === 0 || x.ndim < k || tail.some((s, i) => s !== normalized_shape[i])) {
-    throw new RuntimeError(
-      `Given normalized_shape=[${normalized_shape.join(", ")}], expected input with shape [*, ${normalized_shape.join(", ")}], but got input of size[${x.shape.join(", ")}]`,
-    );
+  // torch 1.13's _check_layer_norm_inputs, in its order: normalized_shape, weight, bias, then the input.
+  if (k === 0) {
+    throw new RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, but got normalized_shape = []");
   }
   for (const [name, p] of [
     ["weight", weight],
     ["bias", bias],
   ] as const) {
-    if (p && (p.check().numel() !== numelOf(normalized_shape) || p.dtype !== "float32")) {
+    if (p && (p.check().ndim !== k || p.shape.some((s, i) => s !== normalized_shape[i]))) {
       throw new RuntimeError(
         `Expected ${name} to be of same shape as normalized_shape, but got ${name} of shape [${p.shape.join(", ")}] and normalized_shape = [${normalized_shape.join(", ")}]`,
       );
     }
+  }
+  const tail = x.shape.slice(x.ndim - k);
+  if (x.ndim < k || tail.some((s, i) => s !== normalized_shape[i])) {
+    throw new RuntimeError(
+      `Given normalized_shape=[${normalized_shape.join(", ")}], expected input with shape [*, ${normalized_shape.join(", ")}], but got input of size[${x.shape.join(", ")}]`,
+    );
+  }
+  for (const p of [weight, bias]) {
+    if (p && p.dtype !== "float32") throw new RuntimeError(`expected scalar type Float but found ${p.dtype === "int32" ? "Int" : "Bool"}`);
   }
   if (x.dtype !== "float32") throw new RuntimeError(`"LayerNormKernelImpl" not implemented for '${x.dtype === "int32" ? "Int" : "Bool"}'`);
   const n = numelOf(normalized_shape);
@@ -76,4 +83,53 @@ export function native_dropout(x: Tensor, p: number, train: boolean): [Tensor, T
     src.dispose();
   }
   return [out, mask];
+}
+
+/**
+ * PyTorch's native_layer_norm_backward: the input gradient (one input-sized allocation) and, as asked,
+ * the weight and bias gradients (normalized_shape each), from the incoming gradient, the input and the
+ * saved per-row mean and rstd. Null where the mask says no. The weight/bias pass reads a column across
+ * every row: over one binding it is left to the caller (returns null for both, `paramsDone` false).
+ */
+export function native_layer_norm_backward(
+  g: Tensor,
+  x: Tensor,
+  mean: Tensor,
+  rstd: Tensor,
+  weight: Tensor | null,
+  normalized_shape: number[],
+  mask: [boolean, boolean, boolean],
+): { dx: Tensor | null; dw: Tensor | null; db: Tensor | null; paramsDone: boolean } {
+  const n = numelOf(normalized_shape);
+  const rows = n === 0 ? 0 : x.numel() / n;
+  const gs = contiguousOf(g);
+  const xs = contiguousOf(x);
+  const ms = contiguousOf(mean);
+  const rs = contiguousOf(rstd);
+  const w = weight ? contiguousOf(weight) : null;
+  try {
+    let dx: Tensor | null = null;
+    if (mask[0]) {
+      dx = Tensor.empty(x.shape);
+      dispatch(
+        "rows",
+        "layer_norm_backward",
+        [dx, gs, xs, w ?? xs, ms, rs],
+        [rows, n, gs._offset, xs._offset, w ? 1 : 0, w?._offset ?? 0, ms._offset, rs._offset],
+        rows,
+      );
+    }
+    if (!(mask[1] || mask[2])) return { dx, dw: null, db: null, paramsDone: true };
+    if (!fitsOneBinding([gs, xs])) return { dx, dw: null, db: null, paramsDone: false };
+    const dw = Tensor.empty(normalized_shape);
+    const db = Tensor.empty(normalized_shape);
+    dispatch("rows", "layer_norm_backward_params", [dw, db, gs, xs, ms, rs], [n, rows, gs._offset, xs._offset, ms._offset, rs._offset], n, undefined, {
+      writes: [0, 1],
+    });
+    if (!mask[1]) dw.dispose();
+    if (!mask[2]) db.dispose();
+    return { dx, dw: mask[1] ? dw : null, db: mask[2] ? db : null, paramsDone: true };
+  } finally {
+    for (const t of [gs, xs, ms, rs, w]) t?.dispose();
+  }
 }

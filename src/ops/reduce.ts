@@ -8,7 +8,9 @@ import { Tensor, numelOf, type DimArg, type ReduceOpts } from "../tensor.ts";
 import { coalesce, dispatch, f32bits, fitsOneBinding, maxBindingBytes } from "./launch.ts";
 import { contiguousOf, permute, reshape } from "./views.ts";
 import { wrapDim } from "../dims.ts";
-import { fillNew, unary } from "./elementwise.ts";
+import { binary, cast, copyInto, fillNew, unary } from "./elementwise.ts";
+import { tensor } from "./creation.ts";
+import { nllPick } from "./gather.ts";
 import { REDUCE_CODE } from "./kernel-codes.ts";
 
 /** mean is a sum scaled in the kernel. */
@@ -103,6 +105,57 @@ function reduceInto(op: ReduceOp, x: Tensor, dims: number[], out: Tensor, scale:
   const chunkable = op === "sum" || op === "mean" || op === "max" || op === "min" || op === "prod";
   // A row longer than one binding may cover is reduced in chunks that each fit a window.
   const maxChunk = Math.floor(maxBindingBytes() / 8);
+  if ((op === "var" || op === "argmax" || op === "argmin") && len > maxChunk && !fitsOneBinding([src])) {
+    // One step would read a whole row over the binding limit: per-chunk partials, combined on the
+    // small [rows, chunks] tensors (var: Chan's parallel formula; argmax: the chunk of the first
+    // extremum, then the index found within it).
+    try {
+      const chunks = Math.ceil(len / maxChunk);
+      const partial = (kop: ReduceOp, dtype: DType, s0: number): Tensor => {
+        const t = Tensor.empty([rows, chunks], dtype);
+        temps.push(t);
+        dispatch(
+          "reduce",
+          "reduce_rows",
+          [t, src],
+          params(rows * chunks, maxChunk, rowStride, src._offset, es, src.dtype, dtype, chunks, len, s0),
+          rows * chunks,
+          { OP: OPS[kop] },
+          { extent: rowsExtent(src._offset, rowStride, es, maxChunk, chunks, len) },
+        );
+        return t;
+      };
+      const keep = (t: Tensor) => {
+        temps.push(t);
+        return t;
+      };
+      let result: Tensor;
+      if (op === "var") {
+        const pv = partial("var", "float32", 0);
+        const ps = partial("sum", "float32", 1);
+        const counts = keep(tensor(Array.from({ length: chunks }, (_, c) => Math.min(maxChunk, len - c * maxChunk))));
+        const pm = keep(binary("div", ps, counts));
+        const mean = keep(binary("div", keep(reduce("sum", ps, 1, { keepdim: true })), len));
+        const d = keep(binary("sub", pm, mean));
+        const within = keep(binary("mul", pv, counts));
+        const between = keep(binary("mul", keep(binary("mul", d, d)), counts));
+        const m2 = keep(reduce("sum", keep(binary("add", within, between)), 1));
+        result = keep(binary("div", m2, len - scale));
+      } else {
+        const pv = partial(op === "argmax" ? "max" : "min", "float32", 1);
+        const pi = partial(op, "int32", 1);
+        const k = keep(Tensor.empty([rows], "int32"));
+        reduceInto(op, pv, [1], k, 1);
+        // pi[r, k[r]], through nll_loss's pick (which negates; exact in float32: indices < 2^24).
+        const within = keep(cast(keep(unary("neg", keep(nllPick(keep(cast(pi, "float32")), k, -1)))), "int32"));
+        result = keep(binary("add", keep(binary("mul", k, maxChunk)), within));
+      }
+      copyInto(out, keep(reshape(result, out.shape)));
+    } finally {
+      for (const t of temps) if (t !== x) t.dispose();
+    }
+    return;
+  }
   const chunked = chunkable && ((rows < 256 && len > 4 * CHUNK) || (len > maxChunk && !fitsOneBinding([src])));
   try {
     if (chunked) {
@@ -273,5 +326,35 @@ export function softmax(x: Tensor, dim: number, log: boolean): Tensor {
     return out;
   } finally {
     src.dispose();
+  }
+}
+
+/**
+ * PyTorch's _softmax_backward_data: the input gradient of softmax (log: log_softmax) from the incoming
+ * gradient g and the saved result y, one kernel and one allocation. Null when a row strided across a
+ * tensor larger than one binding cannot run in windows (the caller composes it instead).
+ */
+export function softmaxBackward(g: Tensor, y: Tensor, dim: number, log: boolean): Tensor | null {
+  const d = y.ndim === 0 ? 0 : wrapDim(dim, y.ndim);
+  const n = y.ndim === 0 ? 1 : y.shape[d];
+  const inner = numelOf(y.shape.slice(d + 1));
+  if (inner > 1 && n > 1 && !fitsOneBinding([y]) && n * inner * 4 > maxBindingBytes()) return null;
+  const gs = contiguousOf(g);
+  const ys = contiguousOf(y);
+  try {
+    const out = Tensor.empty(y.shape, "float32");
+    const rows = n === 0 ? 0 : y.numel() / n;
+    const extent = (k: number, r0: number, r1: number): [number, number] => {
+      const off = k === 0 ? 0 : k === 1 ? gs._offset : ys._offset;
+      const o0 = Math.floor(r0 / inner);
+      const o1 = Math.floor((r1 - 1) / inner);
+      if (o0 === o1) return [off + o0 * n * inner + (r0 % inner), off + o0 * n * inner + (n - 1) * inner + ((r1 - 1) % inner)];
+      return [off + o0 * n * inner, off + (o1 + 1) * n * inner - 1];
+    };
+    dispatch("rows", "softmax_backward", [out, gs, ys], [rows, n, inner, gs._offset, ys._offset], rows, { LOG: log ? 1 : 0 }, { extent });
+    return out;
+  } finally {
+    gs.dispose();
+    ys.dispose();
   }
 }

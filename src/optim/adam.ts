@@ -32,15 +32,18 @@ export class Adam extends Optimizer {
     super(params, d);
   }
 
+  protected override initState(p: Tensor, state: ParamState, g: ParamGroup): void {
+    if (state.step !== undefined) return;
+    state.step = 0;
+    state.exp_avg = stateTensor(() => zeros_like(p));
+    state.exp_avg_sq = stateTensor(() => zeros_like(p));
+    if (g.amsgrad) state.max_exp_avg_sq = stateTensor(() => zeros_like(p));
+  }
+
   protected update(p: Tensor, gradIn: Tensor, state: ParamState, g: ParamGroup): void {
     const [beta1, beta2] = g.betas as [number, number];
     let grad = g.maximize ? gradIn.neg() : gradIn;
-    if (state.step === undefined) {
-      state.step = 0;
-      state.exp_avg = stateTensor(() => zeros_like(p));
-      state.exp_avg_sq = stateTensor(() => zeros_like(p));
-      if (g.amsgrad) state.max_exp_avg_sq = stateTensor(() => zeros_like(p));
-    }
+    this.initState(p, state, g);
     const expAvg: Tensor = state.exp_avg;
     const expAvgSq: Tensor = state.exp_avg_sq;
     state.step += 1;

@@ -70,10 +70,16 @@ export abstract class Optimizer {
       no_grad(() =>
         scope(() => {
           for (const group of this.param_groups) {
+            // As torch 1.13's step: a group's new state is made for every parameter (_init_group)
+            // before any update runs, so the first step's peak holds all of it.
+            for (const p of group.params) {
+              if (!p.grad) continue;
+              if (!this.state.has(p)) this.state.set(p, {});
+              this.initState(p, this.state.get(p)!, group);
+            }
             for (const p of group.params) {
               const grad = p.grad;
               if (!grad) continue;
-              if (!this.state.has(p)) this.state.set(p, {});
               // Temporaries of the update die with this scope; state tensors are made with stateTensor.
               scope(() => this.update(p, grad, this.state.get(p)!, group));
             }
@@ -83,6 +89,9 @@ export abstract class Optimizer {
     );
     return loss;
   }
+
+  /** State a parameter's first update needs, made before the group's updates (none by default). */
+  protected initState(_p: Tensor, _state: ParamState, _group: ParamGroup): void {}
 
   /** The single-tensor update of one parameter (PyTorch's _single_tensor_* functions). */
   protected abstract update(p: Tensor, grad: Tensor, state: ParamState, group: ParamGroup): void;

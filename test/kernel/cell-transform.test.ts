@@ -34,4 +34,16 @@ describe("cell transform", () => {
     await runCell("r = 1\nbump()\nr = r + 1\n", { bump: () => void (g.bumped = true) });
     expect([g.r, g.bumped]).toEqual([2, true]);
   });
+
+  it("a dynamic import() works in a cell, as a static import does (node:vm has no loader of its own)", async () => {
+    await runCell(
+      `
+      const fs = await import("node:fs");
+      const { join } = await import(/* a comment */ "node:path");
+      async function later(m: string) { return (await import(m)).sep; }
+      dyn = [typeof fs.readFileSync, join("a", "b"), await later("node:path")];
+    `,
+    );
+    expect(g.dyn).toEqual(["function", "a/b", "/"]);
+  });
 });

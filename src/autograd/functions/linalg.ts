@@ -92,8 +92,11 @@ export const addmm = asOp("addmm", function addmm(input: Tensor, m1: Tensor, m2:
 });
 function addmmFormula(n: FormulaNode, [g]: Grads): Grads {
   const beta = n.value<number>("beta");
+  // The matrix gradients first: torch reduces a broadcast input's gradient (sum_to) after the node's
+  // formulas ran (the engine's validate_outputs), so the bias sum comes last, as in its peaks.
+  const mats = mmGrads(n, g!, "mat1", "mat2", n.value<number>("alpha"));
   const gi = n.needs(0) ? sumTo(mulScalar(g!, beta), (n.consts as { inShape: number[] }).inShape) : null;
-  return [gi, ...mmGrads(n, g!, "mat1", "mat2", n.value<number>("alpha"))];
+  return [gi, ...mats];
 }
 
 function dot(a: Tensor, b: Tensor): Tensor {

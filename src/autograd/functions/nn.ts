@@ -5,12 +5,12 @@
 import { type Tensor, numelOf } from "../../tensor.ts";
 import { RuntimeError, ValueError } from "../../errors.ts";
 import { scope } from "../../memory/lifetime.ts";
-import { no_grad } from "../grad-mode.ts";
+import { is_grad_enabled, no_grad } from "../grad-mode.ts";
 import { attach, needsGrad, sumTo } from "../record.ts";
 import { zerosLike } from "./pointwise.ts";
 import type { FormulaNode, Grads } from "../node.ts";
-import { indexAddRows, indexSelectRows, nllPick, nllScatter } from "../../ops/gather.ts";
-import { broadcastShapes } from "../../ops/elementwise.ts";
+import { indexAddRows, indexSelectRows, nllPick, nllReduce, nllScatter } from "../../ops/gather.ts";
+import { broadcastShapes, mseKernel } from "../../ops/elementwise.ts";
 
 export type Reduction = "none" | "mean" | "sum";
 /** at::Reduction's enum values, as `_saved_reduction` shows them. */
@@ -77,6 +77,13 @@ export function nllLoss(input: Tensor, target: Tensor, reductionArg: Reduction =
   const C = x.shape[1];
   const { out, total } = no_grad(() =>
     scope(() => {
+      // ATen's nll_loss_forward: the loss and the total weight, no per-row temporaries.
+      const fusedOut = nllReduce(x, t, ignoreIndex, reduction);
+      if (fusedOut) {
+        if (reduction !== "none") return { out: fusedOut.out!, total: fusedOut.total };
+        const picked = nllPick(x, t, ignoreIndex);
+        return { out: single ? picked.reshape([]) : picked, total: fusedOut.total };
+      }
       const picked = nllPick(x, t, ignoreIndex);
       const total = t.ne(ignoreIndex).float().sum();
       if (reduction === "none") return { out: single ? picked.reshape([]) : picked, total };
@@ -109,8 +116,8 @@ export function mseLoss(input: Tensor, target: Tensor, reductionArg: Reduction =
   const count = numelOf(shape);
   const out = no_grad(() =>
     scope(() => {
-      const d = input.sub(target);
-      const sq = d.mul(d);
+      // One unreduced buffer, as ATen's mse_loss (not a difference and then its square).
+      const sq = mseKernel("sqdiff", input, target);
       return reduction === "none" ? sq : reduction === "sum" ? sq.sum() : sq.mean();
     }),
   );
@@ -129,6 +136,12 @@ function nllFormula(n: FormulaNode, [g]: Grads): Grads {
   const { inShape, C, reduction } = n.consts as { inShape: number[]; C: number; reduction: Reduction };
   const N = inShape.length === 1 ? 1 : inShape[0];
   const tw = n.unpack("total_weight");
+  if (!is_grad_enabled()) {
+    // Plain backward: ATen's nll_loss_backward, the zeroed input gradient written in one kernel.
+    const tgt = n.unpack("target");
+    const coef = reduction === "none" ? g!.reshape([N]) : g!;
+    return [nllScatter(coef, tgt.reshape([N]), C, n.value<number>("ignore_index"), N, reduction === "mean" ? tw : null).reshape(inShape)];
+  }
   const coef = reduction === "none" ? g!.reshape([N]) : (reduction === "mean" ? g!.div(tw) : g!).reshape([1]).expand([N]);
   const tgt = n.unpack("target");
   const out = no_grad(() => nllScatter(coef, tgt.reshape([N]), C, n.value<number>("ignore_index")).reshape(inShape));
@@ -165,7 +178,8 @@ function mseFormula(n: FormulaNode, [g]: Grads): Grads {
 
 /** mse_loss_backward: norm (self - target) g; under create_graph an op of its own, MseLossBackwardBackward0. */
 function mseBackward(g: Tensor, self: Tensor, target: Tensor, norm: number, reduction: number): Tensor {
-  const compute = () => self.sub(target).mul(norm).mul(g);
+  // The value: ATen's mse_loss_backward, one fused kernel and one allocation.
+  const compute = () => mseKernel("mse_backward", self, target, g, norm);
   if (!needsGrad(g, self, target)) return compute();
   const out = no_grad(compute);
   attach("MseLossBackwardBackward0", [g, self, target], [out], mseDoubleFormula, { grad_output: g, reduction, self, target }).consts = {

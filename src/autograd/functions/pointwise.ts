@@ -2,6 +2,7 @@
 // formula, side by side (as tools/autograd/derivatives.yaml does). Formulas are written with tensor ops,
 // so under create_graph they are themselves recorded (double backward).
 
+import { RuntimeError } from "../../errors.ts";
 import * as ew from "../../ops/elementwise.ts";
 import type { BinaryKernel, UnaryKernel } from "../../ops/kernel-codes.ts";
 import { Tensor, type Scalar, type TensorOrScalar } from "../../tensor.ts";
@@ -336,6 +337,24 @@ function copyFormula(n: FormulaNode, [g]: Grads): Grads {
   return [n.needs(0) ? zerosLike(g!) : null, n.needs(1) ? sumTo(g!, (n.consts as { srcShape: number[] }).srcShape) : null];
 }
 const zeroFormula: Formula = (_n, [g]) => [zerosLike(g!)];
+
+/**
+ * fill_(Tensor value) (FillBackward3): every element becomes the 0-dim value; its gradient is the sum
+ * of g. Python's `x[i] = 2.0` wraps the number as a 0-dim tensor and records this node too, with no edge
+ * for the number: `value` may be a number here, and then nothing is allocated for it.
+ */
+export function fillTensorInplace<T extends Tensor>(self: T, value: Tensor | Scalar): T {
+  const v = value instanceof Tensor ? value : null;
+  if (v && v.ndim !== 0) {
+    throw new RuntimeError(`fill_ only supports 0-dimension value tensor but got tensor with ${v.ndim} dimensions.`);
+  }
+  const track = checkInplace(self, v);
+  if (v) ew.copyInplace(self, v);
+  else ew.fillInplace(self, value as Scalar);
+  if (track) rebase(self, (prev, out) => attach("FillBackward3", [prev, v], [out], fill3Formula));
+  return self;
+}
+const fill3Formula: Formula = (n, [g]) => [n.needs(0) ? g!.mul(0) : null, n.needs(1) ? g!.sum() : null];
 
 export function fillInplace<T extends Tensor>(self: T, value: Scalar, name: "FillBackward2" | "ZeroBackward0"): T {
   const track = checkInplace(self);

@@ -2,7 +2,7 @@
 // softmax, log_softmax, native_layer_norm, native_dropout).
 
 import * as red from "../../ops/reduce.ts";
-import { native_dropout, native_layer_norm } from "../../ops/norm.ts";
+import { native_dropout, native_layer_norm, native_layer_norm_backward } from "../../ops/norm.ts";
 import { Tensor, numelOf, type DimArg, type ReduceOpts } from "../../tensor.ts";
 import { wrapDim } from "../../dims.ts";
 import { tensor } from "../../ops/creation.ts";
@@ -221,7 +221,9 @@ const softmaxFormula = (n: FormulaNode, [g]: Grads): Grads => [
  * Under create_graph an op of its own, (Log)SoftmaxBackwardDataBackward0, as in PyTorch.
  */
 function softmaxBackwardData(g: Tensor, out: Tensor, d: number, log: boolean): Tensor {
-  const compute = () => (log ? g.sub(out.exp().mul(g.sum(d, { keepdim: true }))) : out.mul(g.sub(g.mul(out).sum(d, { keepdim: true }))));
+  // The value: PyTorch's _softmax_backward_data, one fused kernel and one allocation where it applies.
+  const compute = () =>
+    red.softmaxBackward(g, out, d, log) ?? (log ? g.sub(out.exp().mul(g.sum(d, { keepdim: true }))) : out.mul(g.sub(g.mul(out).sum(d, { keepdim: true }))));
   if (!needsGrad(g, out)) return compute();
   const r = no_grad(compute);
   attach(log ? "LogSoftmaxBackwardDataBackward0" : "SoftmaxBackwardDataBackward0", [g, out], [r], softmaxDoubleFormula, {
@@ -290,6 +292,27 @@ function layerNormFormula(n: FormulaNode, [g]: Grads): Grads {
   return layerNormBackward(g!, n.unpack("input"), mean, rstd, weight, bias, n.value<number[]>("normalized_shape"), mask, wShape, eps);
 }
 
+/**
+ * native_layer_norm_backward's values as PyTorch computes them: the input gradient per row and the
+ * weight/bias gradients per column in fused kernels (no input-sized temporaries), the composite where
+ * the kernels do not apply (the weight/bias sums of rows longer than they take).
+ */
+function layerNormBackwardFused(
+  g: Tensor,
+  input: Tensor,
+  mean: Tensor,
+  rstd: Tensor,
+  weight: Tensor | null,
+  normalized_shape: number[],
+  mask: boolean[],
+  wShape: number[],
+): Grads {
+  const r = native_layer_norm_backward(g, input, mean, rstd, weight, normalized_shape, mask as [boolean, boolean, boolean]);
+  if (r.paramsDone) return [r.dx, r.dw?.reshape(wShape) ?? null, r.db?.reshape(wShape) ?? null];
+  const [, gradW, gradB] = layerNormBackwardComposite(g, input, mean, rstd, weight, normalized_shape, [false, mask[1], mask[2]], wShape);
+  return [r.dx, gradW, gradB];
+}
+
 /** native_layer_norm_backward from its saved statistics: [grad_input, grad_weight, grad_bias] as `mask` asks. */
 function layerNormBackwardComposite(
   g: Tensor,
@@ -338,8 +361,8 @@ function layerNormBackward(
   wShape: number[],
   eps: number,
 ): Grads {
-  if (!needsGrad(g, input, weight)) return layerNormBackwardComposite(g, input, mean, rstd, weight, normalized_shape, mask, wShape);
-  const outs = no_grad(() => layerNormBackwardComposite(g, input, mean, rstd, weight, normalized_shape, mask, wShape));
+  if (!needsGrad(g, input, weight)) return layerNormBackwardFused(g, input, mean, rstd, weight, normalized_shape, mask, wShape);
+  const outs = no_grad(() => layerNormBackwardFused(g, input, mean, rstd, weight, normalized_shape, mask, wShape));
   // bias has an edge (its gradient is 0) as native_layer_norm_backward takes it, as in PyTorch
   attach("NativeLayerNormBackwardBackward0", [g, input, null, null, weight, bias], outs, layerNormDoubleFormula, {
     grad_out: g,

@@ -1,7 +1,8 @@
 // nn.Sequential and nn.ModuleList. Children are stored under the keys "0", "1", ... as PyTorch's are,
 // so `seq[0]` indexes like Python; `at(i)` also takes negative indices.
 
-import { Module } from "../module.ts";
+import { Module, hasHooks } from "../module.ts";
+import { Tensor } from "../../tensor.ts";
 import { IndexError } from "../../errors.ts";
 
 function wrapIndex(i: number, n: number, _what: string): number {
@@ -43,7 +44,16 @@ export class Sequential extends Indexed {
   }
   override forward(input: unknown): any {
     let x = input;
-    for (const m of this.children()) x = m(x);
+    let prev: Module | null = null;
+    for (const m of this.children()) {
+      const next = m(x);
+      // As Python's `input = module(input)`: the previous intermediate is dropped as soon as the next
+      // module has consumed it (what autograd saved keeps its own reference), not when forward returns;
+      // unless a hook saw it (it may have kept the handle, as a stored reference keeps it in PyTorch).
+      if (x !== input && x !== next && x instanceof Tensor && !hasHooks(m) && !(prev && hasHooks(prev))) x.dispose();
+      x = next;
+      prev = m;
+    }
     return x;
   }
 }

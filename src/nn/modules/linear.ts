@@ -3,9 +3,17 @@
 import { Module } from "../module.ts";
 import { Parameter } from "../parameter.ts";
 import { Tensor } from "../../tensor.ts";
+import { RuntimeError } from "../../errors.ts";
 import { owned } from "../../memory/lifetime.ts";
 import * as F from "../functional.ts";
 import * as init from "../init.ts";
+import { createOpts } from "../../ops/creation.ts";
+
+/** A module's factory keywords (device, dtype) checked as a creation function's; float32 parameters only. */
+export function factoryKwargs(fn: string, opts: object, others: readonly string[]): void {
+  const { dtype } = createOpts(fn, opts, others);
+  if (dtype && dtype !== "float32") throw new RuntimeError(`${fn}(): GradLab's parameters are float32, not dtype=${dtype}`);
+}
 
 export class Identity extends Module {
   override forward(x: Tensor): Tensor {
@@ -19,8 +27,9 @@ export class Linear extends Module {
   weight: Parameter;
   bias: Parameter | null;
 
-  constructor(in_features: number, out_features: number, opts: { bias?: boolean } = {}) {
+  constructor(in_features: number, out_features: number, opts: { bias?: boolean; device?: string; dtype?: "float32" } = {}) {
     super();
+    factoryKwargs("Linear.__init__", opts, ["bias"]);
     this.in_features = in_features;
     this.out_features = out_features;
     // Runtime code making its own tensors: no user code runs in between, so the allocator need not look

@@ -4,11 +4,15 @@ import { Module } from "../module.ts";
 import type { Tensor } from "../../tensor.ts";
 import * as F from "../functional.ts";
 import type { Reduction } from "../../autograd/functions/nn.ts";
+import { checkKwargs, isNone } from "../../kwargs.ts";
+
+const LEGACY = { size_average: isNone, reduce: isNone };
 
 export class MSELoss extends Module {
   reduction: Reduction;
-  constructor(opts: { reduction?: Reduction } = {}) {
+  constructor(opts: { reduction?: Reduction; size_average?: null; reduce?: null } = {}) {
     super();
+    checkKwargs("MSELoss.__init__", opts, ["reduction"], LEGACY);
     this.reduction = opts.reduction ?? "mean";
   }
   override forward(input: Tensor, target: Tensor): Tensor {
@@ -20,8 +24,9 @@ export class CrossEntropyLoss extends Module {
   reduction: Reduction;
   ignore_index: number;
   label_smoothing: number;
-  constructor(opts: { reduction?: Reduction; ignore_index?: number; label_smoothing?: number } = {}) {
+  constructor(opts: { reduction?: Reduction; ignore_index?: number; label_smoothing?: number; weight?: null; size_average?: null; reduce?: null } = {}) {
     super();
+    checkKwargs("CrossEntropyLoss.__init__", opts, ["reduction", "ignore_index"], { weight: isNone, label_smoothing: (v) => v === 0, ...LEGACY });
     this.reduction = opts.reduction ?? "mean";
     this.ignore_index = opts.ignore_index ?? -100;
     this.label_smoothing = opts.label_smoothing ?? 0;
@@ -34,8 +39,9 @@ export class CrossEntropyLoss extends Module {
 export class NLLLoss extends Module {
   reduction: Reduction;
   ignore_index: number;
-  constructor(opts: { reduction?: Reduction; ignore_index?: number } = {}) {
+  constructor(opts: { reduction?: Reduction; ignore_index?: number; weight?: null; size_average?: null; reduce?: null } = {}) {
     super();
+    checkKwargs("NLLLoss.__init__", opts, ["reduction", "ignore_index"], { weight: isNone, ...LEGACY });
     this.reduction = opts.reduction ?? "mean";
     this.ignore_index = opts.ignore_index ?? -100;
   }

@@ -6,6 +6,7 @@ import { Tensor } from "../../tensor.ts";
 import { owned } from "../../memory/lifetime.ts";
 import * as F from "../functional.ts";
 import * as init from "../init.ts";
+import { factoryKwargs } from "./linear.ts";
 
 export class LayerNorm extends Module {
   normalized_shape: number[];
@@ -14,8 +15,9 @@ export class LayerNorm extends Module {
   weight: Parameter | null;
   bias: Parameter | null;
 
-  constructor(normalized_shape: number | number[], opts: { eps?: number; elementwise_affine?: boolean } = {}) {
+  constructor(normalized_shape: number | number[], opts: { eps?: number; elementwise_affine?: boolean; device?: string; dtype?: "float32" } = {}) {
     super();
+    factoryKwargs("LayerNorm.__init__", opts, ["eps", "elementwise_affine"]);
     this.normalized_shape = typeof normalized_shape === "number" ? [normalized_shape] : [...normalized_shape];
     this.eps = opts.eps ?? 1e-5;
     this.elementwise_affine = opts.elementwise_affine ?? true;

@@ -45,3 +45,22 @@ describe("solutions match their templates", () => {
     });
   }
 });
+
+// notebooks/BLOCKS.md maps each of the article's 31 blocks to a notebook and its cells (numbered from 1): every row
+// must name a notebook that exists and cells it has, so the map cannot drift from the notebooks silently.
+describe("the block map", () => {
+  const map = readFileSync(join(repo, "notebooks", "BLOCKS.md"), "utf8");
+  const rows = map.split("\n").filter((l) => /^\| \d+ \|/.test(l));
+  it("has the article's 31 blocks, in order", () => {
+    expect(rows.map((r) => Number(r.split("|")[1]))).toEqual(Array.from({ length: 31 }, (_, i) => i + 1));
+  });
+  for (const row of rows) {
+    const cols = row.split("|").map((c) => c.trim());
+    it(`block ${cols[1]}: ${cols[3]} cells ${cols[4]} exist`, () => {
+      const nb = cols[3].replace(/`/g, "");
+      const cells = JSON.parse(readFileSync(join(repo, "notebooks", nb), "utf8")).cells as unknown[];
+      const numbers = cols[4].split(/[,–]/).map((n) => Number(n.trim()));
+      expect(numbers.every((n) => Number.isInteger(n) && n >= 1 && n <= cells.length), `${cols[4]} of ${cells.length}`).toBe(true);
+    });
+  }
+});

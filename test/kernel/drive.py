@@ -609,7 +609,7 @@ def scenario_promises_anomaly(km, kc):
                           "const y = squash(x)\n"
                           "console.log(y.grad_fn!.metadata.traceback_)\n"
                           "y.mul_(2)\n"
-                          "try { y.sum().backward() } catch (e) { console.log((e as Error).message) }")
+                          "try { y.sum().backward() } catch (e) { console.log((e as { forward_traceback: string }).forward_traceback); console.log((e as Error).message) }")
     res["anomaly_printed"] = stream_text(outs, "stdout")
     return res
 

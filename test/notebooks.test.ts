@@ -60,7 +60,10 @@ describe("the block map", () => {
       const nb = cols[3].replace(/`/g, "");
       const cells = JSON.parse(readFileSync(join(repo, "notebooks", nb), "utf8")).cells as unknown[];
       const numbers = cols[4].split(/[,–]/).map((n) => Number(n.trim()));
-      expect(numbers.every((n) => Number.isInteger(n) && n >= 1 && n <= cells.length), `${cols[4]} of ${cells.length}`).toBe(true);
+      expect(
+        numbers.every((n) => Number.isInteger(n) && n >= 1 && n <= cells.length),
+        `${cols[4]} of ${cells.length}`,
+      ).toBe(true);
     });
   }
 });

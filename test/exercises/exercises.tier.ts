@@ -95,7 +95,10 @@ describe("exercises: Run All twice — templates fail their checks, solutions pa
       expect(s.errors).toEqual([]);
       expect(t.first.length).toBeGreaterThan(0);
       expect(t.first.filter((l) => l.startsWith("✗ ")).length, t.first.join("\n")).toBeGreaterThan(0);
-      expect(s.first.filter((l) => l.startsWith("✗ ")), s.first.join("\n")).toEqual([]);
+      expect(
+        s.first.filter((l) => l.startsWith("✗ ")),
+        s.first.join("\n"),
+      ).toEqual([]);
       // the same checks, by name, all passing
       const name = (l: string) => l.slice(2);
       expect(s.first.map(name).sort()).toEqual(t.first.map(name).sort());
@@ -188,7 +191,13 @@ const WRONG: Record<string, Wrong[]> = {
     { what: "a clone keeps the graph", edits: [["losses.push(await loss.item());", "losses.push(loss.clone());"]], fails: "memory stays flat" },
     { what: "forgets await (a Promise)", edits: [["losses.push(await loss.item());", "losses.push(loss.item());"]], fails: "each step's loss value" },
   ],
-  "12_summary.ipynb": [{ what: "one line wrong", edits: [["const evidence: number[] = [1, 6, 7, 8, 9];", "const evidence: number[] = [1, 6, 7, 8, 8];"]], fails: "mnemonic → notebook" }],
+  "12_summary.ipynb": [
+    {
+      what: "one line wrong",
+      edits: [["const evidence: number[] = [1, 6, 7, 8, 9];", "const evidence: number[] = [1, 6, 7, 8, 8];"]],
+      fails: "mnemonic → notebook",
+    },
+  ],
 };
 
 // Wrong answers that GradLab's runtime still lets through, each for a runtime difference from PyTorch: `it.fails`
@@ -216,9 +225,7 @@ const RIGHT: Record<string, Answer[]> = {
       edits: [["const usable = feats.clone();", "const usable = feats.clone().detach();"]],
     },
   ],
-  "11_loss_leak.ipynb": [
-    { what: "loss.detach() (the notebook's takeaway)", edits: [["losses.push(await loss.item());", "losses.push(loss.detach());"]] },
-  ],
+  "11_loss_leak.ipynb": [{ what: "loss.detach() (the notebook's takeaway)", edits: [["losses.push(await loss.item());", "losses.push(loss.detach());"]] }],
 };
 
 function edited(nb: string, edits: Array<[string, string]>): Notebook {
@@ -267,7 +274,10 @@ describe("exercises: other correct answers pass", () => {
         expect(r.errors.flat()).toEqual([]);
         const lines = r.checks.flat();
         expect(lines.length).toBeGreaterThan(0);
-        expect(lines.filter((l) => l.startsWith("✗ ")), lines.join("\n")).toEqual([]);
+        expect(
+          lines.filter((l) => l.startsWith("✗ ")),
+          lines.join("\n"),
+        ).toEqual([]);
       }, 300_000);
     }
   }

@@ -120,6 +120,38 @@ interface Wrong extends Answer {
 }
 
 const WRONG: Record<string, Wrong[]> = {
+  "01_dynamic_graph.ipynb": [{ what: "another node", edits: [['const answer = "ExpBackward0";', 'const answer = "MulBackward0";']], fails: "" }],
+  "02_node_and_edge.ipynb": [
+    { what: "walks a shared node twice (no Set)", edits: [["    if (seen.has(node)) continue;\n", ""]], fails: "AccumulateGrad nodes" },
+  ],
+  "06_memory_lifecycle.ipynb": [
+    {
+      what: "four batch-sized tensors at the peak",
+      edits: [["const predicted_peak = 256 * MiB + 6 * 64 * MiB;", "const predicted_peak = 256 * MiB + 4 * 64 * MiB;"]],
+      fails: "your predicted peak",
+    },
+  ],
+  "07_inplace_version_counter.ipynb": [
+    {
+      what: "fix 2 on a detached alias (it shares the version counter)",
+      edits: [["const z = y.clone().add_(1.0);", "const z = y.detach().add_(1.0);"]],
+      fails: "fix 2",
+    },
+  ],
+  "10_hooks.ipynb": [
+    {
+      what: "counts elements, not bytes",
+      edits: [["sum += output.element_size() * output.numel();", "sum += output.numel();"]],
+      fails: "activation bytes reported by the hooks",
+    },
+  ],
+  "13_typescript_for_pytorch_users.ipynb": [
+    {
+      what: "sum instead of mean",
+      edits: [[".pow(2).mean().item();", ".pow(2).sum().item();"]],
+      fails: "",
+    },
+  ],
   "00_overview.ipynb": [
     { what: "forgets the loss", edits: [["const predicted = 512 * 1024 * 4 + 512;", "const predicted = 512 * 1024 * 4;"]], fails: "bytes kept after forward" },
     {

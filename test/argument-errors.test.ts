@@ -61,19 +61,44 @@ describe("argument errors (item 12)", () => {
     expect(await torch.tensor([2 ** 31 - 1, -(2 ** 31)], { dtype: "int32" }).tolist()).toEqual([2 ** 31 - 1, -(2 ** 31)]);
   });
 
-  it("int32 sums and products are promoted to float32 (no int64 here), bool sums stay int32; dtype: int32 wraps as torch's does", async () => {
-    const big = torch.tensor([2 ** 31 - 1, 1], { dtype: "int32" });
-    const s = big.sum();
-    expect(s.dtype).toBe("float32");
-    expect(await s.item()).toBe(2 ** 31); // torch: 2147483648 (int64); never wraps
-    expect(await big.sum({ dtype: "int32" } as never).item()).toBe(-(2 ** 31));
-    expect(await torch.tensor([3, 4], { dtype: "int32" }).prod().item()).toBe(12);
+  it("int32 and bool sums and products are integer tensors, as torch's int64 ones (GradLab's integer dtype is int32); mean of an integer tensor raises", async () => {
+    const t = torch.tensor(
+      [
+        [1, 2],
+        [3, 4],
+      ],
+      { dtype: "int32" },
+    );
+    // torch 1.13: tensor(10), tensor([4, 6]), tensor(24), tensor(2) (int64, printed without a dtype)
+    expect(await t.sum().repr()).toBe("tensor(10, dtype=torch.int32)");
+    expect(await t.sum(0).repr()).toBe("tensor([4, 6], dtype=torch.int32)");
+    expect(await t.prod().repr()).toBe("tensor(24, dtype=torch.int32)");
     const b = torch.tensor([true, false, true]).sum();
     expect(b.dtype).toBe("int32");
     expect(await b.item()).toBe(2);
-    // long rows take the two-pass path
-    const long = torch.ones([10000], { dtype: "int32" }).mul(300000);
-    expect(await long.sum().item()).toBe(3e9);
+    expect(await torch.tensor([true, false]).prod().item()).toBe(0);
+    // {dtype} chooses the arithmetic, as in PyTorch: float32 sums and means of integers
+    expect(await t.sum({ dtype: "float32" } as never).repr()).toBe("tensor(10.)");
+    expect(await t.mean({ dtype: "float32" } as never).repr()).toBe("tensor(2.5000)");
+    raises(() => t.mean(), "RuntimeError", "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Int");
+    raises(
+      () => t.mean(0, { dtype: "int32" } as never),
+      "RuntimeError",
+      "mean(): could not infer output dtype. Optional dtype must be either a floating point or complex dtype. Got: Int",
+    );
+    const bools = torch.tensor([true]);
+    raises(() => bools.mean(), "RuntimeError", "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Bool");
+    raises(() => t.std(), "RuntimeError", "std and var only support floating point and complex dtypes");
+    // long rows take the two-pass path, exact
+    const long = torch.ones([10000], { dtype: "int32" }).mul(30000);
+    expect(await long.sum().item()).toBe(3e8);
+    // past 2^31 - 1 int32 wraps around, as torch.sum(x, dtype=torch.int32) does (int64 would not)
+    expect(
+      await torch
+        .tensor([2 ** 31 - 1, 1], { dtype: "int32" })
+        .sum()
+        .item(),
+    ).toBe(-(2 ** 31));
   });
 
   it("clamp with a non-number bound", async () => {

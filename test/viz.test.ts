@@ -233,17 +233,29 @@ describe("torch.viz.saved_tensors", () => {
   it("lists each slot with version, state and the user tensor sharing its storage", async () => {
     const { x, w1, act, loss } = labGraph();
     const t = viz.saved_tensors(loss, { tensors: { x, w1, act } });
+    const seq = t.rows.map((r) => r.sequence_nr);
+    // what shares each storage: the user's tensors by name, then the other saved slots on it (two
+    // MmBackward0 nodes: told apart by their sequence_nr)
     expect(t.rows.map((r) => [r.node, r.slot, r.shape.join("x"), r.state, r.shares_storage_with.join()])).toEqual([
-      ["MmBackward0", "_saved_self", "2x8", "alive", "act"],
+      ["MmBackward0", "_saved_self", "2x8", "alive", "act,ReluBackward0._saved_result"],
       ["MmBackward0", "_saved_mat2", "8x1", "alive", ""],
-      ["ReluBackward0", "_saved_result", "2x8", "alive", "act"],
+      ["ReluBackward0", "_saved_result", "2x8", "alive", `act,MmBackward0#${seq[0]}._saved_self`],
       ["MmBackward0", "_saved_self", "2x4", "alive", "x"],
       ["MmBackward0", "_saved_mat2", "4x8", "alive", "w1"],
     ]);
     expect(viz.saved_tensors(loss, { x }).rows[3].shares_storage_with).toEqual(["x"]); // the map itself works too
     const b = await show(t);
     expect(keys(b)).toEqual(["text/html", "text/plain"]);
-    expect(b["text/plain"]).toContain("5 saved tensor(s), 320 bytes still held");
+    // act (64 B) is saved by two nodes and held once: 64 + w2 32 + x 32 + w1 128 = 256 bytes
+    expect(b["text/plain"]).toContain("5 saved tensor(s), 256 bytes still held (4 storage(s): a storage saved twice is held once)");
+    expect(t.alive_bytes).toBe(256);
+    expect(viz.saved_tensors(loss).rows[0].shares_storage_with).toEqual(["ReluBackward0._saved_result"]); // without names
+    // a saved view keeps its base's whole storage
+    const base = torch.randn(4, 8, { requires_grad: true });
+    const part = base.mul(1).narrow(0, 0, 1); // a view of MulBackward0's 128-byte output
+    const sq = part.pow(2);
+    expect(viz.saved_tensors(sq).rows.map((r) => [r.node, r.bytes])).toEqual([["PowBackward0", 32]]);
+    expect(viz.saved_tensors(sq).alive_bytes).toBe(128);
     loss.backward();
     expect(viz.saved_tensors(loss).rows.every((r) => r.state === "released" && r.current_version === null)).toBe(true);
   });

@@ -149,20 +149,19 @@ export function reduce(op: "sum" | "mean" | "prod", x: Tensor, dimArg?: DimArg |
   x.check();
   const { dim, opts } = splitArgs(dimArg, optsArg);
   const dims = dimsOf(x, dim);
-  if (op === "mean" && x.dtype !== "float32") {
+  // PyTorch sums and multiplies integers and bools in int64, and prints the result as an integer
+  // tensor. GradLab has no int64: its integer dtype, int32, stands in (as for argmax's indices), so the
+  // result is an integer tensor that prints without a decimal point; unlike int64 it wraps around past
+  // 2^31 - 1, as torch.sum(x, dtype=torch.int32) does. {dtype} chooses the arithmetic, as in PyTorch.
+  const asked = (opts as { dtype?: DType }).dtype;
+  if (asked !== undefined && asked !== "float32" && asked !== "int32") throw new RuntimeError(`${op}(): dtype must be float32 or int32, got ${String(asked)}`);
+  if (op === "mean" && (asked ?? x.dtype) !== "float32") {
+    const got = asked ?? x.dtype;
     throw new RuntimeError(
-      `mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: ${x.dtype === "int32" ? "Int" : "Bool"}`,
+      `mean(): could not infer output dtype. ${asked ? "Optional" : "Input"} dtype must be either a floating point or complex dtype. Got: ${got === "int32" ? "Int" : "Bool"}`,
     );
   }
-  // PyTorch sums and multiplies integers and bools in int64. GradLab has no int64: bool sums stay int32
-  // (exact: a count never exceeds numel), and int32 sums and products are promoted to float32, which
-  // never wraps around (exact up to 2^24, rounded beyond). {dtype: "int32"} asks for int32 arithmetic,
-  // which wraps on overflow as torch.sum(x, dtype=torch.int32) does.
-  const asked = (opts as { dtype?: DType }).dtype;
-  const dtype: DType = asked ?? (x.dtype === "float32" || (x.dtype === "int32" && op !== "mean") ? "float32" : "int32");
-  if (asked !== undefined && asked !== "float32" && asked !== "int32") throw new RuntimeError(`${op}(): dtype must be float32 or int32, got ${String(asked)}`);
-  if (op === "mean" && asked === "int32")
-    throw new RuntimeError(`mean(): could not infer output dtype. Optional dtype must be either a floating point or complex dtype. Got: Int`);
+  const dtype: DType = asked ?? (x.dtype === "float32" ? "float32" : "int32");
   const out = Tensor.empty(outShape(x, dims, opts.keepdim ?? false), dtype);
   const count = numelOf(dims.map((i) => x.shape[i]));
   reduceInto(op === "mean" ? "mean" : op, x, dims, out, op === "mean" ? 1 / count : 1);

@@ -17,7 +17,7 @@ export interface SavedInfo {
   currentVersion: number | null;
   released: boolean;
   packed: boolean;
-  storage: object | null;
+  storage: { readonly nbytes: number } | null;
 }
 
 /** A saved variable's state, read from its fields (SavedVariable keeps them private to the runtime). */

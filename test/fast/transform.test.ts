@@ -102,4 +102,23 @@ describe("cell transform", () => {
     await cell(`${fns}\nres = [flow(0), counter(), swap(), nested()]`);
     expect(g.res).toEqual(expected);
   });
+
+  it("jsPosition maps a line and column of the transformed code back to the cell (the inserts shift columns)", () => {
+    const src = "let q = 0\nfunction sq(t) {\n  const s = Math.abs(t) * 2\n  return s\n}\nq = sq(3) + sq(4)\n";
+    const t = transformCell(src, "cols.js");
+    const lines = t.code.split("\n");
+    // every identifier of the cell found in the code maps back to where it is in the cell
+    for (const [name, line, col] of [
+      ["abs", 3, 18],
+      ["sq", 6, 5],
+      ["sq", 6, 13],
+      ["return", 4, 3],
+    ] as const) {
+      let from = 0;
+      if (name === "sq" && col === 13) from = lines[line - 1].indexOf("sq(") + 1;
+      const at = lines[line - 1].indexOf(name === "sq" ? "sq(" : name, from);
+      expect(at).toBeGreaterThanOrEqual(0);
+      expect(t.jsPosition(line, at + 1)).toEqual({ line, col });
+    }
+  });
 });

@@ -629,6 +629,12 @@ def scenario_late_display(km, kc):
     reply, outs = run(kc, "const a = torch.tensor([1, 2], { requires_grad: true })\nconst l = a.mul(2).sum()\ndisplay(torch.viz.graph(l))\nconsole.log('after')")
     res["graph"] = {"status": reply["status"], "types": [o["type"] for o in outs],
                     "mimes": [sorted(o["content"]["data"]) for o in outs if o["type"] == "display_data"]}
+    # a display that never finishes: the wait for it is interruptible, and the kernel carries on
+    mid = execute_running(kc, "display({ [Symbol.for('Jupyter.display')]: () => new Promise(() => {}) })")
+    km.interrupt_kernel()
+    reply, _ = wait_idle_and_reply(kc, mid)
+    res["stuck_ename"] = reply.get("ename")
+    res["alive"] = result_text(run(kc, "'alive'")[1])
     return res
 
 

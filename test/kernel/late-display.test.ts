@@ -28,3 +28,8 @@ test("display(torch.viz.graph(loss)) followed by more code: the drawing is in th
   expect(r.graph.types.slice(-2)).toEqual(["display_data", "status"]);
   expect(r.graph.mimes).toEqual([["image/svg+xml", "text/html", "text/plain", "text/vnd.graphviz"]]);
 });
+
+test("waiting for a display that never finishes can be interrupted, and the kernel carries on", () => {
+  expect(r.stuck_ename).toBe("KeyboardInterrupt");
+  expect(r.alive).toBe("'alive'");
+});

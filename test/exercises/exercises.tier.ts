@@ -95,7 +95,10 @@ describe("exercises: Run All twice — templates fail their checks, solutions pa
       expect(s.errors).toEqual([]);
       expect(t.first.length).toBeGreaterThan(0);
       expect(t.first.filter((l) => l.startsWith("✗ ")).length, t.first.join("\n")).toBeGreaterThan(0);
-      expect(s.first.filter((l) => l.startsWith("✗ ")), s.first.join("\n")).toEqual([]);
+      expect(
+        s.first.filter((l) => l.startsWith("✗ ")),
+        s.first.join("\n"),
+      ).toEqual([]);
       // the same checks, by name, all passing
       const name = (l: string) => l.slice(2);
       expect(s.first.map(name).sort()).toEqual(t.first.map(name).sort());
@@ -117,6 +120,38 @@ interface Wrong extends Answer {
 }
 
 const WRONG: Record<string, Wrong[]> = {
+  "01_dynamic_graph.ipynb": [{ what: "another node", edits: [['const answer = "ExpBackward0";', 'const answer = "MulBackward0";']], fails: "" }],
+  "02_node_and_edge.ipynb": [
+    { what: "walks a shared node twice (no Set)", edits: [["    if (seen.has(node)) continue;\n", ""]], fails: "AccumulateGrad nodes" },
+  ],
+  "06_memory_lifecycle.ipynb": [
+    {
+      what: "four batch-sized tensors at the peak",
+      edits: [["const predicted_peak = 256 * MiB + 6 * 64 * MiB;", "const predicted_peak = 256 * MiB + 4 * 64 * MiB;"]],
+      fails: "your predicted peak",
+    },
+  ],
+  "07_inplace_version_counter.ipynb": [
+    {
+      what: "fix 2 on a detached alias (it shares the version counter)",
+      edits: [["const z = y.clone().add_(1.0);", "const z = y.detach().add_(1.0);"]],
+      fails: "fix 2",
+    },
+  ],
+  "10_hooks.ipynb": [
+    {
+      what: "counts elements, not bytes",
+      edits: [["sum += output.element_size() * output.numel();", "sum += output.numel();"]],
+      fails: "activation bytes reported by the hooks",
+    },
+  ],
+  "13_typescript_for_pytorch_users.ipynb": [
+    {
+      what: "sum instead of mean",
+      edits: [[".pow(2).mean().item();", ".pow(2).sum().item();"]],
+      fails: "",
+    },
+  ],
   "00_overview.ipynb": [
     { what: "forgets the loss", edits: [["const predicted = 512 * 1024 * 4 + 512;", "const predicted = 512 * 1024 * 4;"]], fails: "bytes kept after forward" },
     {
@@ -188,7 +223,13 @@ const WRONG: Record<string, Wrong[]> = {
     { what: "a clone keeps the graph", edits: [["losses.push(await loss.item());", "losses.push(loss.clone());"]], fails: "memory stays flat" },
     { what: "forgets await (a Promise)", edits: [["losses.push(await loss.item());", "losses.push(loss.item());"]], fails: "each step's loss value" },
   ],
-  "12_summary.ipynb": [{ what: "one line wrong", edits: [["const evidence: number[] = [1, 6, 7, 8, 9];", "const evidence: number[] = [1, 6, 7, 8, 8];"]], fails: "mnemonic → notebook" }],
+  "12_summary.ipynb": [
+    {
+      what: "one line wrong",
+      edits: [["const evidence: number[] = [1, 6, 7, 8, 9];", "const evidence: number[] = [1, 6, 7, 8, 8];"]],
+      fails: "mnemonic → notebook",
+    },
+  ],
 };
 
 // Wrong answers that GradLab's runtime still lets through, each for a runtime difference from PyTorch: `it.fails`
@@ -216,9 +257,7 @@ const RIGHT: Record<string, Answer[]> = {
       edits: [["const usable = feats.clone();", "const usable = feats.clone().detach();"]],
     },
   ],
-  "11_loss_leak.ipynb": [
-    { what: "loss.detach() (the notebook's takeaway)", edits: [["losses.push(await loss.item());", "losses.push(loss.detach());"]] },
-  ],
+  "11_loss_leak.ipynb": [{ what: "loss.detach() (the notebook's takeaway)", edits: [["losses.push(await loss.item());", "losses.push(loss.detach());"]] }],
 };
 
 function edited(nb: string, edits: Array<[string, string]>): Notebook {
@@ -267,7 +306,10 @@ describe("exercises: other correct answers pass", () => {
         expect(r.errors.flat()).toEqual([]);
         const lines = r.checks.flat();
         expect(lines.length).toBeGreaterThan(0);
-        expect(lines.filter((l) => l.startsWith("✗ ")), lines.join("\n")).toEqual([]);
+        expect(
+          lines.filter((l) => l.startsWith("✗ ")),
+          lines.join("\n"),
+        ).toEqual([]);
       }, 300_000);
     }
   }

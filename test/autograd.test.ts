@@ -190,6 +190,20 @@ describe("grad modes", () => {
     );
     expect(t.clone().is_inference()).toBe(false);
   });
+
+  it("a view or detach() of an inference tensor is an inference tensor, as in torch 1.13", async () => {
+    // torch 1.13 (test/fixtures: see the issue 23 exercise 08): t.detach() and t[1:] stay inference
+    // tensors; autograd refuses to save them; a detached one may be written in place, a view may not.
+    const t = torch.inference_mode(() => torch.ones(3));
+    const d = t.detach();
+    const s = t.getitem("1:");
+    expect([d.is_inference(), s.is_inference(), t.view(3).is_inference()]).toEqual([true, true, true]);
+    expect(() => d.mul(w)).toThrow(/Inference tensors cannot be saved for backward/);
+    expect(() => s.add_(1)).toThrow(/Inplace update to inference tensor outside InferenceMode is not allowed/);
+    d.add_(1);
+    expect(await t.tolist()).toEqual([2, 2, 2]);
+    expect(d.add(1).is_inference()).toBe(false);
+  });
 });
 
 describe("custom Function, hooks and anomaly mode", () => {

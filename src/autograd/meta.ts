@@ -59,8 +59,10 @@ export class AutogradMeta {
   /** A leaf's tensor hooks live here, not on its AccumulateGrad, which comes and goes with graphs. */
   readonly leafPreHooks: Array<(g: Tensor) => Tensor | void> = [];
   readonly postAccumulateHooks: Array<(t: Tensor) => void> = [];
-  /** Created under inference_mode: refused by autograd and by in-place ops outside it. */
+  /** Created under inference_mode, or a view of such a tensor: refused by autograd and by in-place ops outside it. */
   inference = false;
+  /** detach() of an inference tensor made outside inference_mode: torch 1.13 lets it be written in place. */
+  inferenceDetached = false;
   /** Handles sharing this identity; when the last goes, its grad and graph reference go too. */
   handles = 0;
   /** For a view: the version of its base when its grad_fn was last made (PyTorch's attr_version). */

@@ -14,7 +14,14 @@ export function flatShape(args: Array<number | number[] | readonly number[]>): n
 /** A new tensor over base's storage and version counter; `isView` false for detach() (no `_base`). */
 export function makeView(base: Tensor, shape: Shape, strides: Shape, offset: number, isView = true): Tensor {
   base.check();
-  return new Tensor(base.storage, shape, strides, offset, base.dtype, base._versionCounter, isView ? (base._base ?? base) : null);
+  const v = new Tensor(base.storage, shape, strides, offset, base.dtype, base._versionCounter, isView ? (base._base ?? base) : null);
+  // As in PyTorch, a view (detach() included) of an inference tensor is an inference tensor, made
+  // inside inference mode or not: it shares memory that autograd never tracked.
+  if (base._meta.inference) {
+    v._meta.inference = true;
+    v._meta.inferenceDetached = !isView;
+  }
+  return v;
 }
 
 export const alias = (t: Tensor) => t._alias();

@@ -192,6 +192,12 @@ const WRONG: Record<string, Wrong[]> = {
       ],
       fails: "fix 2: feats is still an inference tensor",
     },
+    {
+      // torch 1.13: a detach() of an inference tensor is an inference tensor, and backward refuses it
+      what: "fix 2 detaches (still an inference tensor)",
+      edits: [["const usable = feats.clone();", "const usable = feats.detach();"]],
+      fails: "fix 2: the head trains",
+    },
   ],
   "09_checkpointing.ipynb": [
     {
@@ -232,20 +238,6 @@ const WRONG: Record<string, Wrong[]> = {
   ],
 };
 
-// Wrong answers that GradLab's runtime still lets through, each for a runtime difference from PyTorch: `it.fails`
-// asserts that the check is fooled today, so the day the runtime is fixed this fails and the entry moves to WRONG.
-const WRONG_UNTIL_RUNTIME_FIX: Record<string, Wrong[]> = {
-  "08_grad_mode.ipynb": [
-    {
-      // torch 1.13: feats.detach() of an inference tensor is an inference tensor (a view), and backward through it
-      // raises "Inference tensors cannot be saved for backward"; GradLab's detach() (and view) make a normal tensor.
-      what: "fix 2 detaches (an inference tensor still, in PyTorch)",
-      edits: [["const usable = feats.clone();", "const usable = feats.detach();"]],
-      fails: "fix 2: the head trains",
-    },
-  ],
-};
-
 const RIGHT: Record<string, Answer[]> = {
   "04_custom_function.ipynb": [
     { what: "another order", edits: [["return grad_output.mul(v).mul(2);", "return v.mul(2).mul(grad_output);"]] },
@@ -281,18 +273,6 @@ describe("exercises: every known wrong answer fails its check", () => {
         const failed = lines.some((l) => l.startsWith(`✗ ${w.fails}`));
         const raised = r.errors.flat();
         expect(failed || raised.length > 0, `${lines.join("\n")}\n${raised.join("\n")}`).toBe(true);
-      }, 300_000);
-    }
-  }
-});
-
-describe("exercises: wrong answers the runtime still lets through (PyTorch does not)", () => {
-  for (const [nb, wrongs] of Object.entries(WRONG_UNTIL_RUNTIME_FIX)) {
-    for (const w of wrongs) {
-      it.fails(`${nb}: ${w.what}`, () => {
-        const r = run(edited(nb, w.edits), nb, true);
-        const failed = r.checks.flat().some((l) => l.startsWith(`✗ ${w.fails}`));
-        expect(failed || r.errors.flat().length > 0).toBe(true);
       }, 300_000);
     }
   }

@@ -14,7 +14,7 @@ import { makeView } from "../../ops/views.ts";
 /** Checks an in-place write to `self` is allowed; returns whether autograd must record it. */
 export function checkInplace(self: Tensor, ...others: Array<TensorOrScalar | null | undefined>): boolean {
   self.check();
-  if (self.is_inference() && !is_inference_mode_enabled()) {
+  if (self.is_inference() && !self._meta.inferenceDetached && !is_inference_mode_enabled()) {
     throw new RuntimeError(
       "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details.",
     );

@@ -12,6 +12,7 @@ import { saved_tensors_hooks } from "./saved-hooks.ts";
 import { within, type Guard } from "./guard.ts";
 
 export { Function, FunctionCtx } from "./function.ts";
+export { gradcheck, GradcheckError } from "./gradcheck.ts";
 export { Node, AccumulateGrad, SavedVariable } from "./node.ts";
 export type { TraceEvent, Guard };
 

@@ -164,13 +164,15 @@ export class Kernel implements HandlerContext {
     } catch (e) {
       log(`handler ${String(msg.header.msg_type).slice(0, 200)} failed: ${(e as Error)?.stack ?? e}`);
     } finally {
+      // The listener is back before "idle" leaves: a client that sees idle and sends SIGTERM at once
+      // (a culler, a test) must find it, not SIGTERM's default action (a flaky exit -15 under load).
+      if (cell && !this.shuttingDown) process.on("SIGTERM", this.onSigterm);
       try {
         this.publish("status", { execution_state: "idle" }, msg.header);
       } catch (e) {
         log(`cannot publish idle: ${(e as Error)?.message ?? e}`);
       }
       this.session.current = null;
-      if (cell && !this.shuttingDown) process.on("SIGTERM", this.onSigterm);
     }
   }
 

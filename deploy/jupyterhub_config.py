@@ -205,6 +205,7 @@ def cgroup_base(controller):
 _libc = ctypes.CDLL(None, use_errno=True)
 _CLONE_NEWNS = 0x00020000
 _MS_REC = 0x4000
+_MS_BIND = 0x1000
 _MS_PRIVATE = 1 << 18
 _MS_NOSUID = 2
 _MS_NODEV = 4
@@ -224,8 +225,16 @@ def private_tmp(size):
     _check(_libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
     for target in (b"/tmp", b"/dev/shm"):
         if os.path.isdir(target):
+            # a GradLab checkout under /tmp (a CI clone) must stay visible: the kernelspec runs its dist/.
+            # Keep a handle on it, and bind it back into the fresh tmpfs at the same path.
+            repo = str(REPO)
+            keep = os.open(repo, os.O_PATH) if repo.startswith(target.decode() + "/") else None
             opts = f"size={size},mode=1777".encode()
             _check(_libc.mount(b"tmpfs", target, b"tmpfs", _MS_NOSUID | _MS_NODEV, opts), f"mount tmpfs on {target.decode()}")
+            if keep is not None:
+                os.makedirs(repo, exist_ok=True)
+                _check(_libc.mount(f"/proc/self/fd/{keep}".encode(), repo.encode(), None, _MS_BIND | _MS_REC, None), f"bind {repo}")
+                os.close(keep)
 
 
 class ClassroomSpawner(LocalProcessSpawner):

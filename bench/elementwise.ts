@@ -3,23 +3,12 @@
 // (a[rows, 1024] + b[1024]), a strided (transposed) operand, and exp. Rounds are interleaved and the
 // median kept: this machine's timings are noisy. Usage: npx tsx bench/elementwise.ts  (SIZES=1,16,256)
 import * as torch from "../src/index.ts";
+import { tfjsSetup } from "./tfjs.ts";
 
 const MiB = 2 ** 20;
 const SIZES = (process.env.SIZES ?? "1,16,256").split(",").map(Number);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
-async function tfjsSetup() {
-  // tfjs-backend-webgpu looks for navigator.gpu; give it a Dawn instance of the same kind GradLab uses.
-  const { create, globals } = await import("webgpu");
-  Object.assign(globalThis, globals);
-  Object.defineProperty(globalThis, "navigator", { value: { gpu: create([]), userAgent: "node" }, configurable: true });
-  const tf = await import("@tensorflow/tfjs-core");
-  await import("@tensorflow/tfjs-backend-webgpu");
-  await tf.setBackend("webgpu");
-  await tf.ready();
-  return tf;
-}
 
 /** Milliseconds per call of `step` (`reps` calls, then one wait for the device). */
 async function timeIt(reps: number, step: () => void, wait: () => Promise<void>): Promise<number> {

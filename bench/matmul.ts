@@ -2,6 +2,7 @@
 // adapter, and a plain JavaScript triple loop (i-k-j order, Float32Array), all in this one run.
 // Usage: npx tsx bench/matmul.ts [sizes...]   (GRADLAB_BENCH_JS_MAX caps the plain-JS sizes; default 1024)
 import * as torch from "../src/index.ts";
+import { tfjsSetup } from "./tfjs.ts";
 
 const sizes = process.argv.slice(2).map(Number).filter(Boolean);
 const SIZES = sizes.length ? sizes : [256, 512, 1024, 2048];
@@ -30,18 +31,6 @@ async function gradlab(n: number): Promise<number> {
   a.dispose();
   b.dispose();
   return gflops(n, ms);
-}
-
-async function tfjsSetup() {
-  // tfjs-backend-webgpu looks for navigator.gpu; give it the same Dawn instance kind GradLab uses.
-  const { create, globals } = await import("webgpu");
-  Object.assign(globalThis, globals);
-  Object.defineProperty(globalThis, "navigator", { value: { gpu: create([]), userAgent: "node" }, configurable: true });
-  const tf = await import("@tensorflow/tfjs-core");
-  await import("@tensorflow/tfjs-backend-webgpu");
-  await tf.setBackend("webgpu");
-  await tf.ready();
-  return tf;
 }
 
 async function tfjs(tf: typeof import("@tensorflow/tfjs-core"), n: number): Promise<number> {

@@ -412,13 +412,14 @@ function submitBatch(dev: DeviceState, cmds: Command[]): void {
     group.risks.push(r);
     for (const id of group.writes) suspect.set(id, union(suspect.get(id) ?? [], [r]));
   };
-  const touch = (segs: Segment[]) => {
+  const touch = (ranges: Range[]) => {
     if (pendingBuffers.size > 0)
-      for (const seg of segs) {
-        const r = pendingBuffers.get(seg);
+      for (const { segment } of ranges) {
+        const r = pendingBuffers.get(segment);
         if (r) take(r); // if Dawn rejects the buffer, it drops this whole submit
       }
   };
+
   const write = (r: Range, risks: Risk[]) => {
     const id = idOf(r);
     invalid.delete(id);
@@ -433,7 +434,8 @@ function submitBatch(dev: DeviceState, cmds: Command[]): void {
     if (c.kind === "dispatch") {
       const w = c.writes ?? [0];
       const reads = c.buffers.filter((_, k) => !w.includes(k));
-      const bad = reads.map((r) => invalid.get(idOf(r))).find((e) => e !== undefined);
+      // (The maps are empty but after a rejected kernel or while a verdict is pending: no lookups then.)
+      const bad = invalid.size > 0 ? reads.map((r) => invalid.get(idOf(r))).find((e) => e !== undefined) : undefined;
       if (bad !== undefined) {
         for (const k of w)
           if (c.buffers[k]) {
@@ -448,7 +450,7 @@ function submitBatch(dev: DeviceState, cmds: Command[]): void {
         close();
         take(p.risk);
       }
-      touch(c.buffers.map((r) => r.segment));
+      touch(c.buffers);
       let risks = group.risks;
       if (suspect.size > 0) for (const r of reads) risks = union(risks, risksOf(idOf(r)));
       for (const k of w) if (c.buffers[k]) write(c.buffers[k], risks);
@@ -457,7 +459,7 @@ function submitBatch(dev: DeviceState, cmds: Command[]): void {
       if (p.risk) close();
     } else {
       bufferOf(dev, c.block.segment);
-      touch([c.block.segment]);
+      touch([c.block]);
       if (c.kind === "upload") write(c.block, group.risks);
       else {
         const bad = invalid.get(idOf(c.block));

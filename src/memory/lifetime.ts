@@ -31,7 +31,12 @@ type Registry = FinalizationRegistry<Releasable> & { cleanupSome?: (cb?: (r: Rel
  * built-ins apply to contexts created after they are set), so plain Node scripts need no command-line
  * flag. `--expose-gc --harmony-weak-refs-with-cleanup-some` on the command line works too.
  */
-function engineHooks(): { gc: (() => void) | null; Registry: typeof FinalizationRegistry; synchronous: boolean } {
+function engineHooks(): {
+  gc: (() => void) | null;
+  Registry: typeof FinalizationRegistry;
+  synchronous: boolean;
+  finishCompiles: () => void;
+} {
   let gc = (globalThis as { gc?: () => void }).gc ?? null;
   let Registry: typeof FinalizationRegistry = FinalizationRegistry;
   const hasCleanupSome = (R: typeof FinalizationRegistry) => typeof (R.prototype as Registry).cleanupSome === "function";
@@ -46,7 +51,36 @@ function engineHooks(): { gc: (() => void) | null; Registry: typeof Finalization
       // fall through: reported once, on first use
     }
   }
-  return { gc: typeof gc === "function" ? gc : null, Registry, synchronous: typeof gc === "function" && hasCleanupSome(Registry) };
+  return {
+    gc: typeof gc === "function" ? gc : null,
+    Registry,
+    synchronous: typeof gc === "function" && hasCleanupSome(Registry),
+    finishCompiles: compileBarrier(),
+  };
+}
+
+/**
+ * Waits for V8's background optimising compilations and installs their code. A compile job holds
+ * strong handles to the closure it compiles and to that closure's context until it is installed, so a
+ * runtime closure that captured a tensor (a scope's kept set, an op's inputs) keeps it reachable while
+ * its job is in flight: a collection then finds the tensor alive and a figure is 64 MiB high, at
+ * random (seen in notebook 09 under load; DESIGN.md). The intrinsic is reachable only with
+ * --allow-natives-syntax, which applies to code compiled while it is set: the flag is on just long
+ * enough to compile and run one function here. Where the engine refuses, reclaim goes without it.
+ */
+function compileBarrier(): () => void {
+  try {
+    v8.setFlagsFromString("--allow-natives-syntax");
+    try {
+      const finish = vm.runInNewContext("(function finishCompiles() { %FinalizeOptimization(); })") as () => void;
+      finish(); // compiled now, while the flag is set (lazy compilation later would refuse the %-call)
+      return finish;
+    } finally {
+      v8.setFlagsFromString("--no-allow-natives-syntax");
+    }
+  } catch {
+    return () => {};
+  }
 }
 
 const hooks = engineHooks();
@@ -143,6 +177,7 @@ export function reclaim(): number {
     // Function's ctx or packed saved tensors can hold user tensors. Those become unreachable only after
     // this round's finalisers, so collect again while a round let go of such a reference (noteCascade;
     // bounded: chains are short).
+    hooks.finishCompiles();
     for (let round = 0; round < 8; round++) {
       cascade = false;
       hooks.gc!();

@@ -720,8 +720,11 @@ def scenario_soak(km, kc):
                     if line.startswith("VmRSS:"):
                         rss = int(line.split()[1]) * 1024
             alloc, heap = json.loads(result_text(run(kc, "await torch.gc(); gc(); JSON.stringify([torch.cuda.memory_allocated(), process.memoryUsage().heapUsed])")[1])[1:-1])
+            with open("/proc/%d/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            cpu_s = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
             window = sorted(lat[-100:])
-            samples.append({"cells": i + 1, "median_ms": window[50], "p90_ms": window[90], "rss": rss, "heap": heap, "allocated": alloc})
+            samples.append({"cells": i + 1, "median_ms": window[50], "p90_ms": window[90], "cpu_s": cpu_s, "rss": rss, "heap": heap, "allocated": alloc})
     return {"samples": samples}
 
 

@@ -4,7 +4,7 @@
 import { ELEMENT_SIZE, type DType } from "./dtype.ts";
 import { RuntimeError } from "./errors.ts";
 import { asSize, formatTensor } from "./format.ts";
-import { noteHandleRelease, track, untrack } from "./memory/lifetime.ts";
+import { noteHandleRelease, RECORD, releaseRecord, track } from "./memory/lifetime.ts";
 import { Storage, VersionCounter, type HandleInfo, type Role } from "./memory/storage.ts";
 import { AutogradMeta } from "./autograd/meta.ts";
 import { readBlock } from "./device/scheduler.ts";
@@ -49,6 +49,8 @@ export const autogradHooks = {
  */
 class HandleRecord implements HandleInfo {
   role: Role | null = null;
+  /** Released: the handle is disposed (by dispose(), its scope's end, or its finaliser). */
+  released = false;
   constructor(
     readonly storage: Storage,
     readonly meta: AutogradMeta,
@@ -61,6 +63,8 @@ class HandleRecord implements HandleInfo {
     meta.handles++;
   }
   release(): void {
+    if (this.released) return;
+    this.released = true;
     noteHandleRelease();
     this.storage.handles.delete(this);
     this.storage.release();
@@ -80,7 +84,6 @@ export class Tensor {
   /** Autograd identity, shared by handles that are the same tensor (see autograd/meta.ts). */
   readonly _meta: AutogradMeta;
   private readonly _rec: HandleRecord;
-  private _disposed = false;
 
   constructor(
     storage: Storage,
@@ -113,14 +116,16 @@ export class Tensor {
 
   // ---- lifetime ----
   get disposed(): boolean {
-    return this._disposed;
+    return this._rec.released;
+  }
+  /** The record scopes hold instead of the handle (memory/lifetime.ts): a dropped handle stays collectable. */
+  get [RECORD](): HandleRecord {
+    return this._rec;
   }
   /** Drops this handle's reference to its storage; the memory is freed when no holder is left. */
   dispose(): void {
-    if (this._disposed) return;
-    this._disposed = true;
-    untrack(this);
-    this._rec.release();
+    if (this._rec.released) return;
+    releaseRecord(this._rec);
     // As dropping a view in Python drops its reference to the base: a base only the view held (matmul's
     // product behind its transposed result) becomes collectable even while this disposed handle is kept.
     this._base = null;
@@ -137,7 +142,7 @@ export class Tensor {
   }
   /** Throws if this handle was disposed; every op calls it on its inputs. */
   check(): this {
-    if (this._disposed) {
+    if (this._rec.released) {
       throw new RuntimeError(
         `Tensor of shape [${this.shape.join(", ")}] was disposed (by dispose(), torch.del, \`using\` or the end of a torch.scope) and can no longer be used`,
       );

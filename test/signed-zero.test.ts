@@ -25,8 +25,8 @@ describe("pow, sqrt and rsqrt at signed zeros: torch 1.13's values and gradients
       const e = c.op === "pow_tensor" ? torch.tensor([num(c.exponent!)], { requires_grad: true }) : null;
       const y = c.op === "sqrt" ? x.sqrt() : c.op === "rsqrt" ? x.rsqrt() : x.pow(e ?? num(c.exponent!));
       y.backward();
-      const got: Record<string, number> = { value: (await y.tolist())[0], grad: (await x.grad!.tolist())[0] };
-      if (e) got.grad_exponent = (await e.grad!.tolist())[0];
+      const got: Record<string, number> = { value: ((await y.tolist()) as number[])[0], grad: ((await x.grad!.tolist()) as number[])[0] };
+      if (e) got.grad_exponent = ((await e.grad!.tolist()) as number[])[0];
       for (const k of Object.keys(got)) {
         const want = num(c[k as "value"]);
         if (!same(got[k], want)) wrong.push(`${label(c)} ${k}: GradLab ${Object.is(got[k], -0) ? "-0" : got[k]}, torch ${c[k as "value"]}`);

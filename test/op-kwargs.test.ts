@@ -64,7 +64,7 @@ describe("no entry point drops an unknown option (issue 21)", () => {
       /softmax\(\) got an unexpected keyword argument 'dim' \(GradLab takes dim positionally: softmax\(dim\)\)/,
     );
     expect(() => loose(t.transpose).call(t, { dim0: 0, dim1: 1 })).toThrow(TypeError_);
-    expect(() => t.clamp({ min: 0 } as never)).toThrow(/GradLab takes min, max positionally/);
+    expect(() => loose(t.max).call(t, { dim: 0 })).toThrow(/GradLab takes dim positionally: max\(dim\)/);
   });
 
   it("declared keywords reach the op, unsupported PyTorch keywords raise unless at their default", async () => {
@@ -84,6 +84,11 @@ describe("no entry point drops an unknown option (issue 21)", () => {
     ]);
     expect(() => loose(t.div).call(t, 2, { rounding_mode: "floor" })).toThrow(/GradLab's div\(\) does not support rounding_mode=floor/);
     expect(() => loose(t.sum).call(t, { dtype: "float32" })).toThrow(torch.RuntimeError);
+    expect(await t.clamp({ min: 2, max: 4 }).tolist()).toEqual([
+      [2, 2],
+      [3, 4],
+    ]);
+    expect(() => loose(t.clamp).call(t, { min: 2, bogus_kw: 1 })).toThrow(/clamp\(\) got an unexpected keyword argument 'bogus_kw'/);
   });
 
   it("Tensor's other methods: an options object or extra argument raises", async () => {

@@ -63,7 +63,7 @@ export const sigmoid = op({ impl: SIGMOID.forward, grad: ["SigmoidBackward0"], g
 export const tanh = op({ impl: TANH.forward, grad: ["TanhBackward0"], gradgrad: ["TanhBackwardBackward0"], saves: ["result"] });
 /** torch.clamp(a, min, max): either bound may be null; saves the input (ClampBackward1). */
 export const clamp = op({
-  positional: ["min", "max"],
+  kwargs: ["min", "max"],
   kwargsAtDefault: { out: isNone },
   impl: pw.clamp,
   grad: ["ClampBackward1"],
@@ -72,7 +72,7 @@ export const clamp = op({
 });
 /** torch.clamp_(a, min, max): in place; the node keeps a copy of the input from before the write. */
 export const clamp_ = op({
-  positional: ["min", "max"],
+  kwargs: ["min", "max"],
   impl: pw.clampInplace,
   grad: ["ClampBackward1"],
   gradgrad: ["WhereBackward0"],

@@ -323,8 +323,8 @@ export const where = op({
 // ---- reductions ----
 /** torch.sum(a, dim?, {keepdim}): over all elements (SumBackward0) or the given dims (SumBackward1). Its gradient is an expanded view: no memory. GradLab: int32 sums return float32 (no int64). */
 export const sum = op({
-  kwargs: ["dim", "keepdim"],
-  kwargsAtDefault: { dtype: isNone, out: isNone },
+  kwargs: ["dim", "keepdim", "dtype"],
+  kwargsAtDefault: { out: isNone },
   impl: (a: Tensor, dim?: DimArg | ReduceOpts, opts?: ReduceOpts): Tensor => rd.sumOrMean("sum", a, dim, opts),
   grad: ["SumBackward0", "SumBackward1"],
   gradgrad: ["ExpandBackward0"],
@@ -332,8 +332,8 @@ export const sum = op({
 });
 /** torch.mean(a, dim?, {keepdim}): float32 only. MeanBackward1 keeps the whole input alive, as PyTorch 1.13 does. */
 export const mean = op({
-  kwargs: ["dim", "keepdim"],
-  kwargsAtDefault: { dtype: isNone, out: isNone },
+  kwargs: ["dim", "keepdim", "dtype"],
+  kwargsAtDefault: { out: isNone },
   impl: (a: Tensor, dim?: DimArg | ReduceOpts, opts?: ReduceOpts): Tensor => rd.sumOrMean("mean", a, dim, opts),
   grad: ["MeanBackward0", "MeanBackward1"],
   gradgrad: ["DivBackward1"],
@@ -341,8 +341,8 @@ export const mean = op({
 });
 /** torch.prod(a, dim?, {keepdim}): ProdBackward0 / ProdBackward1 save the input and the result (zero-safe gradient). */
 export const prod = op({
-  kwargs: ["dim", "keepdim"],
-  kwargsAtDefault: { dtype: isNone, out: isNone },
+  kwargs: ["dim", "keepdim", "dtype"],
+  kwargsAtDefault: { out: isNone },
   impl: rd.prod,
   grad: ["ProdBackward0", "ProdBackward1"],
   gradgrad: ["MulBackward0"],

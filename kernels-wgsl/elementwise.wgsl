@@ -157,6 +157,14 @@ fn binary_f(a: f32, b: f32) -> f32 {
         }
         return select(r, 1.0 / r, b < 0.0);
       }
+      // pow(Tensor, Scalar) in PyTorch takes sqrt for 0.5 and rsqrt for -0.5, so a -0 base keeps its
+      // sign (pow(-0., 0.5) = -0., pow(-0., -0.5) = -inf: the gradient of x.pow(0.5) at -0 is -inf).
+      if (B_SCALAR == 1u && b == 0.5) { return sqrt(a); }
+      if (B_SCALAR == 1u && b == -0.5) { return inverseSqrt(a); }
+      // Otherwise C's pow: a zero base of either sign gives +0 for a positive exponent, +inf for a
+      // negative one (exp2(b * log2(a)) is undefined at 0).
+      // (+inf from a's bits: WGSL rejects an infinite constant expression)
+      if (a == 0.0) { return select(bitcast<f32>((bitcast<u32>(a) & 0u) | 0x7f800000u), 0.0, b > 0.0); }
       return pow(a, b);
     }
     // IEEE comparisons, with NaN handled on the bits (every comparison with NaN is false but !=)

@@ -50,3 +50,18 @@ export function flag(fn: string, name: string, v: unknown): boolean {
     );
   return v;
 }
+
+/** A method that takes no arguments: one given (an options object with a key included) raises, as PyTorch's do. */
+export function noArgs(fn: string, args: readonly unknown[]): void {
+  const [first] = args;
+  if (args.length === 0 || (args.length === 1 && (first === undefined || (isOpts(first) && Object.keys(first).length === 0)))) return;
+  if (isOpts(first)) throw new TypeError_(`${fn}() got an unexpected keyword argument '${Object.keys(first)[0]}'`);
+  throw new TypeError_(`${fn}() takes no arguments (${args.length} given)`);
+}
+
+/** A dim argument given positionally or as {dim} (size, stride): the options object checked. */
+export function dimArg(fn: string, dim: unknown): unknown {
+  if (!isOpts(dim)) return dim;
+  checkKwargs(fn, dim, ["dim"]);
+  return dim.dim;
+}

@@ -3,8 +3,9 @@
 
 import { ELEMENT_SIZE, type DType } from "./dtype.ts";
 import { RuntimeError } from "./errors.ts";
+import { checkKwargs, dimArg, isOpts, noArgs } from "./kwargs.ts";
 import { asSize, formatTensor } from "./format.ts";
-import { noteHandleRelease, track, untrack } from "./memory/lifetime.ts";
+import { noteHandleRelease, RECORD, releaseRecord, track } from "./memory/lifetime.ts";
 import { Storage, VersionCounter, type HandleInfo, type Role } from "./memory/storage.ts";
 import { AutogradMeta } from "./autograd/meta.ts";
 import { readBlock } from "./device/scheduler.ts";
@@ -49,6 +50,8 @@ export const autogradHooks = {
  */
 class HandleRecord implements HandleInfo {
   role: Role | null = null;
+  /** Released: the handle is disposed (by dispose(), its scope's end, or its finaliser). */
+  released = false;
   constructor(
     readonly storage: Storage,
     readonly meta: AutogradMeta,
@@ -61,6 +64,8 @@ class HandleRecord implements HandleInfo {
     meta.handles++;
   }
   release(): void {
+    if (this.released) return;
+    this.released = true;
     noteHandleRelease();
     this.storage.handles.delete(this);
     this.storage.release();
@@ -80,7 +85,6 @@ export class Tensor {
   /** Autograd identity, shared by handles that are the same tensor (see autograd/meta.ts). */
   readonly _meta: AutogradMeta;
   private readonly _rec: HandleRecord;
-  private _disposed = false;
 
   constructor(
     storage: Storage,
@@ -113,14 +117,16 @@ export class Tensor {
 
   // ---- lifetime ----
   get disposed(): boolean {
-    return this._disposed;
+    return this._rec.released;
+  }
+  /** The record scopes hold instead of the handle (memory/lifetime.ts): a dropped handle stays collectable. */
+  get [RECORD](): HandleRecord {
+    return this._rec;
   }
   /** Drops this handle's reference to its storage; the memory is freed when no holder is left. */
   dispose(): void {
-    if (this._disposed) return;
-    this._disposed = true;
-    untrack(this);
-    this._rec.release();
+    if (this._rec.released) return;
+    releaseRecord(this._rec);
     // As dropping a view in Python drops its reference to the base: a base only the view held (matmul's
     // product behind its transposed result) becomes collectable even while this disposed handle is kept.
     this._base = null;
@@ -137,7 +143,7 @@ export class Tensor {
   }
   /** Throws if this handle was disposed; every op calls it on its inputs. */
   check(): this {
-    if (this._disposed) {
+    if (this._rec.released) {
       throw new RuntimeError(
         `Tensor of shape [${this.shape.join(", ")}] was disposed (by dispose(), torch.del, \`using\` or the end of a torch.scope) and can no longer be used`,
       );
@@ -150,22 +156,30 @@ export class Tensor {
   get ndim(): number {
     return this.shape.length;
   }
-  dim(): number {
+  dim(...args: never[]): number {
+    noArgs("dim", args);
     return this.shape.length;
   }
-  numel(): number {
+  numel(...args: never[]): number {
+    noArgs("numel", args);
     return numelOf(this.shape);
   }
-  size(dim?: number): number | number[] {
+  size(dimOrOpts?: number | { dim?: number }, ...rest: never[]): number | number[] {
+    noArgs("size", rest);
+    const dim = dimArg("size", dimOrOpts) as number | undefined;
     return dim === undefined ? [...this.shape] : this.shape[wrapDim(dim, this.ndim)];
   }
-  stride(dim?: number): number | number[] {
+  stride(dimOrOpts?: number | { dim?: number }, ...rest: never[]): number | number[] {
+    noArgs("stride", rest);
+    const dim = dimArg("stride", dimOrOpts) as number | undefined;
     return dim === undefined ? [...this._strides] : this._strides[wrapDim(dim, this.ndim)];
   }
-  storage_offset(): number {
+  storage_offset(...args: never[]): number {
+    noArgs("storage_offset", args);
     return this._offset;
   }
-  element_size(): number {
+  element_size(...args: never[]): number {
+    noArgs("element_size", args);
     return ELEMENT_SIZE;
   }
   get nbytes(): number {
@@ -183,7 +197,8 @@ export class Tensor {
   get is_cuda(): boolean {
     return true;
   }
-  is_contiguous(): boolean {
+  is_contiguous(...args: never[]): boolean {
+    noArgs("is_contiguous", args);
     if (this.numel() === 0) return true; // as ATen's compute_contiguous: no element is out of place
     const expect = contiguousStrides(this.shape);
     return this.shape.every((s, i) => s === 1 || this._strides[i] === expect[i]);
@@ -195,7 +210,8 @@ export class Tensor {
 
   // ---- reading (async: the GPU works ahead of the host) ----
   /** The elements in row-major order, as a typed array of the tensor's dtype. */
-  async data(): Promise<Float32Array | Int32Array | Uint8Array> {
+  async data(...args: never[]): Promise<Float32Array | Int32Array | Uint8Array> {
+    noArgs("data", args);
     this.check();
     const dev = this.storage.device;
     if (dev.simulated) {
@@ -215,7 +231,8 @@ export class Tensor {
     }
   }
   /** Nested arrays (numbers, or booleans for bool tensors); a number for a 0-dim tensor. */
-  async tolist(): Promise<unknown> {
+  async tolist(...args: never[]): Promise<unknown> {
+    noArgs("tolist", args);
     const d = Array.from(await this.data(), (v) => (this.dtype === "bool" ? v !== 0 : v));
     if (this.ndim === 0) return d[0];
     const build = (dim: number, off: number): unknown[] => {
@@ -224,7 +241,8 @@ export class Tensor {
     };
     return build(0, 0);
   }
-  async item(): Promise<number | boolean> {
+  async item(...args: never[]): Promise<number | boolean> {
+    noArgs("item", args);
     if (this.numel() !== 1) {
       throw new RuntimeError(`a Tensor with ${this.numel()} elements cannot be converted to Scalar`);
     }
@@ -232,7 +250,8 @@ export class Tensor {
     return this.dtype === "bool" ? v !== 0 : v;
   }
   /** PyTorch's repr, e.g. `tensor([1., 2.], requires_grad=True)`. */
-  async repr(): Promise<string> {
+  async repr(...args: never[]): Promise<string> {
+    noArgs("repr", args);
     if (this.storage.device.simulated) {
       // As PyTorch prints meta tensors: no values, the device and the size.
       const size = `size=(${this.shape.join(", ")}${this.ndim === 1 ? "," : ""})`;
@@ -270,10 +289,15 @@ export class Tensor {
       this._meta,
     );
   }
-  cuda(): Tensor {
+  /** The one device already: device and non_blocking change nothing; any other option raises. */
+  cuda(...args: unknown[]): Tensor {
+    const last = args[args.length - 1];
+    if (isOpts(last)) checkKwargs("cuda", last, ["device", "non_blocking"], { memory_format: (v) => v === "torch.preserve_format" });
     return this._alias();
   }
-  cpu(): Tensor {
+  cpu(...args: unknown[]): Tensor {
+    const last = args[args.length - 1];
+    if (isOpts(last)) checkKwargs("cpu", last, [], { memory_format: (v) => v === "torch.preserve_format" });
     return this._alias();
   }
 }

@@ -13,7 +13,8 @@ const fx = JSON.parse(readFileSync(new URL("./fixtures/peaks.json", import.meta.
 const { B, D, H } = fx as { B: number; D: number; H: number };
 
 type Figures = { peak: number; net: number };
-type Program = [make: () => torch.nn.Module, inputs: () => Tensor[], loss: (m: any, ...a: Tensor[]) => Tensor, opt?: "sgd" | "adam"];
+/** opt "forward": the forward phase only (selective checkpointing: gen_peaks.py says why). */
+type Program = [make: () => torch.nn.Module, inputs: () => Tensor[], loss: (m: any, ...a: Tensor[]) => Tensor, opt?: "sgd" | "adam" | "forward"];
 
 const seq = (n: number, d: number) => torch.randn([n, d], { requires_grad: true });
 /**
@@ -43,10 +44,12 @@ const sum = (y: Tensor) => y.sum();
 const mul2 = (y: Tensor) => y.mul(2);
 
 /**
- * test/checkpoint-labs.test.ts's DeepBlock: linear2(drop(gelu(linear1(x)))) + x, each intermediate
- * dropped once consumed as CPython drops it. (Written as nested calls, GradLab keeps the block's
- * intermediates until forward returns: its checkpointed forward peak is then two blocks above torch's
- * here; see the report of issue 21.)
+ * test/checkpoint-labs.test.ts's DeepBlock: linear2(drop(gelu(linear1(x)))) + x, written as Python code
+ * rebinds a variable (`h = self.act(h)`): a dropped intermediate is freed at the next reclamation, as
+ * CPython frees it at its last reference, though forward runs in a scope (memory/lifetime.ts holds
+ * records, not handles). Nested calls (`linear2(act(linear1(x)))`) keep theirs until forward returns:
+ * V8's interpreter keeps a call's argument in a register of the caller's frame (see the report of
+ * issue 21).
  */
 class DeepBlock extends nn.Module {
   linear1: torch.nn.Linear;
@@ -59,28 +62,30 @@ class DeepBlock extends nn.Module {
     this.linear2 = new nn.Linear(dim, dim);
   }
   override forward(x: Tensor): Tensor {
-    return chain(
-      this.linear1(x) as Tensor,
-      (h) => this.act(h) as Tensor,
-      (h) => this.drop(h) as Tensor,
-      (h) => this.linear2(h) as Tensor,
-      (h) => h.add(x),
-    );
+    let h = this.linear1(x) as Tensor;
+    h = this.act(h) as Tensor;
+    h = this.drop(h) as Tensor;
+    h = this.linear2(h) as Tensor;
+    return h.add(x);
   }
 }
+const { checkpoint, create_selective_checkpoint_contexts } = torch.utils.checkpoint;
+/** Blocks each under checkpoint(use_reentrant: false), or selective checkpointing keeping `keep`'s outputs. */
 class Checkpointed extends nn.Module {
   blocks: torch.nn.ModuleList;
-  constructor(layers: number, dim: number) {
+  constructor(
+    layers: number,
+    dim: number,
+    readonly keep: string[] | null = null,
+  ) {
     super();
     this.blocks = new nn.ModuleList(Array.from({ length: layers }, () => new DeepBlock(dim)));
   }
   override forward(x: Tensor): Tensor {
+    const keep = this.keep;
+    const context_fn = keep ? () => create_selective_checkpoint_contexts(keep) : undefined;
     let h = x;
-    for (const b of this.blocks) {
-      const next = torch.utils.checkpoint.checkpoint((t: Tensor) => b(t) as Tensor, h, { use_reentrant: false });
-      if (h !== x) h.dispose();
-      h = next;
-    }
+    for (const b of this.blocks) h = checkpoint((t: Tensor) => b(t) as Tensor, h, { use_reentrant: false, context_fn });
     return h;
   }
 }
@@ -125,6 +130,10 @@ const PROGRAMS: Record<string, Program> = {
   CrossEntropyLoss: [() => new nn.CrossEntropyLoss(), () => [seq(B, D), torch.tensor([1, 0, 31, 7], { dtype: "int32" })], (m, x, y) => m(x, y)],
   NLLLoss: [() => new nn.NLLLoss(), () => [seq(B, D), torch.tensor([1, 0, 31, 7], { dtype: "int32" })], (m, x, y) => chain(x.log_softmax(1), (lp) => m(lp, y))],
   "checkpoint(use_reentrant=False) x 3 DeepBlock": [() => new Checkpointed(3, D), () => [seq(B, D)], (m, x) => chain(m(x), sum)],
+  "checkpoint(use_reentrant=False) x 1 DeepBlock": [() => new Checkpointed(1, D), () => [seq(B, D)], (m, x) => chain(m(x), sum)],
+  "checkpoint(use_reentrant=False) x 4 DeepBlock (H wide)": [() => new Checkpointed(4, H), () => [seq(2 * B, H)], (m, x) => chain(m(x), sum)],
+  "selective checkpoint(['addmm']) x 3 DeepBlock, forward": [() => new Checkpointed(3, D, ["addmm"]), () => [seq(B, D)], (m, x) => chain(m(x), sum), "forward"],
+  "selective checkpoint(['gelu']) x 3 DeepBlock, forward": [() => new Checkpointed(3, D, ["gelu"]), () => [seq(B, D)], (m, x) => chain(m(x), sum), "forward"],
   "block: Linear-LayerNorm-GELU-Linear + MSE": [
     () => new nn.Sequential(new nn.Linear(D, H), new nn.LayerNorm(H), new nn.GELU(), new nn.Linear(H, D)),
     () => [seq(B, D), torch.randn(B, D)],
@@ -156,6 +165,7 @@ function run([make, inputs, lossFn, opt]: Program): Record<string, Figures> {
     out.forward = phase(() => {
       loss = torch.scope(() => lossFn(model, ...args));
     });
+    if (opt === "forward") return out;
     out.backward = phase(() => loss!.backward());
     if (optimizer) out.step = phase(() => optimizer.step());
     return out;

@@ -22,6 +22,7 @@ import type { FormulaNode, Grads } from "../autograd/node.ts";
 import { NOT_DIFFERENTIABLE, op } from "./op-def.ts";
 import { scalar_tensor } from "../ops/creation.ts";
 import { scalarType } from "../dtype.ts";
+import { isNone } from "../kwargs.ts";
 
 // ---- pointwise, one input: kernel, node, what it saves, dL/dx ----
 
@@ -61,9 +62,22 @@ export const sigmoid = op({ impl: SIGMOID.forward, grad: ["SigmoidBackward0"], g
 /** torch.tanh(a). TanhBackward0 saves its result. */
 export const tanh = op({ impl: TANH.forward, grad: ["TanhBackward0"], gradgrad: ["TanhBackwardBackward0"], saves: ["result"] });
 /** torch.clamp(a, min, max): either bound may be null; saves the input (ClampBackward1). */
-export const clamp = op({ impl: pw.clamp, grad: ["ClampBackward1"], gradgrad: ["WhereBackward0"], saves: ["self", "min", "max"] });
+export const clamp = op({
+  kwargs: ["min", "max"],
+  kwargsAtDefault: { out: isNone },
+  impl: pw.clamp,
+  grad: ["ClampBackward1"],
+  gradgrad: ["WhereBackward0"],
+  saves: ["self", "min", "max"],
+});
 /** torch.clamp_(a, min, max): in place; the node keeps a copy of the input from before the write. */
-export const clamp_ = op({ impl: pw.clampInplace, grad: ["ClampBackward1"], gradgrad: ["WhereBackward0"], saves: ["self", "min", "max"] });
+export const clamp_ = op({
+  kwargs: ["min", "max"],
+  impl: pw.clampInplace,
+  grad: ["ClampBackward1"],
+  gradgrad: ["WhereBackward0"],
+  saves: ["self", "min", "max"],
+});
 
 // ---- pointwise, two inputs (the second may be a number) ----
 
@@ -176,6 +190,8 @@ const MINIMUM = binaryOp({ kernel: "minimum", node: "MinimumBackward0", saves: [
 type Alpha = { alpha?: number };
 /** torch.add(a, b, {alpha}): a + alpha * b, broadcasting; b may be a number. Autograd: AddBackward0. */
 export const add = op({
+  kwargs: ["alpha"],
+  kwargsAtDefault: { out: isNone },
   impl: (a: Tensor | number, b: TensorOrScalar, opts?: Alpha): Tensor => wrapSelf(a, (s) => ADD.forward(s, b, opts?.alpha)),
   scalarSelf: true,
   grad: ["AddBackward0"],
@@ -184,6 +200,8 @@ export const add = op({
 });
 /** torch.sub(a, b, {alpha}): a - alpha * b, broadcasting. Autograd: SubBackward0. */
 export const sub = op({
+  kwargs: ["alpha"],
+  kwargsAtDefault: { out: isNone },
   impl: (a: Tensor | number, b: TensorOrScalar, opts?: Alpha): Tensor => wrapSelf(a, (s) => SUB.forward(s, b, opts?.alpha)),
   scalarSelf: true,
   grad: ["SubBackward0"],
@@ -192,6 +210,8 @@ export const sub = op({
 });
 /** torch.mul(a, b): elementwise product, broadcasting; saves both operands for backward (MulBackward0). */
 export const mul = op({
+  positional: ["other"],
+  kwargsAtDefault: { out: isNone },
   impl: (a: Tensor | number, b: TensorOrScalar): Tensor => wrapSelf(a, (s) => MUL.forward(s, b)),
   scalarSelf: true,
   grad: ["MulBackward0"],
@@ -200,6 +220,8 @@ export const mul = op({
 });
 /** torch.div(a, b): true division (float32), broadcasting. Autograd: DivBackward0 (saves both operands). */
 export const div = op({
+  positional: ["other"],
+  kwargsAtDefault: { rounding_mode: isNone, out: isNone },
   impl: (a: Tensor | number, b: TensorOrScalar): Tensor => wrapSelf(a, (s) => DIV.forward(s, b)),
   scalarSelf: true,
   grad: ["DivBackward0"],
@@ -208,6 +230,8 @@ export const div = op({
 });
 /** torch.pow(a, exponent): a number exponent gives PowBackward0 (saves a), a tensor one PowBackward1 (saves a, exponent, result). */
 export const pow = op({
+  positional: ["exponent"],
+  kwargsAtDefault: { out: isNone },
   impl: (a: Tensor, e: TensorOrScalar): Tensor => POW.forward(a, e),
   grad: ["PowBackward0", "PowBackward1"],
   gradgrad: ["MulBackward0", "WhereBackward0"],
@@ -236,6 +260,7 @@ export const atan2 = op({
 });
 /** torch.rsub(a, b, {alpha}): b - alpha * a (Python's `2 - x`). RsubBackward1 saves alpha. */
 export const rsub = op({
+  kwargs: ["alpha"],
   impl: (a: Tensor, b: number, opts?: Alpha): Tensor => pw.rsub(a, b, opts?.alpha),
   grad: ["RsubBackward1"],
   gradgrad: ["NegBackward0", "MulBackward1"],
@@ -244,12 +269,14 @@ export const rsub = op({
 
 /** Tensor.add_(b, {alpha}): in place; a non-leaf's history is rebased (AddBackward0 on the new version). */
 export const add_ = op({
+  kwargs: ["alpha"],
   impl: <T extends Tensor>(a: T, b: TensorOrScalar, opts?: Alpha): T => ADD.inplace(a, b, opts?.alpha),
   grad: ["AddBackward0"],
   gradgrad: ["MulBackward1"],
   saves: ["alpha"],
 });
 export const sub_ = op({
+  kwargs: ["alpha"],
   impl: <T extends Tensor>(a: T, b: TensorOrScalar, opts?: Alpha): T => SUB.inplace(a, b, opts?.alpha),
   grad: ["SubBackward0"],
   gradgrad: ["NegBackward0", "MulBackward1"],
@@ -263,6 +290,8 @@ export const mul_ = op({
   saves: ["self", "other"],
 });
 export const div_ = op({
+  positional: ["other"],
+  kwargsAtDefault: { rounding_mode: isNone },
   impl: <T extends Tensor>(a: T, b: TensorOrScalar): T => DIV.inplace(a, b),
   grad: ["DivBackward0"],
   gradgrad: ["DivBackward0", "MulBackward0"],
@@ -294,6 +323,8 @@ export const where = op({
 // ---- reductions ----
 /** torch.sum(a, dim?, {keepdim}): over all elements (SumBackward0) or the given dims (SumBackward1). Its gradient is an expanded view: no memory. GradLab: int32 sums return float32 (no int64). */
 export const sum = op({
+  kwargs: ["dim", "keepdim", "dtype"],
+  kwargsAtDefault: { out: isNone },
   impl: (a: Tensor, dim?: DimArg | ReduceOpts, opts?: ReduceOpts): Tensor => rd.sumOrMean("sum", a, dim, opts),
   grad: ["SumBackward0", "SumBackward1"],
   gradgrad: ["ExpandBackward0"],
@@ -301,16 +332,27 @@ export const sum = op({
 });
 /** torch.mean(a, dim?, {keepdim}): float32 only. MeanBackward1 keeps the whole input alive, as PyTorch 1.13 does. */
 export const mean = op({
+  kwargs: ["dim", "keepdim", "dtype"],
+  kwargsAtDefault: { out: isNone },
   impl: (a: Tensor, dim?: DimArg | ReduceOpts, opts?: ReduceOpts): Tensor => rd.sumOrMean("mean", a, dim, opts),
   grad: ["MeanBackward0", "MeanBackward1"],
   gradgrad: ["DivBackward1"],
   saves: ["dim", "keepdim", "self_numel", "self_sizes", "self_sym_sizes", "self"],
 });
 /** torch.prod(a, dim?, {keepdim}): ProdBackward0 / ProdBackward1 save the input and the result (zero-safe gradient). */
-export const prod = op({ impl: rd.prod, grad: ["ProdBackward0", "ProdBackward1"], gradgrad: ["MulBackward0"], saves: ["self", "result", "dim", "keepdim"] });
+export const prod = op({
+  kwargs: ["dim", "keepdim", "dtype"],
+  kwargsAtDefault: { out: isNone },
+  impl: rd.prod,
+  grad: ["ProdBackward0", "ProdBackward1"],
+  gradgrad: ["MulBackward0"],
+  saves: ["self", "result", "dim", "keepdim"],
+});
 type MinMax = { (): Tensor; (dim: number, opts?: ReduceOpts): { values: Tensor; indices: Tensor } };
 /** torch.max(a): the largest element (MaxBackward1); torch.max(a, dim) → {values, indices} (MaxBackward0 saves the indices). */
 export const max = op<(a: Tensor, dim?: number, opts?: ReduceOpts) => Tensor | { values: Tensor; indices: Tensor }, MinMax>({
+  kwargs: ["keepdim"],
+  positional: ["dim"],
   impl: (a, dim, opts) => rd.minmax("max", a, dim, opts),
   grad: ["MaxBackward0", "MaxBackward1"],
   gradgrad: ["ScatterBackward0", "MaskedFillBackward1"],
@@ -318,17 +360,31 @@ export const max = op<(a: Tensor, dim?: number, opts?: ReduceOpts) => Tensor | {
 });
 /** torch.min(a) / torch.min(a, dim), as max. */
 export const min = op<(a: Tensor, dim?: number, opts?: ReduceOpts) => Tensor | { values: Tensor; indices: Tensor }, MinMax>({
+  kwargs: ["keepdim"],
+  positional: ["dim"],
   impl: (a, dim, opts) => rd.minmax("min", a, dim, opts),
   grad: ["MinBackward0", "MinBackward1"],
   gradgrad: ["ScatterBackward0", "MaskedFillBackward1"],
   saves: ["self", "result", "dim", "keepdim", "indices", "self_sizes"],
 });
 /** torch.argmax(a, dim?, {keepdim}): int32 indices; not differentiable. */
-export const argmax = op({ impl: (a: Tensor, dim?: number, opts?: ReduceOpts): Tensor => red.arg("argmax", a, dim, opts), grad: NOT_DIFFERENTIABLE });
-export const argmin = op({ impl: (a: Tensor, dim?: number, opts?: ReduceOpts): Tensor => red.arg("argmin", a, dim, opts), grad: NOT_DIFFERENTIABLE });
+export const argmax = op({
+  kwargs: ["keepdim"],
+  positional: ["dim"],
+  impl: (a: Tensor, dim?: number, opts?: ReduceOpts): Tensor => red.arg("argmax", a, dim, opts),
+  grad: NOT_DIFFERENTIABLE,
+});
+export const argmin = op({
+  kwargs: ["keepdim"],
+  positional: ["dim"],
+  impl: (a: Tensor, dim?: number, opts?: ReduceOpts): Tensor => red.arg("argmin", a, dim, opts),
+  grad: NOT_DIFFERENTIABLE,
+});
 type VarOpts = ReduceOpts & { correction?: number; unbiased?: boolean };
 /** torch.var(a, dim?, {correction | unbiased, keepdim}). VarBackward0 saves the input. */
 const variance = op({
+  kwargs: ["dim", "keepdim", "correction", "unbiased"],
+  kwargsAtDefault: { out: isNone },
   impl: (a: Tensor, dim?: DimArg | VarOpts, opts?: VarOpts): Tensor => rd.variance(a, dim, opts),
   grad: ["VarBackward0"],
   gradgrad: ["MulBackward0"],
@@ -337,6 +393,8 @@ const variance = op({
 export { variance as var };
 /** torch.std(a, ...): StdBackward0 saves the input and the result; a constant row's gradient is 0, as PyTorch masks it. */
 export const std = op({
+  kwargs: ["dim", "keepdim", "correction", "unbiased"],
+  kwargsAtDefault: { out: isNone },
   impl: (a: Tensor, dim?: DimArg | VarOpts, opts?: VarOpts): Tensor => rd.variance(a, dim, opts, true),
   grad: ["StdBackward0"],
   gradgrad: ["MulBackward0"],
@@ -344,6 +402,8 @@ export const std = op({
 });
 /** torch.softmax(a, dim): saves its result (SoftmaxBackward0), which the backward formula needs. */
 export const softmax = op({
+  positional: ["dim"],
+  kwargsAtDefault: { dtype: isNone },
   impl: (a: Tensor, dim: number): Tensor => rd.softmax(a, dim, false),
   grad: ["SoftmaxBackward0"],
   gradgrad: ["SoftmaxBackwardDataBackward0"],
@@ -351,6 +411,8 @@ export const softmax = op({
 });
 /** torch.log_softmax(a, dim): saves its result (LogSoftmaxBackward0). */
 export const log_softmax = op({
+  positional: ["dim"],
+  kwargsAtDefault: { dtype: isNone },
   impl: (a: Tensor, dim: number): Tensor => rd.softmax(a, dim, true),
   grad: ["LogSoftmaxBackward0"],
   gradgrad: ["LogSoftmaxBackwardDataBackward0"],
@@ -406,6 +468,8 @@ export const mm = op({
 export const bmm = op({ impl: al.bmm, grad: ["BmmBackward0"], gradgrad: ["BmmBackward0"], saves: ["self", "mat2"] });
 /** torch.addmm(input, m1, m2, {beta, alpha}): beta * input + alpha * m1 @ m2 (AddmmBackward0). */
 export const addmm = op({
+  kwargs: ["beta", "alpha"],
+  kwargsAtDefault: { out: isNone },
   impl: al.addmm,
   grad: ["AddmmBackward0"],
   gradgrad: ["MulBackward1", "SumBackward1", "ViewBackward0", "MmBackward0", "TBackward0"],
@@ -414,7 +478,13 @@ export const addmm = op({
 
 // ---- views and copies ----
 /** torch.transpose(a, d0, d1): a view (shares storage and version counter); TransposeBackward0 saves nothing but the dims. */
-export const transpose = op({ impl: sh.transpose, grad: ["TransposeBackward0"], gradgrad: ["TransposeBackward0"], saves: ["dim0", "dim1"] });
+export const transpose = op({
+  positional: ["dim0", "dim1"],
+  impl: sh.transpose,
+  grad: ["TransposeBackward0"],
+  gradgrad: ["TransposeBackward0"],
+  saves: ["dim0", "dim1"],
+});
 /** torch.t(a): the transpose of a 2-D tensor (TBackward0). */
 export const t = op({ impl: sh.t, grad: ["TBackward0"], gradgrad: ["TBackward0"], saves: [] });
 /** torch.permute(a, dims): a view (PermuteBackward0). As a method also x.permute(1, 0, 2). */
@@ -432,9 +502,10 @@ export const reshape = op({
   saves: ["self_sym_sizes"],
 });
 /** torch.unsqueeze(a, dim): a view with a new size-1 dim (UnsqueezeBackward0). */
-export const unsqueeze = op({ impl: sh.unsqueeze, grad: ["UnsqueezeBackward0"], gradgrad: ["SqueezeBackward1"], saves: ["dim"] });
+export const unsqueeze = op({ positional: ["dim"], impl: sh.unsqueeze, grad: ["UnsqueezeBackward0"], gradgrad: ["SqueezeBackward1"], saves: ["dim"] });
 /** torch.squeeze(a, dim?): a view without size-1 dims (SqueezeBackward0 / SqueezeBackward1). */
 export const squeeze = op({
+  positional: ["dim"],
   impl: (a: Tensor, dim?: number): Tensor => sh.squeeze(a, dim),
   grad: ["SqueezeBackward0", "SqueezeBackward1"],
   gradgrad: ["UnsqueezeBackward0", "ReshapeAliasBackward0"],
@@ -442,15 +513,23 @@ export const squeeze = op({
 });
 /** torch.narrow(a, dim, start, length): a view (SliceBackward0). */
 export const narrow = op({
+  positional: ["dim", "start", "length"],
   impl: sh.narrow,
   grad: ["SliceBackward0"],
   gradgrad: ["SliceBackwardBackward0"],
   saves: ["dim", "start", "end", "step", "self_sym_sizes"],
 });
 /** torch.select(a, dim, index): a view with one dim fewer (SelectBackward0). */
-export const select = op({ impl: sh.select, grad: ["SelectBackward0"], gradgrad: ["SelectBackwardBackward0"], saves: ["dim", "index", "self_sizes"] });
+export const select = op({
+  positional: ["dim", "index"],
+  impl: sh.select,
+  grad: ["SelectBackward0"],
+  gradgrad: ["SelectBackwardBackward0"],
+  saves: ["dim", "index", "self_sizes"],
+});
 /** torch.flatten(a, start, end): a reshape; returns the input itself when there is nothing to merge. */
 export const flatten = op({
+  positional: ["start_dim", "end_dim"],
   impl: (a: Tensor, start = 0, end = -1): Tensor => sh.flatten(a, start, end),
   grad: ["ReshapeAliasBackward0", "CloneBackward0", "UnsafeViewBackward0", "ViewBackward0"],
   gradgrad: ["ReshapeAliasBackward0"],

@@ -9,7 +9,7 @@ import "../autograd/tensor-autograd.ts";
 import { runOp } from "../ops/op-context.ts";
 import * as functions from "./functions.ts";
 import * as methods from "./methods.ts";
-import { nameOp, type OpDef } from "./op-def.ts";
+import { checkOpKwargs, nameOp, type OpDef } from "./op-def.ts";
 
 type MethodsOf<NS> = { [K in keyof NS]: NS[K] extends { readonly __method?: infer X } ? NonNullable<X> : never };
 type TableMethods = MethodsOf<typeof functions> & MethodsOf<typeof methods>;
@@ -38,6 +38,7 @@ for (const [name, def] of OP_TABLE) {
   } else {
     Object.defineProperty(Tensor.prototype, name, {
       value: function (this: Tensor, ...args: unknown[]) {
+        checkOpKwargs(name, def, args);
         return runOp(name, this.storage.device, () => impl(this, ...args));
       },
       writable: true,

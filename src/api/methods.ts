@@ -10,6 +10,7 @@ import * as ew from "../ops/elementwise.ts";
 import * as pw from "../autograd/functions/pointwise.ts";
 import * as sh from "../autograd/functions/shape.ts";
 import { NOT_DIFFERENTIABLE, getter, op } from "./op-def.ts";
+import { isFalse } from "../kwargs.ts";
 
 type Sizes = Array<number | number[]>;
 
@@ -97,12 +98,19 @@ export const detach = op({ impl: (x: Tensor): Tensor => vw.makeView(x, x.shape, 
  * x.to(dtype): x itself (another handle) for the same dtype, else a converted copy. Only float32 tensors
  * require grad in GradLab, so a conversion records nothing (PyTorch's ToCopyBackward0 needs float64).
  */
-export const to = op({ impl: (x: Tensor, dtype: DType): Tensor => (dtype === x.dtype ? x._alias() : ew.cast(x, dtype)), grad: [], gradgrad: [] });
+export const to = op({
+  positional: ["dtype"],
+  kwargsAtDefault: { non_blocking: isFalse, copy: isFalse },
+  impl: (x: Tensor, dtype: DType): Tensor => (dtype === x.dtype ? x._alias() : ew.cast(x, dtype)),
+  grad: [],
+  gradgrad: [],
+});
 export const float = op({ impl: (x: Tensor): Tensor => to(x, "float32"), grad: [], gradgrad: [] });
 export const int = op({ impl: (x: Tensor): Tensor => to(x, "int32"), grad: NOT_DIFFERENTIABLE });
 export const bool = op({ impl: (x: Tensor): Tensor => to(x, "bool"), grad: NOT_DIFFERENTIABLE });
 /** x.gelu({approximate}): GeluBackward0 saves the input (torch.nn.functional.gelu as a method). */
 export const gelu = op({
+  kwargs: ["approximate"],
   impl: (x: Tensor, opts?: { approximate?: "none" | "tanh" }): Tensor => pw.gelu(x, opts?.approximate),
   grad: ["GeluBackward0"],
   gradgrad: ["GeluBackwardBackward0"],

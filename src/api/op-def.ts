@@ -6,6 +6,7 @@ import type { Tensor } from "../tensor.ts";
 import { deviceOfArgs, runOp } from "../ops/op-context.ts";
 import { TypeError_ } from "../errors.ts";
 import { pyTypeName } from "../pystr.ts";
+import { checkKwargs, isOpts } from "../kwargs.ts";
 
 /** An op whose outputs never require grad (comparisons, argmax, creation): declared, not forgotten. */
 export const NOT_DIFFERENTIABLE = "not differentiable";
@@ -43,6 +44,30 @@ export interface OpDef {
   readonly method?: "getter" | Impl;
   /** The function form takes a number as self, as PyTorch wraps it (torch.div(1, t)): the impl handles it. */
   readonly scalarSelf?: boolean;
+  /**
+   * The keywords its trailing options object may hold (PyTorch's names: x.sum(1, {keepdim: true})).
+   * An op without takes none: an options object with any other key raises PyTorch's TypeError before
+   * anything runs (JavaScript would drop an unknown property silently). test/op-kwargs.test.ts.
+   */
+  readonly kwargs?: readonly string[];
+  /** PyTorch keywords GradLab does not implement, each accepted only at its default (else RuntimeError). */
+  readonly kwargsAtDefault?: Readonly<Record<string, (v: unknown) => boolean>>;
+  /** PyTorch keywords GradLab takes positionally (x.softmax(1), not x.softmax({dim: 1})): named in the error. */
+  readonly positional?: readonly string[];
+}
+
+/** Checks an op call's trailing options object against its declaration (either form: function or method). */
+export function checkOpKwargs(name: string, def: OpDef, args: readonly unknown[]): void {
+  const last = args[args.length - 1];
+  if (!isOpts(last)) return;
+  for (const k of Object.keys(last)) {
+    if (def.positional?.includes(k) && !def.kwargs?.includes(k)) {
+      throw new TypeError_(
+        `${name}() got an unexpected keyword argument '${k}' (GradLab takes ${def.positional.join(", ")} positionally: ${name}(${def.positional.join(", ")}))`,
+      );
+    }
+  }
+  checkKwargs(name, last, def.kwargs ?? [], def.kwargsAtDefault);
 }
 
 /** A declared op: callable as its `torch.*` function, carrying its declaration and its method's type. */
@@ -68,6 +93,7 @@ export function op<F extends Impl, M = MethodOf<F>>(def: OpDef & { impl: F }): O
         throw new TypeError_(`${names.get(def) ?? "op"}(): argument 'input' (position 1) must be Tensor, not ${pyTypeName(self)}`);
       }
     }
+    checkOpKwargs(names.get(def) ?? "op", def, args);
     return runOp(names.get(def) ?? "op", deviceOfArgs(args), () => def.impl(...(args as [Tensor])));
   }) as unknown as Op<F, M>;
   Object.defineProperty(f, "def", { value: def });

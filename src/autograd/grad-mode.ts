@@ -4,13 +4,20 @@
 // (`using _ = torch.no_grad()`), the TypeScript spelling of Python's `with torch.no_grad():`.
 
 import { within, type Guard } from "./guard.ts";
+import { flag, noArgs } from "../kwargs.ts";
 
 export type { Guard };
 
 const state = { grad: true, inference: false };
 
-export const is_grad_enabled = () => state.grad;
-export const is_inference_mode_enabled = () => state.inference;
+export function is_grad_enabled(...args: never[]): boolean {
+  noArgs("is_grad_enabled", args);
+  return state.grad;
+}
+export function is_inference_mode_enabled(...args: never[]): boolean {
+  noArgs("is_inference_mode_enabled", args);
+  return state.inference;
+}
 
 /** Saves grad and inference mode; the returned function puts them back. */
 export function saveGradModes(): () => void {
@@ -34,17 +41,24 @@ type ModeFn = {
   (): Guard;
 };
 
-function mode(grad: () => boolean, inference: () => boolean): ModeFn {
-  return (<T>(fn?: () => T) => within(switchTo(grad(), inference()), fn)) as ModeFn;
+function mode(name: string, grad: () => boolean, inference: () => boolean): ModeFn {
+  return (<T>(fn?: () => T, ...rest: never[]) => {
+    // a mode switched by a call that is neither form (no_grad(0), no_grad(fn, {...})) would stay switched
+    if (fn !== undefined && typeof fn !== "function") noArgs(name, [fn]);
+    noArgs(name, rest);
+    return within(switchTo(grad(), inference()), fn);
+  }) as ModeFn;
 }
 
 /** Ops inside record no autograd nodes. */
 export const no_grad = mode(
+  "no_grad",
   () => false,
   () => state.inference,
 );
 /** Re-enables recording inside a no_grad region. */
 export const enable_grad = mode(
+  "enable_grad",
   () => true,
   () => state.inference,
 );
@@ -60,5 +74,6 @@ export const inference_mode = ((arg?: boolean | (() => unknown), fn?: () => unkn
 
 /** Sets grad mode now (as a function call in PyTorch); the returned guard restores the previous mode. */
 export function set_grad_enabled(enabled: boolean): Guard {
+  flag("set_grad_enabled", "mode", enabled);
   return within(switchTo(enabled, state.inference)) as Guard;
 }

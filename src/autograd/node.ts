@@ -37,6 +37,12 @@ export class SavedVariable {
   /** For the in-place error: the node that produced the tensor, and which output it was. */
   /** For a tensor saved by the node that produces it: that node (held weakly, as PyTorch's weak_grad_fn_). */
   private readonly output: { node: Node; outputNr: number } | null;
+  /**
+   * Saved as a view that requires grad: once its version moves (an in-place write to it or its base),
+   * PyTorch regenerates its grad_fn as AsStridedBackward0, and the unpack error names that node. The
+   * saved handle has no base (it must not keep one alive), so it cannot regenerate its own.
+   */
+  private readonly viewAtSave: boolean;
   private readonly meta: { dtype: string; shape: number[] };
   private rawHooks: PackHooks | null = null;
 
@@ -54,6 +60,7 @@ export class SavedVariable {
     this.savedVersion = version ?? t._version;
     this.meta = { dtype: t.dtype, shape: [...t.shape] };
     this.output = outputOf ?? null;
+    this.viewAtSave = !outputOf && t._base !== null && t.grad_fn !== null;
     if (t.is_inference()) {
       throw new RuntimeError(
         "Inference tensors cannot be saved for backward. To work around you can make a clone to get a normal tensor and use it in autograd.",
@@ -78,8 +85,14 @@ export class SavedVariable {
     const t = this.data!;
     if (t._version !== this.savedVersion) {
       // Names the tensor's producer as it is now (an in-place op may have replaced it).
-      const producer = this.output ? { fn: this.output.node, nr: this.output.outputNr } : t.grad_fn ? { fn: t.grad_fn, nr: t._output_nr } : null;
-      const which = producer ? `, which is output ${producer.nr} of ${producer.fn.name()},` : "";
+      const producer = this.output
+        ? { name: this.output.node.name(), nr: this.output.outputNr }
+        : this.viewAtSave
+          ? { name: "AsStridedBackward0", nr: 0 }
+          : t.grad_fn
+            ? { name: t.grad_fn.name(), nr: t._output_nr }
+            : null;
+      const which = producer ? `, which is output ${producer.nr} of ${producer.name},` : "";
       throw new RuntimeError(
         `one of the variables needed for gradient computation has been modified by an inplace operation: ${tensorTypeName(this.meta)}${which} is at version ${t._version}; expected version ${this.savedVersion} instead. ${anomalyHint()}`,
       );

@@ -3,7 +3,7 @@
 // types, when autograd loads.
 
 import { RuntimeError, TypeError_ } from "../errors.ts";
-import { checkKwargs, isOpts } from "../kwargs.ts";
+import { checkKwargs, flag, isOpts } from "../kwargs.ts";
 import { Tensor, autogradHooks } from "../tensor.ts";
 import { runOp } from "../ops/op-context.ts";
 import { run_backward } from "./engine.ts";
@@ -164,7 +164,7 @@ declare module "../tensor.ts" {
   interface Tensor {
     /** Whether gradients flow to or through this tensor (settable on leaves). */
     requires_grad: boolean;
-    requires_grad_(v?: boolean): this;
+    requires_grad_(v?: boolean | { requires_grad?: boolean }): this;
     /** The node that made this tensor (null for a leaf). */
     readonly grad_fn: Node | null;
     readonly is_leaf: boolean;
@@ -197,8 +197,13 @@ Object.defineProperties(Tensor.prototype, {
     },
     configurable: true,
   },
-  requires_grad_: method(function (this: Tensor, v = true) {
-    setRequiresGrad(this, v);
+  requires_grad_: method(function (this: Tensor, v: boolean | { requires_grad?: boolean } = true) {
+    // PyTorch's requires_grad_(requires_grad=False) is {requires_grad: false} here; an object is never a flag
+    if (isOpts(v)) {
+      checkKwargs("requires_grad_", v, ["requires_grad"]);
+      v = v.requires_grad ?? true;
+    }
+    setRequiresGrad(this, flag("requires_grad_", "requires_grad", v));
     return this;
   }),
   grad_fn: {

@@ -14,13 +14,18 @@
 import v8 from "node:v8";
 import vm from "node:vm";
 
-interface Disposable_ {
-  dispose(): void;
-  readonly disposed: boolean;
-}
-/** A finaliser's held value: what to release when a handle is collected (must not reach the handle). */
+/**
+ * A finaliser's held value: what to release when a handle is collected, by dispose() or at the end of
+ * its scope (must not reach the handle). `released` is the handle's disposed state.
+ */
 export interface Releasable {
   release(): void;
+  readonly released: boolean;
+}
+/** A handle's record, under which handles are tracked (a Tensor returns its own). */
+export const RECORD: unique symbol = Symbol("gradlab.handleRecord");
+interface Handle {
+  readonly [RECORD]: Releasable;
 }
 
 type Registry = FinalizationRegistry<Releasable> & { cleanupSome?: (cb?: (r: Releasable) => void) => void };
@@ -119,27 +124,64 @@ const finalizer: Registry = new hooks.Registry<Releasable>((rec) => {
   reclaimed++;
   as("collected", () => rec.release());
 });
+/**
+ * An open scope. It holds the records of the handles made inside, not the handles: a handle that user
+ * code dropped before the scope ends (an intermediate of a nested call in Module.forward, consumed by
+ * the next call) can be collected at the next reclamation, as CPython frees it at its last reference,
+ * instead of living until forward returns (issue 21: checkpointed blocks peaked above torch's). An
+ * op's frame also holds its handles strongly: runtime code inside an op may drop a handle whose work
+ * is still to be recorded.
+ */
+interface Frame {
+  recs: Releasable[];
+  strong: object[] | null;
+}
 /** Open scopes; a null frame hides the enclosing scopes (for handles the runtime itself owns). */
-const scopes: Array<Disposable_[] | null> = [];
+const scopes: Array<Frame | null> = [];
+/**
+ * Whether user code is running (not an op's or the runtime's own work): each op user code starts is a
+ * moment it may have dropped references, inside a module's forward as at top level.
+ */
+let inUser = true;
+function asUser<T>(user: boolean, fn: () => T): T {
+  const prev = inUser;
+  inUser = user;
+  try {
+    return fn();
+  } finally {
+    inUser = prev;
+  }
+}
+/** Runs user code from inside the runtime (checkpoint's recompute of a block's forward). */
+export const userCode = <T>(fn: () => T): T => asUser(true, fn);
+/** Whether user code is running (an op it calls inside another op's work still gets its own frame). */
+export const runningUserCode = () => inUser;
 
 /**
  * Counts the moments user code may have dropped references: it starts an op or a scope, or makes a
- * handle, with no frame open (inside frames, only the runtime runs, and it frees its own temporaries).
- * Allocations inside one outermost op therefore share one reclamation (see reclaimBeforeGrowth).
+ * handle (inside an op, only the runtime runs, and it frees its own temporaries). Allocations inside
+ * one op therefore share one reclamation (see reclaimBeforeGrowth).
  */
 let activity = 0;
 let reclaimedAt = -1;
 
 /** `rec` is the finaliser's held value: it must not reach the handle (or the handle is never collected). */
-export function track(handle: Disposable_ & object, rec: Releasable): void {
-  finalizer.register(handle, rec, handle);
+export function track(handle: object, rec: Releasable): void {
+  finalizer.register(handle, rec, rec);
   live++;
-  if (scopes.length === 0) activity++;
-  scopes[scopes.length - 1]?.push(handle);
+  if (inUser) activity++;
+  const frame = scopes[scopes.length - 1];
+  if (frame) {
+    frame.recs.push(rec);
+    frame.strong?.push(handle);
+  }
 }
 
-export function untrack(handle: object): void {
-  if (finalizer.unregister(handle)) live--;
+/** Lets go of a tracked handle's record now (dispose, or the end of its scope); once only. */
+export function releaseRecord(rec: Releasable): void {
+  if (rec.released) return;
+  if (finalizer.unregister(rec)) live--;
+  rec.release();
 }
 
 let cascade = false;
@@ -211,6 +253,7 @@ export const reclaimsSynchronously = () => hooks.synchronous;
 function collectKept(value: unknown, kept: Set<unknown>, depth = 0): void {
   if (value === null || typeof value !== "object" || depth > 3 || kept.has(value)) return;
   kept.add(value);
+  if (RECORD in value) kept.add((value as Handle)[RECORD]);
   if (Array.isArray(value)) for (const v of value) collectKept(v, kept, depth + 1);
   else if (Object.getPrototypeOf(value) === Object.prototype) for (const v of Object.values(value)) collectKept(v, kept, depth + 1);
 }
@@ -219,31 +262,34 @@ function collectKept(value: unknown, kept: Set<unknown>, depth = 0): void {
  * Ends a frame: handles in `keep` move to the enclosing scope (if any), the others are disposed.
  * opFrame keeps everything (an op that returned hands all it made to its caller's scope).
  */
-function close(frame: Disposable_[], keep: (h: Disposable_) => boolean): void {
+function close(frame: Frame, keep: (r: Releasable) => boolean): void {
   const parent = scopes[scopes.length - 1];
-  for (const h of frame) {
-    if (h.disposed) continue;
-    if (!keep(h)) as("scope", () => h.dispose());
-    else parent?.push(h);
+  for (const r of frame.recs) {
+    if (r.released) continue;
+    if (!keep(r)) as("scope", () => releaseRecord(r));
+    else parent?.recs.push(r);
   }
+  // An op's handles that survive it (its results) are its caller's now: held strongly only where
+  // the caller is itself an op.
+  if (parent?.strong && frame.strong) for (const h of frame.strong) parent.strong.push(h);
 }
 
 const keptBy = (result: unknown) => {
   const kept = new Set<unknown>();
   collectKept(result, kept);
-  return (h: Disposable_) => kept.has(h);
+  return (r: Releasable) => kept.has(r);
 };
 const none = () => false;
 const all = () => true;
 
 /** Runs fn in a new frame; `done` decides what survives once fn has returned (or thrown: nothing). */
-function inFrame<T>(fn: () => T, done: (result: T) => (h: Disposable_) => boolean): T {
-  if (scopes.length === 0) activity++;
-  const frame: Disposable_[] = [];
+function inFrame<T>(fn: () => T, done: (result: T) => (r: Releasable) => boolean, op: boolean): T {
+  if (inUser) activity++;
+  const frame: Frame = { recs: [], strong: op ? [] : null };
   scopes.push(frame);
   let result: T;
   try {
-    result = fn();
+    result = op ? asUser(false, fn) : fn();
   } catch (e) {
     scopes.pop();
     close(frame, none);
@@ -292,7 +338,7 @@ export function saveScopes(): () => void {
 export function owned<T>(fn: () => T): T {
   scopes.push(null);
   try {
-    return fn();
+    return asUser(false, fn);
   } finally {
     scopes.pop();
   }
@@ -303,7 +349,7 @@ export function owned<T>(fn: () => T): T {
  * error); if it returns, its handles belong to the enclosing scope as if no frame had been there.
  */
 export function opFrame<T>(fn: () => T): T {
-  return inFrame(fn, () => all);
+  return inFrame(fn, () => all, true);
 }
 
 /**
@@ -311,7 +357,7 @@ export function opFrame<T>(fn: () => T): T {
  * object) is disposed when it returns, as CPython frees a function's locals. Works with async fn.
  */
 export function scope<T>(fn: () => T): T {
-  return inFrame(fn, keptBy);
+  return inFrame(fn, keptBy, false);
 }
 
 /** A full collection and every pending finaliser (also where reclamation cannot run synchronously). */

@@ -12,7 +12,7 @@ import { checkInt32, full } from "./elementwise.ts";
 import { dispatch, f32bits } from "./launch.ts";
 import { flatShape } from "./views.ts";
 import { deviceForNewStorage } from "../memory/devices.ts";
-import { checkKwargs, isFalse, isNone } from "../kwargs.ts";
+import { checkKwargs, isFalse, isNone, isOpts, noArgs } from "../kwargs.ts";
 
 export interface CreateOpts {
   dtype?: DType;
@@ -133,6 +133,7 @@ export function tensor(data: Nested | Float32Array | Int32Array, opts?: CreateOp
 }
 
 export function scalar_tensor(v: Scalar, opts?: CreateOpts): Tensor {
+  if (typeof v !== "number" && typeof v !== "boolean") throw new TypeError_(`scalar_tensor(): argument 's' (position 1) must be Number, not ${pyType(v)}`);
   opts = createOpts("scalar_tensor", opts);
   return finish(full([], v, opts?.dtype ?? "float32"), opts);
 }
@@ -149,7 +150,7 @@ function shapeAndOpts(args: ShapeArgs, op = "empty"): { shape: number[]; opts: C
   // torch 1.13 says "tuple of ints" for rand/randn and "tuple of SymInts" for the others.
   const what = op === "rand" || op === "randn" ? "ints" : "SymInts";
   const bad = (v: unknown) => new TypeError_(`${op}(): argument 'size' (position 1) must be tuple of ${what}, not ${pyType(v)}`);
-  if (args.length === 0) return { shape: [], opts };
+  if (args.length === 0) return { shape: [], opts: createOpts(op, opts) };
   if (args.length === 1 && !Array.isArray(args[0]) && typeof args[0] !== "number") throw bad(args[0]);
   const shape = flatShape(args as Array<number | number[]>);
   for (const s of shape) {
@@ -191,10 +192,27 @@ export const full_like = (x: Tensor, v: Scalar, opts?: CreateOpts) => fullOf(x.s
 export const rand_like = (x: Tensor, opts?: CreateOpts) => rand(x.shape, like(x, opts));
 export const randn_like = (x: Tensor, opts?: CreateOpts) => randn(x.shape, like(x, opts));
 
-/** torch.arange(end) / (start, end) / (start, end, step); int32 when all arguments are integers. */
-export function arange(a: number, b?: number, c?: number | CreateOpts, d?: CreateOpts): Tensor {
-  const opts = createOpts("arange", (typeof c === "object" ? c : d) ?? {});
-  const [start, end, step] = b === undefined ? [0, a, 1] : [a, b, typeof c === "number" ? c : 1];
+type RangeOpts = CreateOpts & { start?: number; end?: number; step?: number };
+/**
+ * torch.arange(end) / (start, end) / (start, end, step), each also a keyword ({end}, {step}); int32
+ * when all arguments are integers. The options object is found wherever it stands (arange(3, {dtype})
+ * once read it as `end` and gave an empty tensor).
+ */
+export function arange(...args: Array<number | RangeOpts | undefined>): Tensor {
+  const last = args[args.length - 1];
+  const kw: RangeOpts = isOpts(last) ? (args.pop() as RangeOpts) : {};
+  const { start: kStart, end: kEnd, step: kStep, ...rest } = createOpts("arange", kw, ["start", "end", "step"]) as RangeOpts;
+  const opts: CreateOpts = rest;
+  while (args.length && args[args.length - 1] === undefined) args.pop();
+  const nums = [...args];
+  if (nums.length === 1 && kEnd === undefined) nums.unshift(kStart ?? 0);
+  const num = (name: string, v: unknown): number => {
+    if (typeof v !== "number") throw new TypeError_(`arange(): argument '${name}' must be Number, not ${pyType(v)}`);
+    return v;
+  };
+  const start = num("start", nums[0] ?? kStart ?? 0);
+  const end = num("end", nums[1] ?? kEnd);
+  const step = num("step", nums[2] ?? kStep ?? 1);
   if (step === 0) throw new RuntimeError("step must be nonzero");
   if ((end - start) / step < 0) throw new RuntimeError("upper bound and larger bound inconsistent with step sign");
   const n = Math.ceil((end - start) / step);
@@ -217,17 +235,27 @@ export function linspace(start: number, end: number, steps: number, opts?: Creat
 const rng = { seed: 0x2f6b_1d3an, offset: 0 };
 
 /** torch.manual_seed(seed): resets the generator to (seed, offset 0). */
-export function manual_seed(seed: number | bigint): void {
-  rng.seed = BigInt.asUintN(64, BigInt(seed));
+export function manual_seed(seed: number | bigint, ...rest: never[]): void {
+  noArgs("manual_seed", rest);
+  // Python's int(seed): a float is truncated; anything else is torch's TypeError (not a RNG left broken)
+  if (typeof seed !== "bigint" && (typeof seed !== "number" || !Number.isFinite(seed))) {
+    throw new TypeError_(`int() argument must be a string, a bytes-like object or a real number, not '${pyTypeName(seed)}'`);
+  }
+  rng.seed = BigInt.asUintN(64, BigInt(typeof seed === "number" ? Math.trunc(seed) : seed));
   rng.offset = 0;
 }
-export function initial_seed(): number {
+export function initial_seed(...args: never[]): number {
+  noArgs("initial_seed", args);
   return Number(rng.seed);
 }
-export function get_rng_state(): { seed: bigint; offset: number } {
+export function get_rng_state(...args: never[]): { seed: bigint; offset: number } {
+  noArgs("get_rng_state", args);
   return { ...rng };
 }
 export function set_rng_state(state: { seed: bigint; offset: number }): void {
+  if (state === null || typeof state !== "object" || typeof state.seed !== "bigint" || !Number.isInteger(state.offset)) {
+    throw new TypeError_(`set_rng_state(): expected a state returned by get_rng_state(), but got ${pyTypeName(state)}`);
+  }
   rng.seed = state.seed;
   rng.offset = state.offset;
 }

@@ -2,7 +2,7 @@
 // the memory timeline learns which op allocated what (the outermost op names nested work: the copy
 // inside a matmul is "matmul"), and if it throws, what it allocated is released at once.
 
-import { opFrame } from "../memory/lifetime.ts";
+import { opFrame, runningUserCode } from "../memory/lifetime.ts";
 import { withOpDevice, type MemoryDevice } from "../memory/devices.ts";
 import { setOpNameSource } from "../memory/history.ts";
 
@@ -11,7 +11,9 @@ export const opName = () => currentOp;
 setOpNameSource(opName);
 
 export function runOp<T>(name: string, device: MemoryDevice | null, fn: () => T): T {
-  if (currentOp !== null) return fn(); // nested: the outer op already set the context
+  // Nested: the outer op already set the context. An op that user code runs inside another op's work
+  // (a checkpointed block's forward, recomputed in backward) still gets its frame.
+  if (currentOp !== null) return runningUserCode() ? opFrame(fn) : fn();
   currentOp = name;
   try {
     return withOpDevice(device, () => opFrame(fn));

@@ -18,7 +18,7 @@
 import { RuntimeError, TypeError_, ValueError } from "../errors.ts";
 import { Tensor } from "../tensor.ts";
 import { get_rng_state, set_rng_state } from "../ops/creation.ts";
-import { owned, scope } from "../memory/lifetime.ts";
+import { owned, scope, userCode } from "../memory/lifetime.ts";
 import { enable_grad } from "../autograd/grad-mode.ts";
 import { saved_tensors_hooks } from "../autograd/saved-hooks.ts";
 import { pyName } from "../autograd/names.ts";
@@ -200,7 +200,8 @@ export function checkpoint<T>(fn: (...a: never[]) => T, ...rest: unknown[]): T {
           () => {
             throw new RuntimeError("internal: the recomputed graph is not differentiated");
           },
-          () => selectively(true, () => scope(() => void fn(...(args as never[])))),
+          // The block's forward is user code again: its intermediates die once consumed, as in the forward pass.
+          () => selectively(true, () => scope(() => void userCode(() => fn(...(args as never[]))))),
         ),
       );
     } finally {

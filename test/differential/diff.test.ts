@@ -10,7 +10,9 @@ import * as torch from "../../src/index.ts";
 import { replay, type Program } from "./replay.ts";
 import { explain } from "./known.ts";
 
-const fixtures = JSON.parse(readFileSync(new URL("../fixtures/diff.json", import.meta.url), "utf8")) as { torch: string; programs: Program[] };
+const fixtures = JSON.parse(
+  readFileSync(new URL(`../fixtures/diff${process.env.GRADLAB_DIFF_SEED ? `-${process.env.GRADLAB_DIFF_SEED}` : ""}.json`, import.meta.url), "utf8"),
+) as { torch: string; programs: Program[] };
 
 const seen = new Map<string, number>();
 let started = 0;

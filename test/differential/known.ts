@@ -35,6 +35,14 @@ const KNOWN: Record<string, Known> = {
       return !!m && [...m[1].matchAll(/(-?[\d.e-]+) vs torch (-?[\d.e-]+)/g)].every(([, g, w]) => Math.abs(Number(g) - Number(w)) < 1e-3);
     },
   },
+  copySlicesClone: {
+    reason:
+      "test/fixtures/gen_diff.py's accounting: clamp_ on a view records ClampBackward1 inside CopySlices, which Python cannot " +
+      "walk, so the copy of the input torch saves for it (its _saved_self has grad_fn CloneBackward0; GradLab keeps the same " +
+      "copy) is not counted: torch's figure is 512 low from the write until backward frees it (seed 9173, programs 390, 557)",
+    when: has(/\.clamp_\(/),
+    explains: any(/`[^`]*clamp_\([^`]*`: memory_allocated changed by 512, torch 0$/, /`[^`]*backward\(\)`: memory_allocated changed by 0, torch 512$/),
+  },
 };
 
 /** The known difference that explains this mismatch line of program p, if any. */

@@ -9,7 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as torch from "../../src/index.ts";
 import { replay, type Program } from "./replay.ts";
 
-const fixtures = JSON.parse(readFileSync(new URL("../fixtures/diff2.json", import.meta.url), "utf8")) as { torch: string; programs: Program[] };
+const fixtures = JSON.parse(
+  readFileSync(new URL(`../fixtures/diff2${process.env.GRADLAB_DIFF_SEED ? `-${process.env.GRADLAB_DIFF_SEED}` : ""}.json`, import.meta.url), "utf8"),
+) as { torch: string; programs: Program[] };
 const singles = fixtures.programs.filter((p) => p.single);
 let matched = 0;
 

@@ -125,13 +125,15 @@ describe("tensors dropped by PyTorch-style code are freed before any figure is r
     // its code is installed. The job is slowed down here (300 ms) so that it is in flight when the
     // figure is read; under load that happens by chance (notebook 09's figure was 64 MiB high).
     const tsx = createRequire(import.meta.url).resolve("tsx");
+    // The hot loop runs in a function of its own: on a loaded machine the loop itself may be replaced
+    // by optimised code mid-run (OSR), and that frame's spill slots may still hold g after the loop.
     const script = `import * as torch from "./src/index.ts";
+      const spin = (f) => { let s = 0; for (let i = 0; i < 200000; i++) s += f(); return s; };
       torch.cuda.simulate({ total_memory: 2 ** 30 }, () => {
         const base = torch.cuda.memory_allocated();
         const make = (x) => () => x.numel();
         let g = make(torch.empty(1024, 1024));
-        let s = 0;
-        for (let i = 0; i < 200000; i++) s += g();
+        const s = spin(g);
         g = null;
         console.log("left", torch.cuda.memory_allocated() - base, s);
       });`;

@@ -28,7 +28,9 @@ torch.cuda.empty_cache();
 await torch.webgpu.synchronize();
 await torch.gc();
 const after = rss();
-console.log(`${GIB} GiB of torch.ones: RSS with the device idle ${fmt(idle)}, before ${fmt(before)}, with the tensors ${fmt(peak)}, after dispose + empty_cache ${fmt(after)} (${((after / before - 1) * 100).toFixed(1)}% over before; allocated ${torch.cuda.memory_allocated()}, reserved ${torch.cuda.memory_reserved()})`);
+console.log(
+  `${GIB} GiB of torch.ones: RSS with the device idle ${fmt(idle)}, before ${fmt(before)}, with the tensors ${fmt(peak)}, after dispose + empty_cache ${fmt(after)} (${((after / before - 1) * 100).toFixed(1)}% over before; allocated ${torch.cuda.memory_allocated()}, reserved ${torch.cuda.memory_reserved()})`,
+);
 
 const { nn } = torch;
 const model = new nn.Sequential(new nn.Linear(64, 128), new nn.ReLU(), new nn.Linear(128, 10));

@@ -96,3 +96,47 @@ for (const s of setups) {
     `| ${s.name} | ${e.toFixed(1)} | ${p.toFixed(1)} | ${(p / e).toFixed(2)}× | ${median(runs.pytorch.map((m) => m.reclaims)).toFixed(1)} | ${median(runs.pytorch.map((m) => m.gcMs)).toFixed(1)} | ${same} |`,
   );
 }
+
+// The op chain of issue 20: `y = y.add(1)` 1,000 times on WebGPU, with and without dispose. Without it,
+// each add that would set a new peak (or grow the reserved memory) first looks for garbage with a full
+// collection: the previous y is garbage by then only if a collection says so.
+const CHAIN = Number(process.env.CHAIN ?? 1000);
+async function chain(disposeEach: boolean, elems: number) {
+  const x = torch.ones(elems);
+  let y = x.add(0);
+  await torch.webgpu.synchronize();
+  const r0 = { ...reclaimStats };
+  const t0 = performance.now();
+  for (let i = 0; i < CHAIN; i++) {
+    const z = y.add(1);
+    if (disposeEach) y.dispose();
+    y = z;
+  }
+  await torch.webgpu.synchronize();
+  const ms = performance.now() - t0;
+  const peak = torch.cuda.max_memory_allocated();
+  const out = { usPerOp: (ms * 1000) / CHAIN, reclaims: reclaimStats.runs - r0.runs, gcMs: reclaimStats.ms - r0.ms, peak };
+  y.dispose();
+  x.dispose();
+  await torch.gc();
+  return out;
+}
+console.log(`\nop chain y = y.add(1), ${CHAIN} ops, medians of ${ROUNDS} rounds`);
+console.log("| elements | disposed µs/op | not disposed µs/op | ratio | full collections per 1,000 ops | GC ms per op | max_memory_allocated (both) |");
+console.log("|---:|---:|---:|---:|---:|---:|---|");
+for (const elems of [256, 256 * 1024]) {
+  const runs: Record<"d" | "p", Array<Awaited<ReturnType<typeof chain>>>> = { d: [], p: [] };
+  for (let r = 0; r < ROUNDS; r++) {
+    torch.cuda.reset_peak_memory_stats();
+    runs.d.push(await chain(true, elems));
+    torch.cuda.reset_peak_memory_stats();
+    runs.p.push(await chain(false, elems));
+  }
+  const d = median(runs.d.map((m) => m.usPerOp));
+  const p = median(runs.p.map((m) => m.usPerOp));
+  const same = runs.d.every((m, i) => m.peak === runs.p[i].peak) ? `${runs.d[0].peak} B` : "DIFFERENT";
+  console.log(
+    `| ${elems} | ${d.toFixed(0)} | ${p.toFixed(0)} | ${(p / d).toFixed(1)}× | ${((median(runs.p.map((m) => m.reclaims)) * 1000) / CHAIN).toFixed(0)} | ${(median(runs.p.map((m) => m.gcMs)) / CHAIN).toFixed(2)} | ${same} |`,
+  );
+}
+process.exit(0);

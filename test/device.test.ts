@@ -77,6 +77,35 @@ describe("device", () => {
     expect(value).toBe("[3000,3000]");
   });
 
+  it("a loop that never awaits and first uses its kernels inside the loop keeps a flat heap", () => {
+    // Dawn's verdict on a new pipeline arrives only when the event loop turns, so inside this loop the
+    // add kernel stays unjudged throughout. Each of its dispatches once got a submit of its own, whose
+    // bookkeeping (and Dawn's per-submit state) lived until the loop yielded: the heap grew with the
+    // loop's length. Counted in bytes of live heap after full collections, not in time.
+    const out = runIsolated(
+      `import v8 from "node:v8";
+       import vm from "node:vm";
+       import * as torch from "./src/index.ts";
+       v8.setFlagsFromString("--expose-gc");
+       const gc = vm.runInNewContext("gc");
+       const live = () => (gc(), process.memoryUsage().heapUsed);
+       let y = torch.zeros([64]);
+       let early = 0;
+       for (let i = 1; i <= 2500; i++) {
+         const next = y.add(1);
+         y.dispose();
+         y = next;
+         if (i === 500) early = live();
+       }
+       const perOp = (live() - early) / 2000;
+       console.log("bytes per op:", perOp.toFixed(0), "value:", JSON.stringify((await y.tolist()).slice(0, 2)));`,
+      {},
+    );
+    const [, perOp, value] = out.match(/bytes per op: (-?\d+) value: (.*)/)!;
+    expect(value).toBe("[2500,2500]");
+    expect(Number(perOp)).toBeLessThan(256);
+  });
+
   it("memory that empty_cache() releases leaves the process (lavapipe's device memory is the process's)", () => {
     // Before: Dawn kept released buffers until some later work ran, and pooled small ones for good, so
     // the process stayed as large as with the tensors below after they were gone (allocated and reserved 0).

@@ -4,7 +4,8 @@
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import * as torch from "../src/index.ts";
 import { _set_max_binding_size, dispatch } from "../src/ops/launch.ts";
-import { invalidBlocks, pendingCommands } from "../src/device/scheduler.ts";
+import { pendingCommands } from "../src/device/scheduler.ts";
+import { invalidBlocks } from "../src/device/verdicts.ts";
 
 beforeAll(async () => {
   await torch.cuda.init();

@@ -1,12 +1,16 @@
 // The live memory_timeline's default ("auto") throttle: at least 250 ms between redraws, and at least four
 // times what the last redraw took, so a loop slowed down by a busy machine does not spend most of its time
-// drawing. The redraw's cost is set by hand here: no assertion depends on how fast this machine is.
-import { describe, expect, it } from "vitest";
+// drawing. The redraw's cost is set by hand and the clock is the test's (a loaded machine can stall
+// for more than 100 ms between two lines): no assertion depends on how fast this machine is.
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import * as viz from "../src/viz/index.ts";
 
 type Internals = { last: number; cost: number };
 
 describe("memory_timeline: auto throttle", () => {
+  beforeEach(() => void vi.useFakeTimers({ toFake: ["Date", "setTimeout", "clearTimeout"] }));
+  afterEach(() => void vi.useRealTimers());
+
   it("redraws after 250 ms when redraws are cheap, and waits four times a slow redraw's cost", () => {
     const updates: unknown[] = [];
     const plot = viz.memory_timeline([]).show({ update: (o) => updates.push(o) });

@@ -2,7 +2,8 @@
 // kernels-wgsl/elementwise.wgsl reads (dims coalesced so contiguous operands cost one div per element).
 
 import { dtypeCode } from "../dtype.ts";
-import { enqueue, record, rangeOf, PARAM_WORDS, type Range } from "../device/scheduler.ts";
+import { enqueue, record, PARAM_WORDS } from "../device/scheduler.ts";
+import { rangeOf, type Range } from "../device/verdicts.ts";
 import { readyDevice } from "../device/backend.ts";
 import type { Block } from "../memory/allocator.ts";
 import { RuntimeError } from "../errors.ts";

@@ -1,0 +1,127 @@
+// The GradLab Lite kernel as a JupyterLite plugin: "GradLab (TypeScript · WebGPU)" in the launcher and
+// the kernel picker. Each kernel is a Web Worker (worker.ts) running the runtime and the server kernel's
+// executor; this side speaks Jupyter's messages to JupyterLab through @jupyterlite/services' BaseKernel.
+import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
+import { PageConfig, URLExt } from "@jupyterlab/coreutils";
+import type { KernelMessage } from "@jupyterlab/services";
+import { BaseKernel, IKernelSpecs, type IKernel } from "@jupyterlite/services";
+import type { FromWorker, ToWorker } from "./protocol.ts";
+
+const workerUrl = () => URLExt.join(PageConfig.getBaseUrl(), "gradlab/dist/worker.js");
+
+class GradLabKernel extends BaseKernel {
+  private readonly worker: Worker;
+  private nextId = 1;
+  private readonly waiting = new Map<number, (c: FromWorker & { type: "reply" }) => void>();
+  private readonly started: Promise<FromWorker & { type: "ready" }>;
+
+  constructor(options: IKernel.IOptions) {
+    super(options);
+    this.worker = new Worker(workerUrl(), { type: "module", name: `gradlab-${options.id}` });
+    let ready!: (m: FromWorker & { type: "ready" }) => void;
+    this.started = new Promise((r) => (ready = r));
+    this.worker.onmessage = (ev: MessageEvent<FromWorker>) => {
+      const m = ev.data;
+      if (m.type === "ready") ready(m);
+      else if (m.type === "reply") {
+        this.waiting.get(m.id)?.(m);
+        this.waiting.delete(m.id);
+      } else this.iopub(m);
+    };
+    this.worker.onerror = (ev) => console.error("GradLab worker failed:", ev.message);
+    // the notebook's folder: the course's `./check.ts` is read from there
+    this.send({ type: "location", dir: options.location ?? "" });
+  }
+
+  private send(m: ToWorker): void {
+    this.worker.postMessage(m);
+  }
+
+  private iopub(m: FromWorker & { type: "iopub" }): void {
+    const parent = (m.parent ?? undefined) as KernelMessage.IHeader<KernelMessage.MessageType> | undefined;
+    const c = m.content;
+    switch (m.msgType) {
+      case "stream":
+        return this.stream(c, parent);
+      case "display_data":
+        return this.displayData(c, parent);
+      case "update_display_data":
+        return this.updateDisplayData(c, parent);
+      case "clear_output":
+        return this.clearOutput(c, parent);
+      case "execute_result":
+        return this.publishExecuteResult(c, parent);
+      case "error":
+        return this.publishExecuteError(c, parent);
+    }
+  }
+
+  dispose(): void {
+    if (this.isDisposed) return;
+    this.worker.terminate(); // restart and shutdown: the Worker's tensors and GPU device go with it
+    super.dispose();
+  }
+
+  async kernelInfoRequest(): Promise<KernelMessage.IInfoReplyMsg["content"]> {
+    return {
+      status: "ok",
+      protocol_version: "5.3",
+      implementation: "gradlab-lite",
+      implementation_version: "0.1.0",
+      language_info: { name: "typescript", version: "5", mimetype: "text/typescript", file_extension: ".ts", codemirror_mode: "typescript" },
+      banner: "GradLab Lite: a PyTorch-like autograd runtime on this browser's WebGPU",
+      help_links: [],
+    };
+  }
+
+  async executeRequest(content: KernelMessage.IExecuteRequestMsg["content"]): Promise<KernelMessage.IExecuteReplyMsg["content"]> {
+    await this.started;
+    const id = this.nextId++;
+    const storeHistory = content.silent ? false : content.store_history !== false;
+    const reply = new Promise<FromWorker & { type: "reply" }>((r) => this.waiting.set(id, r));
+    this.send({ type: "execute", id, code: content.code, count: this.executionCount, silent: !!content.silent, storeHistory, parent: this.parentHeader ?? {} });
+    const r = (await reply).content;
+    if (r.status === "ok") return { status: "ok", execution_count: this.executionCount, user_expressions: {} };
+    return { status: "error", execution_count: this.executionCount, ename: r.ename ?? "Error", evalue: r.evalue ?? "", traceback: r.traceback ?? [] };
+  }
+
+  async completeRequest(content: KernelMessage.ICompleteRequestMsg["content"]): Promise<KernelMessage.ICompleteReplyMsg["content"]> {
+    return { status: "ok", matches: [], cursor_start: content.cursor_pos, cursor_end: content.cursor_pos, metadata: {} };
+  }
+  async inspectRequest(): Promise<KernelMessage.IInspectReplyMsg["content"]> {
+    return { status: "ok", found: false, data: {}, metadata: {} };
+  }
+  async isCompleteRequest(): Promise<KernelMessage.IIsCompleteReplyMsg["content"]> {
+    return { status: "unknown" };
+  }
+  async commInfoRequest(): Promise<KernelMessage.ICommInfoReplyMsg["content"]> {
+    return { status: "ok", comms: {} };
+  }
+  inputReply(): void {}
+  async commOpen(): Promise<void> {}
+  async commMsg(): Promise<void> {}
+  async commClose(): Promise<void> {}
+}
+
+const logo = (size: number) => URLExt.join(PageConfig.getBaseUrl(), `gradlab/logo-${size}x${size}.png`);
+
+const kernelPlugin: JupyterFrontEndPlugin<void> = {
+  id: "gradlab-lite:kernel",
+  description: "The GradLab kernel, in a Web Worker on this browser's WebGPU",
+  autoStart: true,
+  requires: [IKernelSpecs],
+  activate: (_app: JupyterFrontEnd, specs: IKernelSpecs) => {
+    specs.register({
+      spec: {
+        name: "gradlab",
+        display_name: "GradLab (TypeScript · WebGPU)",
+        language: "typescript",
+        argv: [],
+        resources: { "logo-32x32": logo(32), "logo-64x64": logo(64) },
+      },
+      create: async (options: IKernel.IOptions) => new GradLabKernel(options),
+    });
+  },
+};
+
+export default [kernelPlugin];

@@ -81,6 +81,7 @@ export async function buildSite(out: string, notebooks: string): Promise<number>
   for (const size of [32, 64]) cpSync(join(REPO, "kernel", "assets", `logo-${size}x${size}.png`), join(out, "gradlab", `logo-${size}x${size}.png`));
   await themes(cfg, join(out, "build", "themes"));
   schemas(cfg, join(out, "build", "schemas"));
+  translations(out);
   course(notebooks, out);
   page(out, cfg);
   return folderSize(out);
@@ -238,6 +239,15 @@ function schemas(cfg: LiteConfig, dir: string): void {
   }
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "all.json"), JSON.stringify(all));
+  writeFileSync(join(dir, "all_federated.json"), "[]"); // no federated extensions: the core bundle has them all
+}
+
+/** JupyterLite's translation listing: English only (JupyterLab's own strings), so nothing 404s. */
+function translations(out: string): void {
+  const dir = join(out, "api", "translations");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "all.json"), JSON.stringify({ data: { en: { displayName: "English", nativeName: "English" } }, message: "" }));
+  writeFileSync(join(dir, "en.json"), JSON.stringify({ data: {}, message: "" }));
 }
 
 /** The course: notebooks and check.ts under files/, with the listings JupyterLite's drive reads. */

@@ -27,7 +27,6 @@ export async function main(extensions: Extension[], mimeExtensions: Extension[])
     mimeExtensions: mimeExtensions.flatMap(plugins) as never,
     availablePlugins: all as never,
   });
-  app.name = PageConfig.getOption("appName") || "GradLab Lite";
   // the browser tier and a curious teacher reach the app from the console
   (window as unknown as { jupyterapp: unknown }).jupyterapp = app;
   await app.start({ bubblingKeydown: true });

@@ -1,8 +1,10 @@
 // kernel/executor/modules.ts for the Worker: `gradlab` (and `torch`) is the runtime bundled with this
 // Worker; a relative import (`./check.ts`, as the course's notebooks write) is read from the site's
-// files beside the notebook, transpiled by esbuild-wasm and imported; anything else is refused with a
+// files beside the notebook, transpiled by esbuild-wasm and imported; `node:path` is path-browserify;
+// anything else is refused with a
 // reason, since there is no node_modules and the site requests nothing from other origins.
 import * as runtime from "../../src/index.ts";
+import * as path from "path-browserify";
 import { transpileModule } from "./shims/esbuild.ts";
 
 export async function loadTorch(): Promise<void> {}
@@ -19,6 +21,7 @@ const loaded = new Map<string, Promise<unknown>>();
 
 export async function importForCell(spec: string, _baseDir: string): Promise<any> {
   if (spec === "gradlab") return runtime;
+  if (spec === "node:path" || spec === "path") return path; // pure string functions: the same in a browser
   if (!(spec.startsWith("./") || spec.startsWith("../"))) {
     throw new Error(`Cannot import "${spec}" in GradLab Lite: in the browser a cell can import "gradlab" and the course's own files (./check.ts), nothing else`);
   }

@@ -102,10 +102,16 @@ function page(out: string, cfg: LiteConfig): void {
     disabledExtensions: cfg.disabledExtensions,
     federated_extensions: [],
   };
-  const html = readFileSync(join(LITE, "src", "index.html"), "utf8").replace("__CONFIG__", JSON.stringify(config));
+  const html = readFileSync(join(LITE, "src", "index.html"), "utf8").replace(
+    'type="application/json">{}<',
+    `type="application/json">${JSON.stringify(config)}<`,
+  );
   mkdirSync(join(out, "lab"), { recursive: true });
   writeFileSync(join(out, "lab", "index.html"), html);
-  writeFileSync(join(out, "index.html"), `<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0; url=lab/index.html"><a href="lab/index.html">GradLab Lite</a>\n`);
+  writeFileSync(
+    join(out, "index.html"),
+    `<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0; url=lab/index.html"><a href="lab/index.html">GradLab Lite</a>\n`,
+  );
 }
 
 const esbuildCommon = {
@@ -153,6 +159,8 @@ async function bundleApp(cfg: LiteConfig, dist: string): Promise<void> {
     ...esbuildCommon,
     stdin: { contents: entry, resolveDir: LITE, sourcefile: "gradlab-lite-entry.js", loader: "js" },
     outfile: join(dist, "app.js"),
+    // MathJax's loader reads __dirname, which webpack (JupyterLab's own bundler) defines as "/"
+    define: { ...esbuildCommon.define, __dirname: '"/"' },
     loader: { ".svg": "text", ".woff": "file", ".woff2": "file", ".ttf": "file", ".eot": "file", ".png": "file", ".gif": "file", ".md": "text" },
     assetNames: "assets/[name]-[hash]",
     plugins: [svgPlugin],
@@ -268,7 +276,14 @@ function course(notebooks: string, out: string): void {
       } else if (/\.(ipynb|ts|md)$/.test(e)) {
         cpSync(src, join(to, e));
         const nb = e.endsWith(".ipynb");
-        listing.push({ ...base, type: nb ? "notebook" : "file", mimetype: nb ? "application/json" : "text/plain", format: nb ? "json" : "text", size: st.size, content: null });
+        listing.push({
+          ...base,
+          type: nb ? "notebook" : "file",
+          mimetype: nb ? "application/json" : "text/plain",
+          format: nb ? "json" : "text",
+          size: st.size,
+          content: null,
+        });
       }
     }
     const api = join(out, "api", "contents", relative(files, to));
@@ -324,4 +339,3 @@ export function serve(root: string, port: number): Promise<{ port: number; close
     });
   });
 }
-

@@ -40,20 +40,15 @@ class GradLabKernel extends BaseKernel {
   private iopub(m: FromWorker & { type: "iopub" }): void {
     const parent = (m.parent ?? undefined) as KernelMessage.IHeader<KernelMessage.MessageType> | undefined;
     const c = m.content;
-    switch (m.msgType) {
-      case "stream":
-        return this.stream(c, parent);
-      case "display_data":
-        return this.displayData(c, parent);
-      case "update_display_data":
-        return this.updateDisplayData(c, parent);
-      case "clear_output":
-        return this.clearOutput(c, parent);
-      case "execute_result":
-        return this.publishExecuteResult(c, parent);
-      case "error":
-        return this.publishExecuteError(c, parent);
-    }
+    const publish = {
+      stream: () => this.stream(c, parent),
+      display_data: () => this.displayData(c, parent),
+      update_display_data: () => this.updateDisplayData(c, parent),
+      clear_output: () => this.clearOutput(c, parent),
+      execute_result: () => this.publishExecuteResult(c, parent),
+      error: () => this.publishExecuteError(c, parent),
+    };
+    publish[m.msgType]();
   }
 
   dispose(): void {

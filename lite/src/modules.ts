@@ -23,7 +23,9 @@ export async function importForCell(spec: string, _baseDir: string): Promise<any
   if (spec === "gradlab") return runtime;
   if (spec === "node:path" || spec === "path") return path; // pure string functions: the same in a browser
   if (!(spec.startsWith("./") || spec.startsWith("../"))) {
-    throw new Error(`Cannot import "${spec}" in GradLab Lite: in the browser a cell can import "gradlab" and the course's own files (./check.ts), nothing else`);
+    throw new Error(
+      `Cannot import "${spec}" in GradLab Lite: in the browser a cell can import "gradlab" and the course's own files (./check.ts), nothing else`,
+    );
   }
   const url = new URL(spec, filesBase).href;
   let p = loaded.get(url);

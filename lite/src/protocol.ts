@@ -10,5 +10,10 @@ export type ToWorker =
 /** Worker -> main thread */
 export type FromWorker =
   | { type: "ready"; device: string | null; problem: string | null }
-  | { type: "iopub"; msgType: "stream" | "display_data" | "update_display_data" | "clear_output" | "execute_result" | "error"; content: any; parent: object | null }
+  | {
+      type: "iopub";
+      msgType: "stream" | "display_data" | "update_display_data" | "clear_output" | "execute_result" | "error";
+      content: any;
+      parent: object | null;
+    }
   | { type: "reply"; id: number; content: { status: "ok" | "error"; ename?: string; evalue?: string; traceback?: string[] } };

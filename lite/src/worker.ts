@@ -23,7 +23,10 @@ let current: CellContext | null = null;
 const capture = new OutputCapture((ctx, name, text) => post({ type: "iopub", msgType: "stream", content: { name, text }, parent: ctx.parent }));
 capture.install();
 // console writes through process.stdout / process.stderr, as in Node, so the capture sees it
-const out = (name: "stdout" | "stderr") => (...args: unknown[]) => void (process as any)[name].write(`${format(...args)}\n`);
+const out =
+  (name: "stdout" | "stderr") =>
+  (...args: unknown[]) =>
+    void (process as any)[name].write(`${format(...args)}\n`);
 Object.assign(console, { log: out("stdout"), info: out("stdout"), debug: out("stdout"), warn: out("stderr"), error: out("stderr") });
 
 // No SharedArrayBuffer without cross-origin isolation, which a plain static host does not give: the

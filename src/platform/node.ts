@@ -118,8 +118,7 @@ function withoutNativeStderr<T>(fn: () => T): T {
 function engineHooks(): EngineHooks {
   let gc = (globalThis as { gc?: () => void }).gc ?? null;
   let Registry: typeof FinalizationRegistry = FinalizationRegistry;
-  const hasCleanupSome = (R: typeof FinalizationRegistry) =>
-    typeof (R.prototype as { cleanupSome?: unknown }).cleanupSome === "function";
+  const hasCleanupSome = (R: typeof FinalizationRegistry) => typeof (R.prototype as { cleanupSome?: unknown }).cleanupSome === "function";
   if (!gc || !hasCleanupSome(Registry)) {
     try {
       v8.setFlagsFromString("--expose-gc");

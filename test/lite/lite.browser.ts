@@ -1,0 +1,148 @@
+// GradLab Lite in a real browser (npm run test:lite): `gradlab lite build` makes the static site,
+// it is served from 127.0.0.1, and Debian's Chromium opens JupyterLab-in-the-browser with WebGPU on
+// (--enable-unsafe-webgpu: SwiftShader's adapter) and, once, off. The GradLab kernel runs in a Web
+// Worker on the browser's WebGPU; nothing is installed or hosted beyond the site's files.
+// Checked: the course notebooks run with Run All without an error and with the server kernel's
+// exercise verdicts; cells print what the server kernel prints; figures come from the browser's adapter
+// and are internally consistent; without WebGPU the first cell says which browsers and flags have it;
+// no request leaves the site's origin. Screenshots land in test-artifacts/lite/ (look at them).
+import { spawnSync } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Browser } from "playwright-core";
+import { buildAndServe, foreign, openNotebook, REPO, runAll, runNewCell, SHOTS, startChromium, textOf, type Site } from "./harness.ts";
+
+let site: Site;
+let browser: Browser;
+const allRequests: string[] = [];
+
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  site = await buildAndServe();
+  browser = await startChromium(true);
+});
+afterAll(async () => {
+  await browser?.close();
+  site?.close();
+});
+
+/** The verdict lines (✓ / ✗) an exercise check prints. */
+const verdicts = (text: string) => text.split("\n").filter((l) => /^[✓✗] /.test(l));
+
+/** Course notebooks to run (GRADLAB_LITE_NOTEBOOKS=01,09 picks some by number; default: all). */
+const COURSE = readdirSync(join(REPO, "notebooks"))
+  .filter((f) => /^\d\d_.*\.ipynb$/.test(f))
+  .filter((f) => !process.env.GRADLAB_LITE_NOTEBOOKS || process.env.GRADLAB_LITE_NOTEBOOKS.split(",").some((n) => f.startsWith(n)));
+
+describe("GradLab Lite", () => {
+  it("builds a site from npm packages alone, and serves the course from it", async () => {
+    expect(site.buildLine).toMatch(/^GradLab Lite site in .*: [\d.]+ MiB, built in/);
+    const res = await fetch(`${site.url}/api/contents/all.json`);
+    const names = ((await res.json()) as { content: { name: string }[] }).content.map((c) => c.name);
+    expect(names).toEqual(expect.arrayContaining(["01_dynamic_graph.ipynb", "check.ts", "solutions"]));
+    expect((await fetch(`${site.url}/nothing-here`)).status).toBe(404);
+  });
+
+  it("runs the smoke notebook as the server kernel does: values, streams, live display updates", async () => {
+    const { page, requests, errors } = await openNotebook(browser, site, "smoke.ipynb");
+    const { cells } = await runAll(page);
+    allRequests.push(...requests);
+    await page.screenshot({ path: join(SHOTS, "smoke.png"), fullPage: true });
+    expect(errors).toEqual([]);
+    expect(textOf(cells[0].outputs)).toBe("hypot 5\n");
+    expect(textOf(cells[1].outputs)).toBe("42\n");
+    // display_id: the display is updated in place (by cell 3, then from cell 4 through its handle)
+    const html = cells[2].outputs.find((o) => o.output_type === "display_data")?.data?.["text/html"];
+    expect(html).toBe("<b>third</b>");
+    expect(textOf(cells[2].outputs)).toContain("'a/b'");
+    expect(textOf(cells[3].outputs)).toBe("'updated'\n");
+    await page.close();
+  });
+
+  it("puts tensors on the browser's own adapter, with exact and consistent memory figures", async () => {
+    const { page, requests } = await openNotebook(browser, site, "smoke.ipynb");
+    allRequests.push(...requests);
+    const out = await runNewCell(
+      page,
+      [
+        "const props = await torch.cuda.get_device_properties();",
+        "const before = torch.cuda.memory_allocated();",
+        "const big = torch.ones(1024, 1024);",
+        "const s = await big.sum().item();",
+        "const during = torch.cuda.memory_allocated() - before;",
+        "big.dispose();",
+        "console.log(JSON.stringify({ name: props.name, s, during, after: torch.cuda.memory_allocated() - before, sync: torch.cuda.memory_stats()['reclaim.synchronous'] }));",
+      ].join("\n"),
+    );
+    const r = JSON.parse(textOf(out).trim().split("\n").pop()!);
+    expect(r.s).toBe(1024 * 1024);
+    expect(r.during).toBe(4 * 1024 * 1024); // float32, one segment-rounded block: the caching allocator's figure
+    expect(r.after).toBe(0);
+    expect(r.sync).toBe(0); // a browser cannot reclaim synchronously, and says so
+    expect(String(r.name).toLowerCase()).toContain("swiftshader"); // the adapter Chromium gives here
+    // a PyTorch error in PyTorch's words, mapped to the cell's line
+    const err = await runNewCell(page, "const a = torch.ones(2, 3);\na.matmul(torch.ones(2, 3));");
+    const e = err.find((o) => o.output_type === "error")!;
+    expect(e.evalue).toBe("mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)");
+    expect(e.traceback.join("\n")).toContain("Cell [6], line 2");
+    await page.screenshot({ path: join(SHOTS, "adapter.png"), fullPage: true });
+    await page.close();
+  });
+
+  it.each(COURSE)("%s: Run All with no error and the server kernel's exercise verdicts", async (nb) => {
+    const { page, requests, errors } = await openNotebook(browser, site, nb);
+    const { cells } = await runAll(page);
+    allRequests.push(...requests);
+    await page.screenshot({ path: join(SHOTS, nb.replace(/\.ipynb$/, ".png")) });
+    expect(errors).toEqual([]);
+    const failed = cells.flatMap((c) => c.outputs.filter((o) => o.output_type === "error").map((o) => `${o.ename}: ${o.evalue}`));
+    expect(failed).toEqual([]);
+    // The server kernel's verdicts for the untouched notebook, from the executed copy `gradlab run`
+    // writes: an unsolved exercise prints ✗ in both.
+    const server = verdicts(serverText(nb));
+    expect(verdicts(cells.map((c) => textOf(c.outputs)).join(""))).toEqual(server);
+    await page.close();
+  });
+
+  it("without WebGPU, says so in the first cell's output, and plain TypeScript still runs", async () => {
+    const plain = await startChromium(false);
+    try {
+      const { page } = await openNotebook(plain, site, "smoke.ipynb");
+      const { cells } = await runAll(page);
+      await page.screenshot({ path: join(SHOTS, "no-webgpu.png"), fullPage: true });
+      const first = textOf(cells[0].outputs);
+      expect(first).toContain("GradLab needs WebGPU");
+      expect(first).toMatch(/Chrome and Edge 113\+/);
+      expect(first).toContain("--enable-unsafe-webgpu");
+      expect(first).toContain("hypot 5");
+      const out = await runNewCell(page, "torch.ones(2)");
+      expect(out.find((o) => o.output_type === "error")?.evalue).toContain("no WebGPU adapter");
+    } finally {
+      await plain.close();
+    }
+  });
+
+  it("requests nothing from any other origin", () => {
+    expect(allRequests.length).toBeGreaterThan(50);
+    expect(allRequests.some((u) => u.endsWith("/files/check.ts"))).toBe(true); // the Worker's own fetches are seen too
+    expect(foreign(site, allRequests)).toEqual([]);
+  });
+});
+
+/** The text the server kernel prints for the notebook: `gradlab run` over the protocol, on a copy of
+ *  the course (the notebook imports ./check.ts beside it). */
+function serverText(nb: string): string {
+  serverCopy ??= (() => {
+    const dir = join(mkdtempSync(join(tmpdir(), "gradlab-lite-server-")), "notebooks");
+    cpSync(join(REPO, "notebooks"), dir, { recursive: true });
+    return dir;
+  })();
+  const out = join(serverCopy, `executed-${nb}`);
+  const r = spawnSync(process.execPath, [join(REPO, "bin", "gradlab.js"), "run", join(serverCopy, nb), "-o", out], { encoding: "utf8", timeout: 300_000 });
+  if (r.status !== 0) throw new Error(`gradlab run ${nb} failed: ${r.stderr}`);
+  const cells = JSON.parse(readFileSync(out, "utf8")).cells as Array<{ cell_type: string; outputs?: Array<Record<string, any>> }>;
+  return cells.map((c) => (c.cell_type === "code" ? textOf(c.outputs ?? []) : "")).join("");
+}
+let serverCopy: string | undefined;

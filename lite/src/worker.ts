@@ -17,6 +17,10 @@ import { initialize, prestrip } from "./shims/esbuild.ts";
 import { setNotebookDir } from "./modules.ts";
 import type { FromWorker, ToWorker } from "./protocol.ts";
 
+// The runtime's frames come first in a stack and are hidden from tracebacks; Chrome keeps 10 frames by
+// default, which an error raised deep in an op (a matmul's shape check) fills before the cell's own.
+Error.stackTraceLimit = 50;
+
 const post = (m: FromWorker) => (self as unknown as Worker).postMessage(m);
 
 let current: CellContext | null = null;

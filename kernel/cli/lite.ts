@@ -72,7 +72,8 @@ const pkgJson = (name: string) => readJson(join(MODULES, name, "package.json"));
 
 export async function buildSite(out: string, notebooks: string): Promise<number> {
   // the site bundles GradLab's TypeScript sources (src/, kernel/, lite/src), which the npm package leaves out
-  if (!existsSync(join(LITE, "src", "worker.ts"))) throw new Error(`gradlab lite build runs from a GradLab checkout (it bundles the sources): ${LITE} is missing`);
+  if (!existsSync(join(LITE, "src", "worker.ts")))
+    throw new Error(`gradlab lite build runs from a GradLab checkout (it bundles the sources): ${LITE} is missing`);
   if (!existsSync(notebooks)) throw new Error(`no notebooks at ${notebooks} (--notebooks DIR)`);
   ensureModules();
   const cfg = readJson(join(LITE, "package.json"))["gradlab-lite"] as LiteConfig;

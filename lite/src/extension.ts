@@ -12,7 +12,7 @@ const workerUrl = () => URLExt.join(PageConfig.getBaseUrl(), "gradlab/dist/worke
 class GradLabKernel extends BaseKernel {
   private readonly worker: Worker;
   private nextId = 1;
-  private readonly waiting = new Map<number, (c: FromWorker & { type: "reply" }) => void>();
+  private readonly waiting = new Map<number, (m: any) => void>();
   private readonly started: Promise<FromWorker & { type: "ready" }>;
 
   constructor(options: IKernel.IOptions) {
@@ -23,7 +23,7 @@ class GradLabKernel extends BaseKernel {
     this.worker.onmessage = (ev: MessageEvent<FromWorker>) => {
       const m = ev.data;
       if (m.type === "ready") ready(m);
-      else if (m.type === "reply") {
+      else if (m.type === "reply" || m.type === "completed" || m.type === "inspected") {
         this.waiting.get(m.id)?.(m);
         this.waiting.delete(m.id);
       } else this.iopub(m);
@@ -71,20 +71,32 @@ class GradLabKernel extends BaseKernel {
 
   async executeRequest(content: KernelMessage.IExecuteRequestMsg["content"]): Promise<KernelMessage.IExecuteReplyMsg["content"]> {
     await this.started;
-    const id = this.nextId++;
     const storeHistory = content.silent ? false : content.store_history !== false;
-    const reply = new Promise<FromWorker & { type: "reply" }>((r) => this.waiting.set(id, r));
-    this.send({ type: "execute", id, code: content.code, count: this.executionCount, silent: !!content.silent, storeHistory, parent: this.parentHeader ?? {} });
-    const r = (await reply).content;
+    const parent = this.parentHeader ?? {};
+    const m = { type: "execute", id: this.nextId++, code: content.code, count: this.executionCount, silent: !!content.silent, storeHistory, parent } as const;
+    const r = (await this.ask<FromWorker & { type: "reply" }>(m)).content;
     if (r.status === "ok") return { status: "ok", execution_count: this.executionCount, user_expressions: {} };
     return { status: "error", execution_count: this.executionCount, ename: r.ename ?? "Error", evalue: r.evalue ?? "", traceback: r.traceback ?? [] };
   }
 
-  async completeRequest(content: KernelMessage.ICompleteRequestMsg["content"]): Promise<KernelMessage.ICompleteReplyMsg["content"]> {
-    return { status: "ok", matches: [], cursor_start: content.cursor_pos, cursor_end: content.cursor_pos, metadata: {} };
+  /** Sends a request that the Worker answers with a message carrying the same id. */
+  private ask<T extends FromWorker>(m: ToWorker & { id: number }): Promise<T> {
+    const answer = new Promise<T>((r) => this.waiting.set(m.id, r));
+    this.send(m);
+    return answer;
   }
-  async inspectRequest(): Promise<KernelMessage.IInspectReplyMsg["content"]> {
-    return { status: "ok", found: false, data: {}, metadata: {} };
+
+  async completeRequest(content: KernelMessage.ICompleteRequestMsg["content"]): Promise<KernelMessage.ICompleteReplyMsg["content"]> {
+    await this.started;
+    const r = await this.ask<FromWorker & { type: "completed" }>({ type: "complete", id: this.nextId++, code: content.code, cursor: content.cursor_pos });
+    return { status: "ok", matches: r.matches, cursor_start: r.start, cursor_end: r.end, metadata: {} };
+  }
+  async inspectRequest(content: KernelMessage.IInspectRequestMsg["content"]): Promise<KernelMessage.IInspectReplyMsg["content"]> {
+    await this.started;
+    const r = await this.ask<FromWorker & { type: "inspected" }>({ type: "inspect", id: this.nextId++, code: content.code, cursor: content.cursor_pos });
+    return r.text == null
+      ? { status: "ok", found: false, data: {}, metadata: {} }
+      : { status: "ok", found: true, data: { "text/plain": r.text }, metadata: {} };
   }
   async isCompleteRequest(): Promise<KernelMessage.IIsCompleteReplyMsg["content"]> {
     return { status: "unknown" };

@@ -5,6 +5,8 @@
 export type ToWorker =
   | { type: "execute"; id: number; code: string; count: number; silent: boolean; storeHistory: boolean; parent: object }
   | { type: "interrupt" }
+  | { type: "complete"; id: number; code: string; cursor: number }
+  | { type: "inspect"; id: number; code: string; cursor: number }
   | { type: "location"; dir: string };
 
 /** Worker -> main thread */
@@ -16,4 +18,6 @@ export type FromWorker =
       content: any;
       parent: object | null;
     }
-  | { type: "reply"; id: number; content: { status: "ok" | "error"; ename?: string; evalue?: string; traceback?: string[] } };
+  | { type: "reply"; id: number; content: { status: "ok" | "error"; ename?: string; evalue?: string; traceback?: string[] } }
+  | { type: "completed"; id: number; start: number; end: number; matches: string[] }
+  | { type: "inspected"; id: number; text: string | null };

@@ -12,6 +12,7 @@ import { errorContent } from "../../kernel/executor/errors.ts";
 import { installPromiseInspect, PROMISE_HINT, toBundle } from "../../kernel/display/bundle.ts";
 import { installGlobals } from "../../kernel/display/globals.ts";
 import { CommManager } from "../../kernel/comms.ts";
+import { liveCompletions, liveInspect } from "../../kernel/language/live.ts";
 import { format } from "./shims/inspect.ts";
 import { initialize, prestrip } from "./shims/esbuild.ts";
 import { setNotebookDir } from "./modules.ts";
@@ -118,6 +119,10 @@ let queue: Promise<void> = Promise.resolve();
 self.onmessage = (ev: MessageEvent<ToWorker>) => {
   const m = ev.data;
   if (m.type === "interrupt") executor.interrupt();
+  // completion and inspection from live values (the server kernel's, without its TypeScript language
+  // service, which is too large to load in a browser): answered at once, even while a cell awaits
+  else if (m.type === "complete") post({ type: "completed", id: m.id, ...liveCompletions(m.code, m.cursor) });
+  else if (m.type === "inspect") post({ type: "inspected", id: m.id, text: liveInspect(m.code, m.cursor)?.text ?? null });
   else if (m.type === "location") setNotebookDir(m.dir);
   else queue = queue.then(() => execute(m)).catch((e) => console.error(e));
 };

@@ -79,7 +79,8 @@ export interface CellOut {
  *  when the first code cell had run (ms from Run All). */
 export async function runAll(page: Page, timeoutMs = 600_000): Promise<{ cells: CellOut[]; firstOutputMs: number; ms: number }> {
   const t0 = Date.now();
-  await page.evaluate(() => (window as any).jupyterapp.commands.execute("notebook:run-all-cells"));
+  // not awaited in the page: the command's promise settles only once every cell has run
+  await page.evaluate(() => void (window as any).jupyterapp.commands.execute("notebook:run-all-cells"));
   let firstOutputMs = -1;
   for (;;) {
     const state = await page.evaluate(() => {

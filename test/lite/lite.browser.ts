@@ -104,6 +104,17 @@ describe("GradLab Lite", () => {
     expect(e.evalue).toBe("mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)");
     const tb = e.traceback.join("\n").replace(/\x1b\[[0-9;]*m/g, "");
     expect(tb).toContain("Cell [2], line 2:\n    1 const a = torch.ones(2, 3);\n--> 2 a.matmul(torch.ones(2, 3));");
+    // completion and inspection from live values, as the server kernel's live part gives them
+    const asked = await page.evaluate(async () => {
+      const k = (window as any).jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+      const c = await k.requestComplete({ code: "torch.cu", cursor_pos: 8 });
+      const i = await k.requestInspect({ code: "props", cursor_pos: 5, detail_level: 0 });
+      return { matches: c.content.matches as string[], start: c.content.cursor_start, found: i.content.found, text: i.content.data?.["text/plain"] as string };
+    });
+    expect(asked.matches).toContain("cuda");
+    expect(asked.start).toBe(6);
+    expect(asked.found).toBe(true);
+    expect(asked.text).toContain("swiftshader");
     await page.screenshot({ path: join(SHOTS, "adapter.png"), fullPage: true });
     await page.close();
   });

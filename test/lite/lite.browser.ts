@@ -116,6 +116,10 @@ describe("GradLab Lite", () => {
     expect(asked.found).toBe(true);
     expect(asked.text).toContain("swiftshader");
     await page.screenshot({ path: join(SHOTS, "adapter.png"), fullPage: true });
+    // restart: a fresh Worker, so no variable and no tensor survives
+    await page.evaluate(() => (window as any).jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart());
+    const fresh = await runNewCell(page, "console.log(typeof props, torch.cuda.memory_allocated())");
+    expect(textOf(fresh)).toBe("undefined 0\n");
     await page.close();
   });
 

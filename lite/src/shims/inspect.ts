@@ -13,7 +13,12 @@ interface Options {
   customInspect?: boolean;
 }
 
-const quote = (s: string) => `'${s.replace(/\\/g, "\\\\").replace(/'/g, "\\'").replace(/\n/g, "\\n")}'`;
+/** Node's quoting: single quotes, else double quotes when the string has a single quote, else backticks. */
+function quote(s: string): string {
+  const q = !s.includes("'") ? "'" : !s.includes('"') ? '"' : !s.includes("`") ? "`" : "'";
+  const escaped = s.replace(/\\/g, "\\\\").replace(/\n/g, "\\n");
+  return q + (q === "'" ? escaped.replace(/'/g, "\\'") : escaped) + q;
+}
 const keyText = (k: string) => (/^[A-Za-z_$][\w$]*$/.test(k) ? k : quote(k));
 
 function wrap(open: string, parts: string[], close: string, indent: string, breakLength: number): string {

@@ -29,10 +29,10 @@ function wrap(open: string, parts: string[], close: string, indent: string, brea
   return `${open}\n${parts.map((p) => inner + p.replace(/\n/g, `\n${inner}`)).join(",\n")}\n${indent}${close}`;
 }
 
-function fmt(v: unknown, o: Required<Options>, depth: number, seen: Set<object>, top: boolean): string {
+function fmt(v: unknown, o: Required<Options>, depth: number, seen: Set<object>): string {
   switch (typeof v) {
     case "string":
-      return top ? quote(v) : quote(v);
+      return quote(v);
     case "number":
       return Object.is(v, -0) ? "-0" : String(v);
     case "bigint":
@@ -53,7 +53,7 @@ function fmt(v: unknown, o: Required<Options>, depth: number, seen: Set<object>,
   const obj = v as Record<string | symbol, unknown>;
   if (o.customInspect && typeof obj[CUSTOM] === "function") {
     const r = (obj[CUSTOM] as (d: number, opts: object) => unknown)(o.depth - depth, o);
-    return typeof r === "string" ? r : fmt(r, o, depth, seen, false);
+    return typeof r === "string" ? r : fmt(r, o, depth, seen);
   }
   if (seen.has(obj)) return "[Circular *1]";
   if (v instanceof Error) return v.stack ?? `${v.name}: ${v.message}`;
@@ -65,7 +65,7 @@ function fmt(v: unknown, o: Required<Options>, depth: number, seen: Set<object>,
   seen.add(obj);
   try {
     const indent = "  ".repeat(depth);
-    const sub = (x: unknown) => fmt(x, o, depth + 1, seen, false);
+    const sub = (x: unknown) => fmt(x, o, depth + 1, seen);
     if (Array.isArray(v) || ArrayBuffer.isView(v)) {
       const arr = v as ArrayLike<unknown>;
       const n = Math.min(arr.length, o.maxArrayLength);
@@ -90,7 +90,7 @@ function fmt(v: unknown, o: Required<Options>, depth: number, seen: Set<object>,
 
 export function inspect(value: unknown, opts: Options = {}): string {
   const o: Required<Options> = { depth: 2, colors: false, maxArrayLength: 100, breakLength: 80, customInspect: true, ...opts };
-  return fmt(value, o, 0, new Set(), true);
+  return fmt(value, o, 0, new Set());
 }
 inspect.custom = CUSTOM;
 

@@ -4,10 +4,12 @@
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
 import { PageConfig, URLExt } from "@jupyterlab/coreutils";
 import type { KernelMessage } from "@jupyterlab/services";
-import { BaseKernel, IKernelSpecs, type IKernel } from "@jupyterlite/services";
+import { BaseKernel, IKernelClient, IKernelSpecs, type IKernel } from "@jupyterlite/services";
 import type { FromWorker, ToWorker } from "./protocol.ts";
 
 const workerUrl = () => URLExt.join(PageConfig.getBaseUrl(), "gradlab/dist/worker.js");
+/** The running GradLab kernels by id (for interrupts, which JupyterLite's client does not forward). */
+const running = new Map<string, GradLabKernel>();
 
 class GradLabKernel extends BaseKernel {
   private readonly worker: Worker;
@@ -31,6 +33,12 @@ class GradLabKernel extends BaseKernel {
     this.worker.onerror = (ev) => console.error("GradLab worker failed:", ev.message);
     // the notebook's folder: the course's `./check.ts` is read from there
     this.send({ type: "location", dir: options.location ?? "" });
+    running.set(options.id, this);
+  }
+
+  /** Stops the running cell at its next await (KeyboardInterrupt); a synchronous loop needs a restart. */
+  interruptWorker(): void {
+    this.send({ type: "interrupt" });
   }
 
   private send(m: ToWorker): void {
@@ -54,6 +62,7 @@ class GradLabKernel extends BaseKernel {
   dispose(): void {
     if (this.isDisposed) return;
     this.worker.terminate(); // restart and shutdown: the Worker's tensors and GPU device go with it
+    running.delete(this.id);
     super.dispose();
   }
 
@@ -116,8 +125,15 @@ const kernelPlugin: JupyterFrontEndPlugin<void> = {
   id: "gradlab-lite:kernel",
   description: "The GradLab kernel, in a Web Worker on this browser's WebGPU",
   autoStart: true,
-  requires: [IKernelSpecs],
-  activate: (_app: JupyterFrontEnd, specs: IKernelSpecs) => {
+  requires: [IKernelSpecs, IKernelClient],
+  activate: (_app: JupyterFrontEnd, specs: IKernelSpecs, client: IKernelClient) => {
+    // JupyterLite 0.8's client answers an interrupt by cancelling the cells queued behind the running
+    // one and never tells the kernel: tell ours, so the running cell stops too.
+    const interrupt = client.interrupt.bind(client);
+    client.interrupt = async (id: string) => {
+      running.get(id)?.interruptWorker();
+      return interrupt(id);
+    };
     specs.register({
       spec: {
         name: "gradlab",

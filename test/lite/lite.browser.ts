@@ -116,6 +116,13 @@ describe("GradLab Lite", () => {
     expect(asked.found).toBe(true);
     expect(asked.text).toContain("swiftshader");
     await page.screenshot({ path: join(SHOTS, "adapter.png"), fullPage: true });
+    // interrupt: a cell waiting in a loop stops with KeyboardInterrupt, and the kernel stays usable
+    const looping = runNewCell(page, "let turns = 0;\nwhile (true) { turns++; await new Promise((r) => setTimeout(r, 10)); }");
+    await page.waitForFunction(() => (window as any).jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === "busy");
+    await page.waitForTimeout(500);
+    await page.evaluate(() => (window as any).jupyterapp.shell.currentWidget.sessionContext.session.kernel.interrupt());
+    expect((await looping).find((o) => o.output_type === "error")?.ename).toBe("KeyboardInterrupt");
+    expect(textOf(await runNewCell(page, "turns > 0"))).toBe("true\n");
     // restart: a fresh Worker, so no variable and no tensor survives
     await page.evaluate(() => (window as any).jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart());
     const fresh = await runNewCell(page, "console.log(typeof props, torch.cuda.memory_allocated())");

@@ -28,6 +28,14 @@ module.exports = {
       to: { path: "^kernel/" },
     },
     {
+      name: "node-only-in-platform",
+      severity: "error",
+      comment:
+        "The runtime also runs in a browser Worker (GradLab Lite): Node's modules are reached only through src/platform/node.ts, which the browser bundle swaps for src/platform/browser.ts.",
+      from: { path: "^src/", pathNot: "^src/platform/node\\.ts$" },
+      to: { dependencyTypes: ["core"] },
+    },
+    {
       name: "memory-below-device",
       severity: "error",
       comment: "The allocator sits below the device (device implements memory's backing interface) and knows nothing of autograd.",

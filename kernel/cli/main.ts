@@ -8,7 +8,8 @@ const USAGE = `usage:
   gradlab install [--user | --sys-prefix | --prefix DIR] [--name NAME]   write the Jupyter kernelspec
   gradlab kernel -f CONNECTION_FILE                                      run the kernel (Jupyter does this)
   gradlab run NOTEBOOK.ipynb [-o OUT.ipynb | --inplace] [--timeout S]    execute a notebook headlessly
-  gradlab classroom [--users N] [--port N] ...                            a JupyterHub for a class (a checkout, as root; --help)`;
+  gradlab classroom [--users N] [--port N] ...                            a JupyterHub for a class (a checkout, as root; --help)
+  gradlab lite build --out DIR | gradlab lite serve DIR [--port N]        the course as a static site, in the browser (docs/lite.md)`;
 
 async function main(): Promise<number> {
   switch (cmd) {
@@ -28,6 +29,8 @@ async function main(): Promise<number> {
     }
     case "classroom":
       return (await import("./classroom.ts")).classroomCli(args);
+    case "lite":
+      return (await import("./lite.ts")).liteCli(args);
     case "run": {
       const { runNotebookCli } = await import("./run.ts");
       return runNotebookCli(args);

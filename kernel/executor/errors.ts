@@ -86,7 +86,8 @@ const isRuntimeFrame = (line: string) =>
 /** Frames in the user's own files show paths relative to the notebook's directory. */
 const relativePaths = (line: string) => line.split(`file://${process.cwd()}/`).join("").split(`${process.cwd()}/`).join("");
 
-const INTERNAL = /\(node:|at node:|\/kernel\/[\w/-]+\.[jt]s|node_modules\/(tsx|esbuild)\//;
+// (the last: the indirect eval GradLab Lite's Worker runs a cell with, lite/src/shims/vm.ts)
+const INTERNAL = /\(node:|at node:|\/kernel\/[\w/-]+\.[jt]s|node_modules\/(tsx|esbuild)\/|^\s*at eval \(<anonymous>\)$/;
 
 const CELL_FRAME = /(gradlab-cell-\d+\.js):(\d+):(\d+)/;
 /** A frame already mapped to a cell ("at f (Cell [3]:2:5)"): kept as it is. */

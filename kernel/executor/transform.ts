@@ -95,8 +95,9 @@ export function stripTypes(source: string, sourcefile: string) {
   }
 }
 
-function esbuildTransform(source: string, sourcefile: string) {
-  return transformSync(source, {
+/** esbuild's options for a cell (GradLab Lite's Worker strips with the same ones, ahead of time). */
+export const stripOptions = (sourcefile: string) =>
+  ({
     loader: "ts",
     target: "es2022",
     sourcemap: "external",
@@ -104,7 +105,10 @@ function esbuildTransform(source: string, sourcefile: string) {
     sourcesContent: false,
     tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true, experimentalDecorators: false } },
     logLevel: "silent",
-  });
+  }) as const;
+
+function esbuildTransform(source: string, sourcefile: string) {
+  return transformSync(source, stripOptions(sourcefile));
 }
 
 const parse = (js: string) =>
@@ -323,7 +327,11 @@ function mayHaveDroppedValue(source: string, ast: Node): boolean {
 let tsModule: typeof import("typescript") | null = null;
 
 function keepLastExpression(source: string): string | null {
-  tsModule ??= createRequire(join(REPO, "package.json"))("typescript") as typeof import("typescript");
+  try {
+    tsModule ??= createRequire(join(REPO, "package.json"))("typescript") as typeof import("typescript");
+  } catch {
+    return null; // no TypeScript compiler here (GradLab Lite's Worker): the dropped value stays dropped
+  }
   const ts = tsModule;
   const sf = ts.createSourceFile("cell.ts", source, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
   const last = sf.statements[sf.statements.length - 1];

@@ -95,7 +95,10 @@ export const reset_peak_memory_stats = () => alloc().resetPeak();
 export const reset_max_memory_allocated = () => alloc().resetPeak();
 /** Releases every cached segment that holds no live tensor (memory_reserved drops; allocated does not). */
 export const empty_cache = () => alloc().releaseCached();
-export const memory_stats = () => alloc().stats();
+/** PyTorch's counters, plus "reclaim.synchronous" (GradLab's): 1 where tensors dropped without dispose
+ *  are reclaimed before every figure (Node with its V8 flags), 0 where the platform cannot (a browser:
+ *  they stay counted until its collector runs). */
+export const memory_stats = (): Record<string, number> => ({ ...alloc().stats(), "reclaim.synchronous": reclaimsSynchronously() ? 1 : 0 });
 
 /**
  * Makes a simulated device (default 80 GiB) the current one: new tensors get shapes, dtypes and exact

@@ -10,6 +10,7 @@ import { run_backward, setTracer, type TraceEvent } from "./engine.ts";
 import { isAnomalyEnabled, setAnomaly, type Grads } from "./node.ts";
 import { saved_tensors_hooks } from "./saved-hooks.ts";
 import { within, type Guard } from "./guard.ts";
+import { platform } from "../platform/current.ts";
 
 export { Function, FunctionCtx } from "./function.ts";
 export { gradcheck, GradcheckError } from "./gradcheck.ts";
@@ -64,7 +65,7 @@ export function grad(
 const ANOMALY_WARNING = "Anomaly Detection has been enabled. This mode will increase the runtime and should only be enabled for debugging.";
 
 export function set_detect_anomaly(on: boolean): void {
-  if (on && !isAnomalyEnabled()) process.emitWarning(ANOMALY_WARNING, "UserWarning");
+  if (on && !isAnomalyEnabled()) platform.warn(ANOMALY_WARNING, "UserWarning");
   setAnomaly(on);
 }
 export const is_anomaly_enabled = isAnomalyEnabled;

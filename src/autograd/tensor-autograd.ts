@@ -13,6 +13,7 @@ import { AccumulateGrad, type Node } from "./node.ts";
 import { regenerateViewGradFn } from "./functions/inplace.ts";
 import { owned } from "../memory/lifetime.ts";
 import { setCategory } from "../memory/storage.ts";
+import { platform } from "../platform/current.ts";
 
 function newMeta(): AutogradMeta {
   const m = new AutogradMeta();
@@ -58,7 +59,7 @@ const NON_LEAF_GRAD_WARNING =
 function getGrad(t: Tensor): Tensor | null {
   const m = t._meta;
   if (!t.is_leaf && !m.retains_grad && m.grad === null) {
-    process.emitWarning(NON_LEAF_GRAD_WARNING, "UserWarning");
+    platform.warn(NON_LEAF_GRAD_WARNING, "UserWarning");
   }
   return m.grad;
 }

@@ -4,11 +4,9 @@
 // templates, so every shader stays a plain, valid WGSL file; they are cached per device.
 // All kernels share one explicit pipeline layout: group 0 = params, group 1 = MAX_BINDINGS storage buffers.
 
-import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { platform } from "../platform/current.ts";
 
 export const MAX_BINDINGS = 6;
-const dir = fileURLToPath(new URL("../../kernels-wgsl/", import.meta.url));
 const sources = new Map<string, string>();
 const shaderConstants = new Map<string, Record<string, number>>();
 
@@ -34,7 +32,7 @@ const cache = new WeakMap<GPUDevice, PerDevice>();
 function shaderSource(name: string): string {
   let src = sources.get(name);
   if (src === undefined) {
-    const own = readFileSync(`${dir}${name}.wgsl`, "utf8");
+    const own = platform.shaderText(name);
     // A kernel may ask for another prelude (vec4 views of the bindings) on its first line; `enable`
     // directives must precede every declaration, so they move to the top.
     const prelude = /^\/\/ gradlab: prelude (\w+)/.exec(own)?.[1] ?? "prelude";
@@ -44,7 +42,7 @@ function shaderSource(name: string): string {
       .filter((l) => !l.startsWith("enable "))
       .join("\n");
     const consts = Object.entries(shaderConstants.get(name) ?? {}).map(([k, v]) => `const ${k}: u32 = ${v}u;`);
-    src = [...enables, readFileSync(`${dir}${prelude}.wgsl`, "utf8"), ...consts, body].join("\n");
+    src = [...enables, platform.shaderText(prelude), ...consts, body].join("\n");
     sources.set(name, src);
   }
   return src;

@@ -3,12 +3,12 @@
 // 80 GiB scenarios run instantly with exact accounting. Each device has its own allocator; torch.cuda's
 // statistics report the current device's.
 
-import os from "node:os";
 import { CachingAllocator } from "./allocator.ts";
 import { RuntimeError } from "../errors.ts";
 import { backing } from "./backing.ts";
 import { formatBytes } from "./format-bytes.ts";
 import { context } from "./context.ts";
+import { platform } from "../platform/current.ts";
 
 export interface MemoryDevice {
   /** As printed: "webgpu:0", or "sim:0" for a simulated device. */
@@ -22,8 +22,10 @@ export interface MemoryDevice {
 /** Device capacity until set otherwise: GRADLAB_DEVICE_MEMORY (bytes), else half of this machine's RAM
  * (a software adapter's memory is host memory; WebGPU exposes no heap size for hardware ones). */
 function defaultCapacity(): number {
-  const env = Number(process.env.GRADLAB_DEVICE_MEMORY);
-  return Number.isFinite(env) && env > 0 ? env : Math.floor(os.totalmem() / 2);
+  const env = Number(platform.env("GRADLAB_DEVICE_MEMORY"));
+  if (Number.isFinite(env) && env > 0) return env;
+  // a browser may not say (then 4 GiB, what a laptop's integrated GPU can usually share)
+  return Math.floor((platform.hostMemory() ?? 8 * 2 ** 30) / 2);
 }
 
 export const webgpu: MemoryDevice = {

@@ -3,9 +3,9 @@
 // the phase (forward / backward / optimizer / other), what the memory is for (category) and, when
 // stacks are recorded, where in the user's code it happened. Plots (issue: displays) read this data.
 
-import { writeFileSync } from "node:fs";
 import type { Category } from "./category.ts";
 import { context } from "./context.ts";
+import { platform } from "../platform/current.ts";
 
 export type Phase = "forward" | "backward" | "optimizer" | "other";
 
@@ -151,5 +151,5 @@ export function _snapshot_events(): MemoryEvent[] {
 }
 
 export function _dump_snapshot(path: string, snapshot: unknown): void {
-  writeFileSync(path, JSON.stringify(snapshot));
+  platform.writeTextFile(path, JSON.stringify(snapshot));
 }

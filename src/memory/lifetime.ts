@@ -11,8 +11,7 @@
 // - nothing in the runtime holds a WeakRef to a user's handle: a WeakRef created or dereferenced in the
 //   current job keeps its target alive until the job ends.
 
-import v8 from "node:v8";
-import vm from "node:vm";
+import { platform } from "../platform/current.ts";
 
 /**
  * A finaliser's held value: what to release when a handle is collected, by dispose() or at the end of
@@ -30,65 +29,8 @@ interface Handle {
 
 type Registry = FinalizationRegistry<Releasable> & { cleanupSome?: (cb?: (r: Releasable) => void) => void };
 
-/**
- * The engine's collector and a FinalizationRegistry constructor that has cleanupSome. Node gives neither
- * by default; both are switched on here with V8 flags and taken from a fresh context (flags for
- * built-ins apply to contexts created after they are set), so plain Node scripts need no command-line
- * flag. `--expose-gc --harmony-weak-refs-with-cleanup-some` on the command line works too.
- */
-function engineHooks(): {
-  gc: (() => void) | null;
-  Registry: typeof FinalizationRegistry;
-  synchronous: boolean;
-  finishCompiles: () => void;
-} {
-  let gc = (globalThis as { gc?: () => void }).gc ?? null;
-  let Registry: typeof FinalizationRegistry = FinalizationRegistry;
-  const hasCleanupSome = (R: typeof FinalizationRegistry) => typeof (R.prototype as Registry).cleanupSome === "function";
-  if (!gc || !hasCleanupSome(Registry)) {
-    try {
-      v8.setFlagsFromString("--expose-gc");
-      v8.setFlagsFromString("--harmony-weak-refs-with-cleanup-some");
-      const ctx = vm.createContext({});
-      gc ??= vm.runInContext("gc", ctx) as () => void;
-      if (!hasCleanupSome(Registry)) Registry = vm.runInContext("FinalizationRegistry", ctx) as typeof FinalizationRegistry;
-    } catch {
-      // fall through: reported once, on first use
-    }
-  }
-  return {
-    gc: typeof gc === "function" ? gc : null,
-    Registry,
-    synchronous: typeof gc === "function" && hasCleanupSome(Registry),
-    finishCompiles: compileBarrier(),
-  };
-}
-
-/**
- * Waits for V8's background optimising compilations and installs their code. A compile job holds
- * strong handles to the closure it compiles and to that closure's context until it is installed, so a
- * runtime closure that captured a tensor (a scope's kept set, an op's inputs) keeps it reachable while
- * its job is in flight: a collection then finds the tensor alive and a figure is 64 MiB high, at
- * random (seen in notebook 09 under load; DESIGN.md). The intrinsic is reachable only with
- * --allow-natives-syntax, which applies to code compiled while it is set: the flag is on just long
- * enough to compile and run one function here. Where the engine refuses, reclaim goes without it.
- */
-function compileBarrier(): () => void {
-  try {
-    v8.setFlagsFromString("--allow-natives-syntax");
-    try {
-      const finish = vm.runInNewContext("(function finishCompiles() { %FinalizeOptimization(); })") as () => void;
-      finish(); // compiled now, while the flag is set (lazy compilation later would refuse the %-call)
-      return finish;
-    } finally {
-      v8.setFlagsFromString("--no-allow-natives-syntax");
-    }
-  } catch {
-    return () => {};
-  }
-}
-
-const hooks = engineHooks();
+// the collector, and whether it can run inside a job: the platform says (src/platform/)
+const hooks = platform.engineHooks();
 let live = 0;
 let reclaimed = 0;
 /**
@@ -203,10 +145,7 @@ export function reclaim(): number {
   if (!hooks.synchronous) {
     if (!warned) {
       warned = true;
-      process.emitWarning(
-        "GradLab cannot reclaim unreachable tensors synchronously in this Node (no gc / FinalizationRegistry.cleanupSome): memory figures include tensors you no longer reference until they are collected. Dispose tensors (using, dispose(), torch.scope) or `await torch.gc()` before reading figures.",
-        "GradLabWarning",
-      );
+      platform.warn(hooks.unavailable, "GradLabWarning");
     }
     return 0;
   }
@@ -247,7 +186,7 @@ export function reclaimBeforeGrowth(): number {
   return reclaim();
 }
 
-/** Whether unreachable handles are reclaimed synchronously in this process. */
+/** Whether unreachable handles are reclaimed synchronously here (Node with its flags: yes; a browser: no). */
 export const reclaimsSynchronously = () => hooks.synchronous;
 
 function collectKept(value: unknown, kept: Set<unknown>, depth = 0): void {

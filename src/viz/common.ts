@@ -2,6 +2,7 @@
 
 import { formatBytes } from "../memory/format-bytes.ts";
 import { sizeRepr } from "../format.ts";
+import { platform } from "../platform/current.ts";
 
 export const DISPLAY = Symbol.for("Jupyter.display");
 export type MimeBundle = Record<string, unknown>;
@@ -31,7 +32,7 @@ export const svgFragment = (svg: string) =>
  * PNG data URL, so the export shows the PNG where it would otherwise show nothing.
  */
 export function pictureHtml(svg: string, png: { base64: string; width: number; height: number }, alt: string): string {
-  const svg64 = Buffer.from(svg, "utf8").toString("base64");
+  const svg64 = platform.base64(svg);
   return (
     `<picture class="gradlab-figure"><source type="image/svg+xml" srcset="data:image/svg+xml;base64,${svg64}">` +
     `<img src="data:image/png;base64,${png.base64}" width="${png.width}" height="${png.height}" alt="${esc(alt)}"></picture>`

@@ -6,7 +6,7 @@
 import type { Node } from "../autograd/node.ts";
 import type { Tensor } from "../tensor.ts";
 import { Display, bytes, pictureHtml, pyName, svgFragment, type MimeBundle } from "./common.ts";
-import { svgToPng } from "./png.ts";
+import { canRasterize, svgToPng } from "./png.ts";
 import { isNode, leafOf, namesOf, reachable, savedAttrs, savedInfo, type Root, type SavedInfo } from "./graph-walk.ts";
 
 export interface GraphOptions {
@@ -165,7 +165,7 @@ export class GraphView extends Display {
       if (svg) {
         b["image/svg+xml"] = svg;
         // For exporters that cannot show image/svg+xml (see pictureHtml); browsers still draw the SVG.
-        b["text/html"] = pictureHtml(svg, await svgToPng(svg), "autograd graph");
+        if (canRasterize()) b["text/html"] = pictureHtml(svg, await svgToPng(svg), "autograd graph");
       }
       return b;
     })();

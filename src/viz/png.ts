@@ -5,13 +5,19 @@
 // whose advance is Courier's 0.6 em, so Graphviz's boxes still fit), and a CJK font for the article's
 // Chinese strings (fonts-wqy-zenhei or fonts-noto-cjk, which .ci/setup installs).
 
-import { existsSync } from "node:fs";
-import { createRequire } from "node:module";
+import { platform } from "../platform/current.ts";
 
 type ResvgMod = typeof import("@resvg/resvg-js");
 let mod: ResvgMod | null = null;
 // A native addon: loaded synchronously, so a live plot can redraw inside a loop that never awaits.
-const load = (): ResvgMod => (mod ??= createRequire(import.meta.url)("@resvg/resvg-js") as ResvgMod);
+// A browser has none (and needs no PNG: it draws the SVG): see canRasterize.
+const load = (): ResvgMod => {
+  mod ??= platform.requireSync<ResvgMod>("@resvg/resvg-js");
+  if (!mod) throw new Error("no PNG renderer on this platform");
+  return mod;
+};
+/** Whether SVG can be turned into PNG here (for exporters; a browser front end draws the SVG itself). */
+export const canRasterize = () => platform.name === "node";
 
 /** Font files GradLab gives resvg, where the machine has them (Debian paths). */
 const FONT_FILES = [
@@ -28,14 +34,14 @@ const CJK_FONT_FILES = FONT_FILES.slice(4);
 
 let fontFiles: string[] | null = null;
 function fonts(): { files: string[]; system: boolean } {
-  fontFiles ??= FONT_FILES.filter((f) => existsSync(f));
+  fontFiles ??= FONT_FILES.filter((f) => platform.fileExists(f));
   // Without DejaVu (not Debian), let resvg look for the machine's fonts itself.
   return { files: fontFiles, system: !fontFiles.some((f) => f.includes("DejaVuSans.ttf")) };
 }
 
 /** Whether a CJK font is available for the PNG fallback. */
 export function hasCjkFont(): boolean {
-  return CJK_FONT_FILES.some((f) => existsSync(f));
+  return CJK_FONT_FILES.some((f) => platform.fileExists(f));
 }
 
 export interface Png {
@@ -53,7 +59,7 @@ export async function svgToPng(svg: string, scale = 2): Promise<Png> {
 /** svgToPng, synchronously. */
 export function svgToPngSync(svg: string, scale = 2): Png {
   const r = renderSvgSync(svg, scale);
-  return { base64: Buffer.from(r.png).toString("base64"), width: r.width, height: r.height };
+  return { base64: Buffer.from(r.png).toString("base64"), width: r.width, height: r.height }; // Node only (canRasterize)
 }
 
 /** The rendering itself: PNG bytes, RGBA pixels, and the SVG's CSS size. */

@@ -2,8 +2,8 @@
 // Vega renderer: classic Notebook, nbconvert HTML, GitHub), loaded on first use.
 
 import { pictureHtml, svgFragment, type MimeBundle } from "./common.ts";
-import { createRequire } from "node:module";
-import { svgToPngSync } from "./png.ts";
+import { canRasterize, svgToPngSync } from "./png.ts";
+import { platform } from "../platform/current.ts";
 
 export const VEGALITE_MIME = "application/vnd.vegalite.v5+json";
 export const VEGALITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json";
@@ -14,8 +14,10 @@ let mods: VegaMods | null = null;
 // a live plot redraws from inside a loop that never yields to the event loop.
 const load = (): VegaMods => {
   if (!mods) {
-    const require = createRequire(import.meta.url);
-    mods = [require("vega"), require("vega-lite")];
+    const vega = platform.requireSync<VegaMods[0]>("vega");
+    const vl = platform.requireSync<VegaMods[1]>("vega-lite");
+    if (!vega || !vl) throw new Error("no Vega renderer on this platform");
+    mods = [vega, vl];
   }
   return mods;
 };
@@ -67,6 +69,9 @@ function vegaLiteToSvgSync(spec: object): string {
  * ranks Vega (57) above markdown (60), so the live Vega view stays what Lab shows.
  */
 export function plotBundle(spec: object, text: string, opts: { png?: boolean } = {}): MimeBundle {
+  // In a browser (GradLab Lite) JupyterLab draws the spec itself and there is no exporter to serve:
+  // the SVG and PNG, drawn by vega and resvg in Node, are left out.
+  if (!canRasterize()) return { [VEGALITE_MIME]: spec, "text/plain": text };
   const svg = svgFragment(vegaLiteToSvgSync(spec));
   const title = (spec as { title?: unknown }).title;
   const b: MimeBundle = { [VEGALITE_MIME]: spec, "image/svg+xml": svg };

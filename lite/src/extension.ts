@@ -1,0 +1,150 @@
+// The GradLab Lite kernel as a JupyterLite plugin: "GradLab (TypeScript · WebGPU)" in the launcher and
+// the kernel picker. Each kernel is a Web Worker (worker.ts) running the runtime and the server kernel's
+// executor; this side speaks Jupyter's messages to JupyterLab through @jupyterlite/services' BaseKernel.
+import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
+import { PageConfig, URLExt } from "@jupyterlab/coreutils";
+import type { KernelMessage } from "@jupyterlab/services";
+import { BaseKernel, IKernelClient, IKernelSpecs, type IKernel } from "@jupyterlite/services";
+import type { FromWorker, ToWorker } from "./protocol.ts";
+
+const workerUrl = () => URLExt.join(PageConfig.getBaseUrl(), "gradlab/dist/worker.js");
+/** The running GradLab kernels by id (for interrupts, which JupyterLite's client does not forward). */
+const running = new Map<string, GradLabKernel>();
+
+class GradLabKernel extends BaseKernel {
+  private readonly worker: Worker;
+  private nextId = 1;
+  private readonly waiting = new Map<number, (m: any) => void>();
+  private readonly started: Promise<FromWorker & { type: "ready" }>;
+
+  constructor(options: IKernel.IOptions) {
+    super(options);
+    this.worker = new Worker(workerUrl(), { type: "module", name: `gradlab-${options.id}` });
+    let ready!: (m: FromWorker & { type: "ready" }) => void;
+    this.started = new Promise((r) => (ready = r));
+    this.worker.onmessage = (ev: MessageEvent<FromWorker>) => {
+      const m = ev.data;
+      if (m.type === "ready") ready(m);
+      else if (m.type === "reply" || m.type === "completed" || m.type === "inspected") {
+        this.waiting.get(m.id)?.(m);
+        this.waiting.delete(m.id);
+      } else this.iopub(m);
+    };
+    this.worker.onerror = (ev) => console.error("GradLab worker failed:", ev.message);
+    // the notebook's folder: the course's `./check.ts` is read from there
+    this.send({ type: "location", dir: options.location ?? "" });
+    running.set(options.id, this);
+  }
+
+  /** Stops the running cell at its next await (KeyboardInterrupt); a synchronous loop needs a restart. */
+  interruptWorker(): void {
+    this.send({ type: "interrupt" });
+  }
+
+  private send(m: ToWorker): void {
+    this.worker.postMessage(m);
+  }
+
+  private iopub(m: FromWorker & { type: "iopub" }): void {
+    const parent = (m.parent ?? undefined) as KernelMessage.IHeader<KernelMessage.MessageType> | undefined;
+    const c = m.content;
+    const publish = {
+      stream: () => this.stream(c, parent),
+      display_data: () => this.displayData(c, parent),
+      update_display_data: () => this.updateDisplayData(c, parent),
+      clear_output: () => this.clearOutput(c, parent),
+      execute_result: () => this.publishExecuteResult(c, parent),
+      error: () => this.publishExecuteError(c, parent),
+    };
+    publish[m.msgType]();
+  }
+
+  dispose(): void {
+    if (this.isDisposed) return;
+    this.worker.terminate(); // restart and shutdown: the Worker's tensors and GPU device go with it
+    running.delete(this.id);
+    super.dispose();
+  }
+
+  async kernelInfoRequest(): Promise<KernelMessage.IInfoReplyMsg["content"]> {
+    return {
+      status: "ok",
+      protocol_version: "5.3",
+      implementation: "gradlab-lite",
+      implementation_version: "0.1.0",
+      language_info: { name: "typescript", version: "5", mimetype: "text/typescript", file_extension: ".ts", codemirror_mode: "typescript" },
+      banner: "GradLab Lite: a PyTorch-like autograd runtime on this browser's WebGPU",
+      help_links: [],
+    };
+  }
+
+  async executeRequest(content: KernelMessage.IExecuteRequestMsg["content"]): Promise<KernelMessage.IExecuteReplyMsg["content"]> {
+    await this.started;
+    const storeHistory = content.silent ? false : content.store_history !== false;
+    const parent = this.parentHeader ?? {};
+    const m = { type: "execute", id: this.nextId++, code: content.code, count: this.executionCount, silent: !!content.silent, storeHistory, parent } as const;
+    const r = (await this.ask<FromWorker & { type: "reply" }>(m)).content;
+    if (r.status === "ok") return { status: "ok", execution_count: this.executionCount, user_expressions: {} };
+    return { status: "error", execution_count: this.executionCount, ename: r.ename ?? "Error", evalue: r.evalue ?? "", traceback: r.traceback ?? [] };
+  }
+
+  /** Sends a request that the Worker answers with a message carrying the same id. */
+  private ask<T extends FromWorker>(m: ToWorker & { id: number }): Promise<T> {
+    const answer = new Promise<T>((r) => this.waiting.set(m.id, r));
+    this.send(m);
+    return answer;
+  }
+
+  async completeRequest(content: KernelMessage.ICompleteRequestMsg["content"]): Promise<KernelMessage.ICompleteReplyMsg["content"]> {
+    await this.started;
+    const r = await this.ask<FromWorker & { type: "completed" }>({ type: "complete", id: this.nextId++, code: content.code, cursor: content.cursor_pos });
+    return { status: "ok", matches: r.matches, cursor_start: r.start, cursor_end: r.end, metadata: {} };
+  }
+  async inspectRequest(content: KernelMessage.IInspectRequestMsg["content"]): Promise<KernelMessage.IInspectReplyMsg["content"]> {
+    await this.started;
+    const r = await this.ask<FromWorker & { type: "inspected" }>({ type: "inspect", id: this.nextId++, code: content.code, cursor: content.cursor_pos });
+    return r.text == null
+      ? { status: "ok", found: false, data: {}, metadata: {} }
+      : { status: "ok", found: true, data: { "text/plain": r.text }, metadata: {} };
+  }
+  async isCompleteRequest(): Promise<KernelMessage.IIsCompleteReplyMsg["content"]> {
+    return { status: "unknown" };
+  }
+  async commInfoRequest(): Promise<KernelMessage.ICommInfoReplyMsg["content"]> {
+    return { status: "ok", comms: {} };
+  }
+  inputReply(): void {}
+  async commOpen(): Promise<void> {}
+  async commMsg(): Promise<void> {}
+  async commClose(): Promise<void> {}
+}
+
+const logo = (size: number) => URLExt.join(PageConfig.getBaseUrl(), `gradlab/logo-${size}x${size}.png`);
+
+const kernelPlugin: JupyterFrontEndPlugin<void> = {
+  id: "gradlab-lite:kernel",
+  description: "The GradLab kernel, in a Web Worker on this browser's WebGPU",
+  autoStart: true,
+  requires: [IKernelSpecs, IKernelClient],
+  activate: (_app: JupyterFrontEnd, specs: IKernelSpecs, client: IKernelClient) => {
+    // JupyterLite 0.8's client answers an interrupt by cancelling the cells queued behind the running
+    // one and never tells the kernel: tell ours, so the running cell stops too.
+    const interrupt = client.interrupt.bind(client);
+    client.interrupt = async (id: string) => {
+      running.get(id)?.interruptWorker();
+      return interrupt(id);
+    };
+    specs.register({
+      spec: {
+        name: "gradlab",
+        display_name: "GradLab (TypeScript · WebGPU)",
+        language: "typescript",
+        argv: [],
+        resources: { "logo-32x32": logo(32), "logo-64x64": logo(64) },
+      },
+      create: async (options: IKernel.IOptions) => new GradLabKernel(options),
+    });
+  },
+};
+
+export default [kernelPlugin];

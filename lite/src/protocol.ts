@@ -1,0 +1,23 @@
+// Messages between the GradLab Lite kernel (main thread, extension.ts) and its Worker (worker.ts):
+// Jupyter's content shapes, carried by postMessage instead of ZeroMQ.
+
+/** main thread -> Worker */
+export type ToWorker =
+  | { type: "execute"; id: number; code: string; count: number; silent: boolean; storeHistory: boolean; parent: object }
+  | { type: "interrupt" }
+  | { type: "complete"; id: number; code: string; cursor: number }
+  | { type: "inspect"; id: number; code: string; cursor: number }
+  | { type: "location"; dir: string };
+
+/** Worker -> main thread */
+export type FromWorker =
+  | { type: "ready"; device: string | null; problem: string | null }
+  | {
+      type: "iopub";
+      msgType: "stream" | "display_data" | "update_display_data" | "clear_output" | "execute_result" | "error";
+      content: any;
+      parent: object | null;
+    }
+  | { type: "reply"; id: number; content: { status: "ok" | "error"; ename?: string; evalue?: string; traceback?: string[] } }
+  | { type: "completed"; id: number; start: number; end: number; matches: string[] }
+  | { type: "inspected"; id: number; text: string | null };

@@ -1,0 +1,195 @@
+// GradLab Lite in a real browser (npm run test:lite): `gradlab lite build` makes the static site,
+// it is served from 127.0.0.1, and Debian's Chromium opens JupyterLab-in-the-browser with WebGPU on
+// (--enable-unsafe-webgpu: SwiftShader's adapter) and, once, off. The GradLab kernel runs in a Web
+// Worker on the browser's WebGPU; nothing is installed or hosted beyond the site's files.
+// Checked: the course notebooks run with Run All without an error and with the server kernel's
+// exercise verdicts; cells print what the server kernel prints; figures come from the browser's adapter
+// and are internally consistent; without WebGPU the first cell says which browsers and flags have it;
+// no request leaves the site's origin. Screenshots land in test-artifacts/lite/ (look at them).
+import { spawnSync } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Browser } from "playwright-core";
+import { buildAndServe, foreign, openNotebook, REPO, runAll, runNewCell, SHOTS, showFirstDisplay, startChromium, textOf, type Site } from "./harness.ts";
+
+let site: Site;
+let browser: Browser;
+const allRequests: string[] = [];
+
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  site = await buildAndServe();
+  browser = await startChromium(true);
+});
+afterAll(async () => {
+  await browser?.close();
+  site?.close();
+});
+
+/** The verdicts exercise checks print: "✓ name", "✗ name" (the values after the name come from each
+ *  GPU's float arithmetic and may differ in the last digits), or "? name" where check.memory gives no
+ *  verdict because the browser cannot reclaim synchronously (notebooks/check.ts). */
+const verdicts = (text: string) =>
+  text
+    .split("\n")
+    .filter((l) => /^[✓✗?] /.test(l))
+    .map((l) => l.replace(/^([✓✗?] [^:]*):.*$/, "$1"));
+/** The server's verdicts as the browser should give them: each check.memory verdict of the browser's
+ *  run is a "?" (the same check, by name). */
+const asInBrowser = (server: string[], browser: string[]) =>
+  server.map((v, i) => (browser[i]?.startsWith("? ") && browser[i].slice(2) === v.slice(2) ? browser[i] : v));
+
+/** Course notebooks to run (GRADLAB_LITE_NOTEBOOKS=01,09 picks some by number; default: all). */
+const COURSE = readdirSync(join(REPO, "notebooks"))
+  .filter((f) => /^\d\d_.*\.ipynb$/.test(f))
+  .filter((f) => !process.env.GRADLAB_LITE_NOTEBOOKS || process.env.GRADLAB_LITE_NOTEBOOKS.split(",").some((n) => f.startsWith(n)));
+
+describe("GradLab Lite", () => {
+  it("builds a site from npm packages alone, and serves the course from it", async () => {
+    expect(site.buildLine).toMatch(/^GradLab Lite site in .*: [\d.]+ MiB, built in/);
+    const res = await fetch(`${site.url}/api/contents/all.json`);
+    const names = ((await res.json()) as { content: { name: string }[] }).content.map((c) => c.name);
+    expect(names).toEqual(expect.arrayContaining(["01_dynamic_graph.ipynb", "check.ts", "solutions"]));
+    expect((await fetch(`${site.url}/nothing-here`)).status).toBe(404);
+  });
+
+  it("runs the smoke notebook as the server kernel does: values, streams, live display updates", async () => {
+    const { page, requests, errors } = await openNotebook(browser, site, "smoke.ipynb");
+    const { cells } = await runAll(page);
+    allRequests.push(...requests);
+    await page.screenshot({ path: join(SHOTS, "smoke.png"), fullPage: true });
+    expect(errors).toEqual([]);
+    expect(textOf(cells[0].outputs)).toBe("hypot 5\n");
+    expect(textOf(cells[1].outputs)).toBe("42\n");
+    // display_id: the display is updated in place (by cell 3, then from cell 4 through its handle)
+    const html = cells[2].outputs.find((o) => o.output_type === "display_data")?.data?.["text/html"];
+    expect(html).toBe("<b>third</b>");
+    expect(textOf(cells[2].outputs)).toContain("'a/b'");
+    expect(textOf(cells[3].outputs)).toBe("'updated'\n");
+    await page.close();
+  });
+
+  it("puts tensors on the browser's own adapter, with exact and consistent memory figures", async () => {
+    const { page, requests } = await openNotebook(browser, site, "smoke.ipynb");
+    allRequests.push(...requests);
+    const out = await runNewCell(
+      page,
+      [
+        "const props = await torch.cuda.get_device_properties();",
+        "const before = torch.cuda.memory_allocated();",
+        "const big = torch.ones(1024, 1024);",
+        "const total = big.sum();",
+        "const s = await total.item();",
+        "const during = torch.cuda.memory_allocated() - before;",
+        "big.dispose();",
+        "total.dispose();",
+        "console.log(JSON.stringify({ name: props.name, arch: props.architecture, binding: props.limits.maxStorageBufferBindingSize, s, during, after: torch.cuda.memory_allocated() - before, sync: torch.cuda.memory_stats()['reclaim.synchronous'] }));",
+      ].join("\n"),
+    );
+    const r = JSON.parse(textOf(out).trim().split("\n").pop()!);
+    expect(r.s).toBe(1024 * 1024);
+    // float32: 4 MiB, and the scalar's 512-byte block (PyTorch's rounding); disposed, both go back (a
+    // temporary no variable names would stay counted here until the browser collects it)
+    expect(r.during).toBe(4 * 1024 * 1024 + 512);
+    expect(r.after).toBe(0);
+    expect(r.sync).toBe(0); // a browser cannot reclaim synchronously, and says so
+    expect(r.arch).toBe("swiftshader"); // the adapter Chromium gives here, read from the adapter
+    expect(r.binding).toBeGreaterThan(0);
+    console.log(`adapter: ${r.name} (${r.arch}), maxStorageBufferBindingSize ${r.binding}`);
+    // a PyTorch error in PyTorch's words, mapped to the cell's line
+    const err = await runNewCell(page, "const a = torch.ones(2, 3);\na.matmul(torch.ones(2, 3));");
+    const e = err.find((o) => o.output_type === "error")!;
+    expect(e.evalue).toBe("mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)");
+    const tb = e.traceback.join("\n").replace(/\x1b\[[0-9;]*m/g, "");
+    expect(tb).toContain("Cell [2], line 2:\n    1 const a = torch.ones(2, 3);\n--> 2 a.matmul(torch.ones(2, 3));");
+    // completion and inspection from live values, as the server kernel's live part gives them
+    const asked = await page.evaluate(async () => {
+      const k = (window as any).jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+      const c = await k.requestComplete({ code: "torch.cu", cursor_pos: 8 });
+      const i = await k.requestInspect({ code: "props", cursor_pos: 5, detail_level: 0 });
+      return { matches: c.content.matches as string[], start: c.content.cursor_start, found: i.content.found, text: i.content.data?.["text/plain"] as string };
+    });
+    expect(asked.matches).toContain("cuda");
+    expect(asked.start).toBe(6);
+    expect(asked.found).toBe(true);
+    expect(asked.text).toContain("swiftshader");
+    await page.screenshot({ path: join(SHOTS, "adapter.png"), fullPage: true });
+    // interrupt: a cell waiting in a loop stops with KeyboardInterrupt, and the kernel stays usable
+    const looping = runNewCell(page, "let turns = 0;\nwhile (true) { turns++; await new Promise((r) => setTimeout(r, 10)); }");
+    await page.waitForFunction(() => (window as any).jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === "busy");
+    await page.waitForTimeout(500);
+    await page.evaluate(() => (window as any).jupyterapp.shell.currentWidget.sessionContext.session.kernel.interrupt());
+    expect((await looping).find((o) => o.output_type === "error")?.ename).toBe("KeyboardInterrupt");
+    expect(textOf(await runNewCell(page, "turns > 0"))).toBe("true\n");
+    // restart: a fresh Worker, so no variable and no tensor survives
+    await page.evaluate(() => (window as any).jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart());
+    const fresh = await runNewCell(page, "console.log(typeof props, torch.cuda.memory_allocated())");
+    expect(textOf(fresh)).toBe("undefined 0\n");
+    await page.close();
+  });
+
+  it.each(COURSE)("%s: Run All with no error and the server kernel's exercise verdicts", async (nb) => {
+    const { page, requests, errors, openMs } = await openNotebook(browser, site, nb);
+    const { cells, firstOutputMs, ms } = await runAll(page);
+    allRequests.push(...requests);
+    console.log(`${nb}: opened in ${openMs} ms, first cell ran ${firstOutputMs} ms after Run All, all cells in ${ms} ms`);
+    // graphs and plots are drawn by the browser (JupyterLab's SVG and Vega renderers): the screenshot
+    // shows the first one
+    const shown = await showFirstDisplay(page);
+    if (nb.startsWith("00_")) expect(shown).toBe("vega");
+    if (nb.startsWith("02_")) expect(shown).toBe("svg");
+    await page.screenshot({ path: join(SHOTS, nb.replace(/\.ipynb$/, ".png")) });
+    expect(errors).toEqual([]);
+    const failed = cells.flatMap((c) => c.outputs.filter((o) => o.output_type === "error").map((o) => `${o.ename}: ${o.evalue}`));
+    expect(failed).toEqual([]);
+    // The server kernel's verdicts for the untouched notebook, from the executed copy `gradlab run`
+    // writes: an unsolved exercise prints ✗ in both.
+    const browserVerdicts = verdicts(cells.map((c) => textOf(c.outputs)).join(""));
+    const server = verdicts(serverText(nb));
+    expect(server.length).toBeGreaterThan(0);
+    expect(browserVerdicts).toEqual(asInBrowser(server, browserVerdicts));
+    await page.close();
+  });
+
+  it("without WebGPU, says so in the first cell's output, and plain TypeScript still runs", async () => {
+    const plain = await startChromium(false);
+    try {
+      const { page } = await openNotebook(plain, site, "smoke.ipynb");
+      const { cells } = await runAll(page);
+      await page.screenshot({ path: join(SHOTS, "no-webgpu.png"), fullPage: true });
+      const first = textOf(cells[0].outputs);
+      expect(first).toContain("GradLab needs WebGPU");
+      expect(first).toMatch(/Chrome and Edge 113\+/);
+      expect(first).toContain("--enable-unsafe-webgpu");
+      expect(first).toContain("hypot 5");
+      const out = await runNewCell(page, "torch.ones(2)");
+      expect(out.find((o) => o.output_type === "error")?.evalue).toContain("no WebGPU adapter");
+    } finally {
+      await plain.close();
+    }
+  });
+
+  it("requests nothing from any other origin", () => {
+    expect(allRequests.length).toBeGreaterThan(50);
+    expect(allRequests.some((u) => u.endsWith("/files/check.ts"))).toBe(true); // the Worker's own fetches are seen too
+    expect(foreign(site, allRequests)).toEqual([]);
+  });
+});
+
+/** The text the server kernel prints for the notebook: `gradlab run` over the protocol, on a copy of
+ *  the course (the notebook imports ./check.ts beside it). */
+function serverText(nb: string): string {
+  serverCopy ??= (() => {
+    const dir = join(mkdtempSync(join(tmpdir(), "gradlab-lite-server-")), "notebooks");
+    cpSync(join(REPO, "notebooks"), dir, { recursive: true });
+    return dir;
+  })();
+  const out = join(serverCopy, `executed-${nb}`);
+  const r = spawnSync(process.execPath, [join(REPO, "bin", "gradlab.js"), "run", join(serverCopy, nb), "-o", out], { encoding: "utf8", timeout: 300_000 });
+  if (r.status !== 0) throw new Error(`gradlab run ${nb} failed: ${r.stderr}`);
+  const cells = JSON.parse(readFileSync(out, "utf8")).cells as Array<{ cell_type: string; outputs?: Array<Record<string, any>> }>;
+  return cells.map((c) => (c.cell_type === "code" ? textOf(c.outputs ?? []) : "")).join("");
+}
+let serverCopy: string | undefined;

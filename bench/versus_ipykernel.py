@@ -1,18 +1,30 @@
 """GradLab's kernel and ipykernel through jupyter_client in the same run (issue 22): the first completion
-after start, printed output, and the round trip of an empty cell.
+after start, printed output, the round trip of an empty cell, and restarts; with each metric's ratio
+(GradLab / ipykernel: above 1 means GradLab is slower) and the load averages before and after, since
+a shared machine's figures mean little without them.
 
-usage: JUPYTER_PATH=<dir with the gradlab kernelspec>:<ipykernel's> python3 bench/versus_ipykernel.py
+usage: JUPYTER_PATH=<dir with the gradlab kernelspec>:<ipykernel's> python3 bench/versus_ipykernel.py [ROUNDS]
 - first_tab_s: from the first kernel_info_reply (wait_for_ready) to the reply of a complete_request sent
   at once (GradLab's language service loads TypeScript in a worker; a reply with no matches means it was
   not ready in time);
 - print_s: a cell printing 10 x 1000 lines, request to idle (median of 5);
-- roundtrip_ms: an empty cell, request to reply (median of 50).
+- roundtrip_ms: an empty cell, request to reply (median of 50);
+- restart_s: restart_kernel(now=False) to the reply of a cell in the new kernel (median of ROUNDS,
+  default 10; bench/restart.py), and how each old process ended (anything but exit 0 is unclean).
+The first-Tab figure is measured for ROUNDS fresh kernels too (median and max), since one start says
+little on a loaded machine.
 """
 import json
+import os
 import statistics
+import sys
 import time
 
 from jupyter_client import KernelManager
+
+from restart import measure as measure_restarts
+
+ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 10
 
 CASES = {
     "gradlab": {
@@ -36,19 +48,33 @@ def run_until_idle(kc, code):
             return
 
 
-def measure(name):
-    c = CASES[name]
+def first_tab(name):
+    """A fresh kernel: seconds from its first kernel_info_reply to the reply of a completion sent at
+    once, whether that reply had the match, and the started kernel (for the other measurements)."""
     km = KernelManager(kernel_name=name)
     km.start_kernel()
     kc = km.client()
     kc.start_channels()
     kc.wait_for_ready(timeout=60)
     t0 = time.perf_counter()
-    code, _ = c["complete"]
+    code, _ = CASES[name]["complete"]
     kc.complete(code, len(code))
     reply = kc.get_shell_msg(timeout=60)
-    first_tab = time.perf_counter() - t0
-    matches = reply["content"].get("matches", [])
+    return time.perf_counter() - t0, "someLongVariableName" in reply["content"].get("matches", []), km, kc
+
+
+def measure(name):
+    c = CASES[name]
+    tabs, matched = [], []
+    for _ in range(ROUNDS - 1):
+        t, ok, km, kc = first_tab(name)
+        tabs.append(t)
+        matched.append(ok)
+        kc.stop_channels()
+        km.shutdown_kernel()
+    t, ok, km, kc = first_tab(name)
+    tabs.append(t)
+    matched.append(ok)
     prints = []
     for _ in range(5):
         t = time.perf_counter()
@@ -61,12 +87,28 @@ def measure(name):
         trips.append((time.perf_counter() - t) * 1000)
     kc.stop_channels()
     km.shutdown_kernel()
+    restarts = measure_restarts(name, "1 + 1", ROUNDS)
     return {
-        "first_tab_s": round(first_tab, 3),
-        "first_tab_matched": "someLongVariableName" in matches,
+        "first_tab_s": round(statistics.median(tabs), 3),
+        "first_tab_max_s": round(max(tabs), 3),
+        "first_tab_matched": f"{matched.count(True)}/{len(matched)}",
         "print_s": round(statistics.median(prints), 3),
         "roundtrip_ms": round(statistics.median(trips), 2),
+        "restart_s": restarts["median_s"],
+        "restart_max_s": restarts["max_s"],
+        "restart_exits": restarts["exits"],
     }
 
 
-print(json.dumps({"gradlab": measure("gradlab"), "ipykernel": measure("python3")}))
+if __name__ == "__main__":
+    load_before = os.getloadavg()
+    out = {"rounds": ROUNDS, "gradlab": measure("gradlab"), "ipykernel": measure("python3")}
+    out["ratio"] = {
+        k: round(out["gradlab"][k] / out["ipykernel"][k], 2)
+        for k in ("first_tab_s", "first_tab_max_s", "print_s", "roundtrip_ms", "restart_s")
+        if out["ipykernel"][k]
+    }
+    out["load_before"] = [round(x, 2) for x in load_before]
+    out["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    out["cores"] = os.cpu_count()
+    print(json.dumps(out))

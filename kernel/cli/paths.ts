@@ -4,6 +4,8 @@ import { homedir } from "node:os";
 import { REPO } from "../repo.ts";
 
 export { REPO };
+/** The classroom hub's configuration: in a checkout only (the npm package does not ship deploy/). */
+export const HUB_CONFIG = join(REPO, "deploy", "jupyterhub_config.py");
 /** The built kernel's entry (this file's own build, whether this runs from dist/ or from sources). */
 export const KERNEL_MAIN = join(REPO, "dist", "kernel", "cli", "main.js");
 

@@ -48,7 +48,16 @@ const VENV_SPEC = "/opt/gradlab-classroom/venv/share/jupyter/kernels/gradlab/ker
 
 beforeAll(async () => {
   venvSpec = existsSync(VENV_SPEC) ? readFileSync(VENV_SPEC, "utf8") : null;
-  cls = await startClassroom({ students: 3, prefix: "gltest", mem: "1536M", deviceMemory: "256M", maxActive: 2, tmpSize: "64M", homeSize: "64M", removeAccounts: true });
+  cls = await startClassroom({
+    students: 3,
+    prefix: "gltest",
+    mem: "1536M",
+    deviceMemory: "256M",
+    maxActive: 2,
+    tmpSize: "64M",
+    homeSize: "64M",
+    removeAccounts: true,
+  });
   [a, b, c] = cls.students;
 }, 180_000);
 
@@ -307,7 +316,10 @@ readFileSync(homedir() + "/b.bin").length`,
     expect((other.outputs.find((m) => m.header.msg_type === "execute_result")!.content as any).data["text/plain"]).toBe(String(8 << 20));
     // and A's server still answers (its own files API on the full home), and works again once A deletes
     expect((await userApi(cls.base, tokens[a], a, `/contents/${NB}`)).status).toBe(200);
-    const freed = await execute(notebooks[a].session, `import { rmSync, writeFileSync } from "node:fs";\nimport { homedir } from "node:os";\nrmSync(homedir() + "/fill.bin");\nwriteFileSync(homedir() + "/after.txt", "ok")`);
+    const freed = await execute(
+      notebooks[a].session,
+      `import { rmSync, writeFileSync } from "node:fs";\nimport { homedir } from "node:os";\nrmSync(homedir() + "/fill.bin");\nwriteFileSync(homedir() + "/after.txt", "ok")`,
+    );
     expect(freed.error).toBeUndefined();
   }, 120_000);
 

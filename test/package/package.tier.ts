@@ -177,13 +177,15 @@ test("in a checkout, bin/gradlab.js rebuilds dist/ once after a source changes, 
 
 test("the installed package does not offer `gradlab classroom` (a checkout's command): not in its help, and asking for it changes nothing", () => {
   const env = { JUPYTER_PATH: join(dir, "classroom-probe", "share", "jupyter"), GRADLAB_CLASS_KERNELS: join(dir, "classroom-probe", "kernels") };
-  const help = spawnSync("npx", ["--no-install", "gradlab", "--help"], { cwd: app, encoding: "utf8", env: { ...process.env, ...env } });
+  const gradlab = (args: string[]) =>
+    spawnSync("npx", ["--no-install", ...["gradlab", ...args]], { cwd: app, encoding: "utf8", env: { ...process.env, ...env } });
+  const help = gradlab(["--help"]);
   expect(help.status, help.stderr).toBe(0);
   expect(help.stdout).toContain("gradlab run");
   expect(help.stdout).not.toContain("classroom");
   // what a teacher who read about the classroom would type, with and without options
   for (const args of [["classroom"], ["classroom", "--users", "3"], ["classroom", "--help"]]) {
-    const r = spawnSync("npx", ["--no-install", "gradlab", ...args], { cwd: app, encoding: "utf8", env: { ...process.env, ...env } });
+    const r = gradlab(args);
     expect(r.status, args.join(" ")).toBe(2);
     expect(r.stderr).toMatch(/"classroom" is not part of the npm package: a classroom server runs from a checkout/);
     expect(r.stdout).not.toMatch(/GradLab classroom: http/);

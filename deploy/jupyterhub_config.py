@@ -136,9 +136,9 @@ TMP_SIZE = env_int("GRADLAB_CLASS_TMP_SIZE", 256 * 2**20)  # bytes, each of /tmp
 RESERVE = env_int("GRADLAB_CLASS_RESERVE", 1024 * 2**20)  # bytes
 # admission: at most this many servers at once; the next student gets "the class is full"
 # (templates/error.html) instead of a spawn that times out. Default: as many as fit when each uses
-# ADMIT bytes (the measured working set of one student, well under the cap MEM_LIMIT, which only
-# a few students reach at the same time).
-ADMIT = env_int("GRADLAB_CLASS_ADMIT_MEM", 768 * 2**20)  # bytes
+# ADMIT bytes: the measured peak of one student working through the whole course with three notebooks
+# (three kernels) open, 1018 MiB charged to their cgroup (docs/classroom.md), under the cap MEM_LIMIT.
+ADMIT = env_int("GRADLAB_CLASS_ADMIT_MEM", 1024 * 2**20)  # bytes
 KERNEL_IDLE = env_int("GRADLAB_CLASS_KERNEL_IDLE", 30 * 60)  # seconds
 SERVER_IDLE = env_int("GRADLAB_CLASS_SERVER_IDLE", 60 * 60)  # seconds
 if DEVICE_MEMORY >= MEM_LIMIT:

@@ -21,7 +21,7 @@ export const CLASSROOM_USAGE = `usage: gradlab classroom [options]        (as ro
   --kernel-idle S             shut a kernel down after S idle seconds (default 1800)
   --server-idle S             stop a student's server after S idle seconds (default 3600)
   --max-active N              at most N servers at once; the next student is told the class is full
-                              (default: machine memory minus --reserve, over 768M per student)
+                              (default: machine memory minus --reserve, over 1G per student)
   --reserve SIZE              memory kept for the hub, proxy and system (default 1G)
   --tmp-size SIZE             each student's private /tmp and /dev/shm (tmpfs, charged to their
                               memory cap; default 256M; 0 shares the machine's /tmp)

@@ -92,7 +92,9 @@ function memoryCgroup(name: string): string | null {
   for (const pid of processesOf(uidOf(name).uid)) {
     try {
       const path = /:memory:(.*)$/m.exec(readFileSync(`/proc/${pid}/cgroup`, "utf8"))?.[1];
-      if (path) return `/sys/fs/cgroup/memory${path}`;
+      // the student's own cgroup only: a process of theirs seen elsewhere (one that is starting, or
+      // exiting) would report another cgroup's peak (a whole-class run once read 18 GiB for one student)
+      if (path?.endsWith(`/gradlab-classroom/${name}`)) return `/sys/fs/cgroup/memory${path}`;
     } catch {
       // exited
     }

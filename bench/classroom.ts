@@ -247,3 +247,8 @@ for (const n of sizes) {
   for (const f of failures.slice(0, 10)) console.log(`  failure: ${f}`);
 }
 if (jsonOut) writeFileSync(jsonOut, `${JSON.stringify(all, null, 2)}\n`);
+
+// every class is stopped and its accounts removed by now; what still holds the event loop (a session's
+// websocket or timer inside @jupyterlab/services, as the 2026-12-03 run showed: it sat idle after its
+// JSON was written) must not keep a finished simulation alive
+process.exit(0);

@@ -301,7 +301,11 @@ def mount_home(user):
         with open(image, "wb") as f:
             f.truncate(HOME_SIZE)  # sparse: the disk holds only what the student writes
         # -d: the home's current files; -m 0: no blocks reserved for root (nobody else writes there)
-        _run(["mkfs.ext4", "-q", "-F", "-m", "0", "-d", home, "-E", f"root_owner={user.pw_uid}:{user.pw_gid}", str(image)])
+        try:
+            _run(["mkfs.ext4", "-q", "-F", "-m", "0", "-d", home, "-E", f"root_owner={user.pw_uid}:{user.pw_gid}", str(image)])
+        except RuntimeError:
+            image.unlink()  # (a home bigger than --home-size): no half-made image for the next start
+            raise
     loop = attached_loop(image)
     try:
         _run(["mount", "-o", "nosuid,nodev", loop, home] if loop else ["mount", "-o", "loop,nosuid,nodev", str(image), home])

@@ -20,8 +20,9 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY . .
 RUN set -eux; \
-    npm pack --pack-destination /out; \
+    # npm 11 does not make --pack-destination itself
     mkdir -p /out/course; \
+    npm pack --pack-destination /out; \
     cp notebooks/*.ipynb notebooks/check.ts /out/course/
 
 # ---- runtime ---------------------------------------------------------------------------------------

@@ -12,6 +12,10 @@
 //   npx tsx bench/classroom.ts --think 5-15            seconds of think time before each cell (uniform)
 //   npx tsx bench/classroom.ts --arrival 30            students arrive over the first 30 s
 //   npx tsx bench/classroom.ts --notebooks 01,02,06    which course notebooks each student works through
+//   npx tsx bench/classroom.ts --notebooks all         the whole course, 00 to 13
+//   npx tsx bench/classroom.ts --open 3                notebooks a student keeps open (a kernel each, as
+//                                                      JupyterLab keeps them): the oldest closes when the
+//                                                      next opens past 3 (default 1)
 //   npx tsx bench/classroom.ts --json out.json         also write every figure as JSON
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg, cpus, totalmem } from "node:os";
@@ -24,6 +28,7 @@ let think: [number, number] = [5, 15];
 let arrival = 30;
 let notebookPrefixes = ["01", "02"];
 let jsonOut = "";
+let keepOpen = 1;
 let mem = "1536M";
 const PER_RUN_LIMIT_S = 20 * 60; // a class that has not finished in 20 minutes is reported as failed
 for (let i = 0; i < args.length; i++) {
@@ -40,6 +45,7 @@ for (let i = 0; i < args.length; i++) {
   else if (a === "--think") think = v().split("-").map(Number) as [number, number];
   else if (a === "--arrival") arrival = Number(v());
   else if (a === "--notebooks") notebookPrefixes = v().split(",");
+  else if (a === "--open") keepOpen = Number(v());
   else if (a === "--json") jsonOut = resolve(v());
   else if (a === "--mem") mem = v();
   else throw new Error(`unknown option ${a}`);
@@ -47,9 +53,11 @@ for (let i = 0; i < args.length; i++) {
 if (!sizes.every((n) => Number.isInteger(n) && n > 0 && n <= 99)) throw new Error("--students: class sizes from 1 to 99");
 if (think.length !== 2 || !think.every((t) => Number.isFinite(t) && t >= 0) || think[0] > think[1]) throw new Error("--think needs MIN-MAX seconds");
 if (!Number.isFinite(arrival) || arrival < 0) throw new Error("--arrival needs seconds");
+if (!Number.isInteger(keepOpen) || keepOpen < 1) throw new Error("--open needs a count of notebooks >= 1");
 
 // the course notebooks each student works through, by prefix ("01" -> 01_dynamic_graph.ipynb)
 const course = readdirSync(join(REPO, "notebooks")).filter((f) => f.endsWith(".ipynb"));
+if (notebookPrefixes.join() === "all") notebookPrefixes = course.filter((f) => /^\d\d_/.test(f)).map((f) => f.slice(0, 2));
 const nbNames = notebookPrefixes.map((p) => {
   const f = course.find((x) => x.startsWith(p));
   if (!f) throw new Error(`--notebooks: no course notebook starts with ${p}`);
@@ -84,7 +92,9 @@ function memoryCgroup(name: string): string | null {
   for (const pid of processesOf(uidOf(name).uid)) {
     try {
       const path = /:memory:(.*)$/m.exec(readFileSync(`/proc/${pid}/cgroup`, "utf8"))?.[1];
-      if (path) return `/sys/fs/cgroup/memory${path}`;
+      // the student's own cgroup only: a process of theirs seen elsewhere (one that is starting, or
+      // exiting) would report another cgroup's peak (a whole-class run once read 18 GiB for one student)
+      if (path?.endsWith(`/gradlab-classroom/${name}`)) return `/sys/fs/cgroup/memory${path}`;
     } catch {
       // exited
     }
@@ -161,10 +171,14 @@ async function drive(n: number, cls: Awaited<ReturnType<typeof startClassroom>>,
         const token = await login(cls.base, name, cls.password);
         await startServer(cls.base, token, name, 300_000);
         const settings = serverSettings(cls.base, token, name);
-        for (const nb of nbNames) {
-          const cells = await codeCells(cls.base, token, name, nb);
-          const opened = await openNotebook(settings, nb);
-          try {
+        // the notebooks still open (each with its kernel), oldest first
+        const open: Awaited<ReturnType<typeof openNotebook>>[] = [];
+        try {
+          for (const nb of nbNames) {
+            const cells = await codeCells(cls.base, token, name, nb);
+            if (open.length >= keepOpen) await open.shift()!.close();
+            const opened = await openNotebook(settings, nb);
+            open.push(opened);
             await opened.session.kernel!.info; // kernel_info answered: the kernel is ready for the first cell
             if (r.first_kernel_s === null) r.first_kernel_s = (Date.now() - arrived) / 1000;
             for (const code of cells) {
@@ -174,9 +188,9 @@ async function drive(n: number, cls: Awaited<ReturnType<typeof startClassroom>>,
               r.cells.push(run.ms);
               if (run.status !== "ok") r.failures.push(`${nb}: ${run.error}`);
             }
-          } finally {
-            await opened.close();
           }
+        } finally {
+          for (const o of open) await o.close();
         }
       } catch (e) {
         r.failures.push(String((e as Error)?.message ?? e));
@@ -200,7 +214,7 @@ async function drive(n: number, cls: Awaited<ReturnType<typeof startClassroom>>,
 }
 
 console.log(
-  `classroom simulation: ${cpus().length} CPUs, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM; notebooks ${notebookPrefixes.join(", ")}; think ${think[0]}–${think[1]} s; arrivals over ${arrival} s; memory cap ${mem} per student`,
+  `classroom simulation: ${cpus().length} CPUs, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM; notebooks ${notebookPrefixes.join(", ")}, ${keepOpen} open at a time; think ${think[0]}–${think[1]} s; arrivals over ${arrival} s; memory cap ${mem} per student`,
 );
 const all = [];
 for (const n of sizes) {
@@ -233,3 +247,8 @@ for (const n of sizes) {
   for (const f of failures.slice(0, 10)) console.log(`  failure: ${f}`);
 }
 if (jsonOut) writeFileSync(jsonOut, `${JSON.stringify(all, null, 2)}\n`);
+
+// every class is stopped and its accounts removed by now; what still holds the event loop (a session's
+// websocket or timer inside @jupyterlab/services, as the 2026-12-03 run showed: it sat idle after its
+// JSON was written) must not keep a finished simulation alive
+process.exit(0);

@@ -18,14 +18,14 @@ N = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 20
 CELL = "--no-cell" not in sys.argv
 
 
-def measure(name, code):
+def measure(name, code, rounds=N):
     km = KernelManager(kernel_name=name)
     km.start_kernel()
     kc = km.client()
     kc.start_channels()
     kc.wait_for_ready(timeout=60)
     times, ends = [], []
-    for _ in range(N):
+    for _ in range(rounds):
         proc = km.provisioner.process
         t0 = time.perf_counter()
         km.restart_kernel(now=False)
@@ -44,8 +44,9 @@ def measure(name, code):
     }
 
 
-code = "1 + 1" if CELL else None
-out = {"rounds": N, "cell": CELL, "gradlab": measure("gradlab", code)}
-if "--gradlab-only" not in sys.argv:
-    out["ipykernel"] = measure("python3", code)
-print(json.dumps(out))
+if __name__ == "__main__":
+    code = "1 + 1" if CELL else None
+    out = {"rounds": N, "cell": CELL, "gradlab": measure("gradlab", code)}
+    if "--gradlab-only" not in sys.argv:
+        out["ipykernel"] = measure("python3", code)
+    print(json.dumps(out))

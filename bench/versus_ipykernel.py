@@ -1,18 +1,38 @@
 """GradLab's kernel and ipykernel through jupyter_client in the same run (issue 22): the first completion
-after start, printed output, and the round trip of an empty cell.
+after start, printed output, the round trip of an empty cell, and restarts; with each metric's ratio
+(GradLab / ipykernel: above 1 means GradLab is slower) and the load averages before and after, since
+a shared machine's figures mean little without them.
 
-usage: JUPYTER_PATH=<dir with the gradlab kernelspec>:<ipykernel's> python3 bench/versus_ipykernel.py
+usage: JUPYTER_PATH=<dir with the gradlab kernelspec>:<ipykernel's> python3 bench/versus_ipykernel.py [ROUNDS] [--also NAME]
+  --also NAME: another GradLab kernelspec (another build, `gradlab install --name NAME` from its tree),
+  measured in the same run, its first Tab interleaved with the others' round by round (an A/B on a
+  machine whose load changes by the minute).
 - first_tab_s: from the first kernel_info_reply (wait_for_ready) to the reply of a complete_request sent
   at once (GradLab's language service loads TypeScript in a worker; a reply with no matches means it was
   not ready in time);
 - print_s: a cell printing 10 x 1000 lines, request to idle (median of 5);
-- roundtrip_ms: an empty cell, request to reply (median of 50).
+- roundtrip_ms: an empty cell, request to reply (median of 50);
+- restart_s: restart_kernel(now=False) to the reply of a cell in the new kernel (median of ROUNDS,
+  default 10; bench/restart.py), and how each old process ended (anything but exit 0 is unclean).
+The first-Tab figure is measured for ROUNDS fresh kernels too (median and max), since one start says
+little on a loaded machine.
 """
 import json
+import os
 import statistics
+import sys
 import time
 
 from jupyter_client import KernelManager
+
+from restart import measure as measure_restarts
+
+ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 10
+KERNELS = ["gradlab", "python3"] + ([sys.argv[sys.argv.index("--also") + 1]] if "--also" in sys.argv else [])
+
+
+def case(name):
+    return CASES["python3" if name == "python3" else "gradlab"]
 
 CASES = {
     "gradlab": {
@@ -29,30 +49,62 @@ CASES = {
 
 
 def run_until_idle(kc, code):
+    """Runs a cell; returns the number of lines it printed (seen on IOPub before its idle status)."""
     msg_id = kc.execute(code)
+    lines = 0
     while True:
         m = kc.get_iopub_msg(timeout=60)
-        if m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
-            return
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        if m["msg_type"] == "stream":
+            lines += m["content"]["text"].count("\n")
+        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+            return lines
 
 
-def measure(name):
-    c = CASES[name]
+def first_tab(name):
+    """A fresh kernel: seconds from its first kernel_info_reply to the reply of a completion sent at
+    once, whether that reply had the match, and the started kernel (for the other measurements)."""
     km = KernelManager(kernel_name=name)
     km.start_kernel()
     kc = km.client()
     kc.start_channels()
     kc.wait_for_ready(timeout=60)
     t0 = time.perf_counter()
-    code, _ = c["complete"]
-    kc.complete(code, len(code))
-    reply = kc.get_shell_msg(timeout=60)
-    first_tab = time.perf_counter() - t0
-    matches = reply["content"].get("matches", [])
+    code, _ = case(name)["complete"]
+    msg_id = kc.complete(code, len(code))
+    # wait_for_ready may leave further kernel_info_replies on the shell channel: skip to ours
+    while (reply := kc.get_shell_msg(timeout=60))["parent_header"].get("msg_id") != msg_id:
+        pass
+    return time.perf_counter() - t0, "someLongVariableName" in reply["content"].get("matches", []), km, kc
+
+
+def first_tabs():
+    """ROUNDS fresh kernels of each kind, interleaved; the last of each stays up for the other figures."""
+    tabs = {n: [] for n in KERNELS}
+    matched = {n: [] for n in KERNELS}
+    kept = {}
+    for r in range(ROUNDS):
+        for name in KERNELS:
+            t, ok, km, kc = first_tab(name)
+            tabs[name].append(t)
+            matched[name].append(ok)
+            if r < ROUNDS - 1:
+                kc.stop_channels()
+                km.shutdown_kernel()
+            else:
+                kept[name] = (km, kc)
+    return tabs, matched, kept
+
+
+def measure(name, tabs, matched, km, kc):
+    c = case(name)
     prints = []
     for _ in range(5):
         t = time.perf_counter()
-        run_until_idle(kc, c["print"])
+        printed = run_until_idle(kc, c["print"])
+        # a figure only for a cell that printed everything (an error would be fast, and wrong)
+        assert printed == 10_000, f"{name} printed {printed} lines, not 10000"
         prints.append(time.perf_counter() - t)
     trips = []
     for _ in range(50):
@@ -61,12 +113,31 @@ def measure(name):
         trips.append((time.perf_counter() - t) * 1000)
     kc.stop_channels()
     km.shutdown_kernel()
+    restarts = measure_restarts(name, "1 + 1", ROUNDS)
     return {
-        "first_tab_s": round(first_tab, 3),
-        "first_tab_matched": "someLongVariableName" in matches,
+        "first_tab_s": round(statistics.median(tabs), 3),
+        "first_tab_max_s": round(max(tabs), 3),
+        "first_tab_matched": f"{matched.count(True)}/{len(matched)}",
         "print_s": round(statistics.median(prints), 3),
         "roundtrip_ms": round(statistics.median(trips), 2),
+        "restart_s": restarts["median_s"],
+        "restart_max_s": restarts["max_s"],
+        "restart_exits": restarts["exits"],
     }
 
 
-print(json.dumps({"gradlab": measure("gradlab"), "ipykernel": measure("python3")}))
+if __name__ == "__main__":
+    load_before = os.getloadavg()
+    tabs, matched, kept = first_tabs()
+    out = {"rounds": ROUNDS}
+    for name in KERNELS:
+        out["ipykernel" if name == "python3" else name] = measure(name, tabs[name], matched[name], *kept[name])
+    metrics = ("first_tab_s", "first_tab_max_s", "print_s", "roundtrip_ms", "restart_s")
+    for name in KERNELS:
+        if name != "python3":
+            key = "ratio" if name == "gradlab" else f"ratio_{name}"
+            out[key] = {k: round(out[name][k] / out["ipykernel"][k], 2) for k in metrics if out["ipykernel"][k]}
+    out["load_before"] = [round(x, 2) for x in load_before]
+    out["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    out["cores"] = os.cpu_count()
+    print(json.dumps(out))

@@ -16,6 +16,7 @@ import hmac
 import os
 import pwd
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -135,9 +136,9 @@ TMP_SIZE = env_int("GRADLAB_CLASS_TMP_SIZE", 256 * 2**20)  # bytes, each of /tmp
 RESERVE = env_int("GRADLAB_CLASS_RESERVE", 1024 * 2**20)  # bytes
 # admission: at most this many servers at once; the next student gets "the class is full"
 # (templates/error.html) instead of a spawn that times out. Default: as many as fit when each uses
-# ADMIT bytes (the measured working set of one student, well under the cap MEM_LIMIT, which only
-# a few students reach at the same time).
-ADMIT = env_int("GRADLAB_CLASS_ADMIT_MEM", 768 * 2**20)  # bytes
+# ADMIT bytes: the measured peak of one student working through the whole course with three notebooks
+# (three kernels) open, 1018 MiB charged to their cgroup (docs/classroom.md), under the cap MEM_LIMIT.
+ADMIT = env_int("GRADLAB_CLASS_ADMIT_MEM", 1024 * 2**20)  # bytes
 KERNEL_IDLE = env_int("GRADLAB_CLASS_KERNEL_IDLE", 30 * 60)  # seconds
 SERVER_IDLE = env_int("GRADLAB_CLASS_SERVER_IDLE", 60 * 60)  # seconds
 if DEVICE_MEMORY >= MEM_LIMIT:
@@ -152,8 +153,6 @@ def machine_memory():
 
 
 if TMP_SIZE:
-    import subprocess
-
     # a private /tmp needs a mount namespace (CAP_SYS_ADMIN): where the hub cannot make one, say so and
     # share the machine's /tmp rather than fail every student's start
     probe = subprocess.run(["unshare", "--mount", "true"], capture_output=True)
@@ -164,6 +163,32 @@ if TMP_SIZE:
             file=sys.stderr,
         )
         TMP_SIZE = 0
+
+# a disk limit per student: each home is an ext4 file system of its own, in a sparse image file under
+# STATE/homes, loop-mounted on the home while the student's server runs. A student who fills it gets
+# ENOSPC in their own home; the file system holding /home, and every other student, are untouched.
+# (Quotas would do the same, but need the machine's file system mounted with usrquota, which a class
+# set-up should not change.) 0: plain homes, no limit.
+HOME_SIZE = env_int("GRADLAB_CLASS_HOME_SIZE", 1024 * 2**20)  # bytes per student
+if HOME_SIZE:
+    probe = subprocess.run(["losetup", "--find"], capture_output=True)
+    if probe.returncode != 0:
+        print(
+            "jupyterhub_config: no loop devices here "
+            f"({probe.stderr.decode().strip() or probe.returncode}); homes have no disk limit",
+            file=sys.stderr,
+        )
+        HOME_SIZE = 0
+    else:
+        free = shutil.disk_usage(STATE).free
+        if HOME_SIZE * len(STUDENTS) > free:
+            # the images are sparse: they take only what students write, but if all of them filled
+            # theirs, the file system holding STATE would fill first
+            print(
+                f"jupyterhub_config: {len(STUDENTS)} homes of {HOME_SIZE >> 20} MiB exceed the "
+                f"{free >> 20} MiB free under {STATE}: each student is still limited, all together are not",
+                file=sys.stderr,
+            )
 
 MACHINE_MEM = machine_memory()
 if MACHINE_MEM and RESERVE >= MACHINE_MEM:
@@ -209,6 +234,7 @@ _MS_BIND = 0x1000
 _MS_PRIVATE = 1 << 18
 _MS_NOSUID = 2
 _MS_NODEV = 4
+_MNT_DETACH = 2
 
 
 def _check(rc, what):
@@ -217,12 +243,18 @@ def _check(rc, what):
         raise OSError(e, f"{what}: {os.strerror(e)}")
 
 
-def private_tmp(size):
+def private_tmp(size, others=frozenset()):
     """In the spawned child, before exec: a mount namespace of its own whose /tmp and /dev/shm are
     fresh tmpfs of `size` bytes each (Python 3.11 has no os.unshare; libc does the same)."""
     _check(_libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
     # mounts made here must not propagate back to the machine's namespace
     _check(_libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
+    # the other students' homes (ext4 images) need not stay mounted here: a copy in this namespace
+    # would keep each one's file system alive after their own server stopped
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4]
+        if point in others:
+            _libc.umount2(point.encode(), _MNT_DETACH)
     for target in (b"/tmp", b"/dev/shm"):
         if os.path.isdir(target):
             # a GradLab checkout under /tmp (a CI clone) must stay visible: the kernelspec runs its dist/.
@@ -235,6 +267,63 @@ def private_tmp(size):
                 os.makedirs(repo, exist_ok=True)
                 _check(_libc.mount(f"/proc/self/fd/{keep}".encode(), repo.encode(), None, _MS_BIND | _MS_REC, None), f"bind {repo}")
                 os.close(keep)
+
+
+def _run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {(r.stderr or r.stdout).strip()}")
+    return r.stdout
+
+
+def home_image(user):
+    return STATE / "homes" / f"{user.pw_name}.ext4"
+
+
+def attached_loop(image):
+    """The loop device that still backs the image, if any: the home of a server that stopped stays
+    mounted in any mount namespace that copied it (another student's server started meanwhile, a
+    straggler), and is mounted again from that same device, so that there is only ever one ext4
+    instance of the image (two would corrupt it)."""
+    out = _run(["losetup", "--associated", str(image)]).strip()
+    return out.split(":", 1)[0] if out else None
+
+
+def mount_home(user):
+    """Loop-mounts the student's home image on their home (made on first use from what the home holds,
+    so an account that existed before keeps its files). Idempotent: a mounted home is left as it is."""
+    home = user.pw_dir
+    if os.path.ismount(home):
+        return
+    image = home_image(user)
+    image.parent.mkdir(mode=0o700, exist_ok=True)
+    if not image.exists():
+        with open(image, "wb") as f:
+            f.truncate(HOME_SIZE)  # sparse: the disk holds only what the student writes
+        # -d: the home's current files; -m 0: no blocks reserved for root (nobody else writes there)
+        try:
+            _run(["mkfs.ext4", "-q", "-F", "-m", "0", "-d", home, "-E", f"root_owner={user.pw_uid}:{user.pw_gid}", str(image)])
+        except RuntimeError:
+            image.unlink()  # (a home bigger than --home-size): no half-made image for the next start
+            raise
+    loop = attached_loop(image)
+    try:
+        _run(["mount", "-o", "nosuid,nodev", loop, home] if loop else ["mount", "-o", "loop,nosuid,nodev", str(image), home])
+    except RuntimeError:
+        if not loop:
+            raise
+        # its last holder let go between the two calls (the device cleared itself): a fresh loop
+        _run(["mount", "-o", "loop,nosuid,nodev", str(image), home])
+    os.chown(home, user.pw_uid, user.pw_gid)
+    os.chmod(home, 0o700)
+
+
+def unmount_home(user):
+    """After the student's server stopped; lazily if something still holds it (the loop device is freed
+    when that goes; mount_home reuses it meanwhile)."""
+    home = user.pw_dir
+    if os.path.ismount(home) and subprocess.run(["umount", home], capture_output=True).returncode != 0:
+        subprocess.run(["umount", "--lazy", home], capture_output=True)
 
 
 class ClassroomSpawner(LocalProcessSpawner):
@@ -265,6 +354,14 @@ class ClassroomSpawner(LocalProcessSpawner):
         procs = [str(d / "cgroup.procs") for d in self._cgroups]
 
         tmp_size = TMP_SIZE
+        others = set()
+        if HOME_SIZE:
+            for n in STUDENTS:
+                try:
+                    if n != name:
+                        others.add(pwd.getpwnam(n).pw_dir)
+                except KeyError:
+                    pass  # not created yet
 
         def preexec():
             # join the student's cgroups while still root, before exec: every kernel the server starts
@@ -276,13 +373,15 @@ class ClassroomSpawner(LocalProcessSpawner):
             with open("/proc/self/oom_score_adj", "w") as f:
                 f.write("500")
             if tmp_size:
-                private_tmp(tmp_size)
+                private_tmp(tmp_size, others)
             drop_privileges()
 
         return preexec
 
     def copy_course(self):
         user = pwd.getpwnam(self.user.name)
+        if HOME_SIZE:
+            mount_home(user)
         home = Path(user.pw_dir)
         os.chmod(home, 0o700)  # also for accounts that existed before the classroom
         dest = home / COURSE_DIR
@@ -308,6 +407,8 @@ class ClassroomSpawner(LocalProcessSpawner):
 
     async def stop(self, now=False):
         await super().stop(now=now)
+        if HOME_SIZE:
+            unmount_home(pwd.getpwnam(self.user.name))
         # an empty cgroup can go; one that still holds a straggler stays (rmdir refuses), and is reused
         for d in getattr(self, "_cgroups", []):
             try:

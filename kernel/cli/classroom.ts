@@ -5,7 +5,7 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { REPO } from "./paths.ts";
+import { HUB_CONFIG, REPO } from "./paths.ts";
 import { freePort } from "../sockets/connection.ts";
 
 export const CLASSROOM_USAGE = `usage: gradlab classroom [options]        (as root; see docs/classroom.md)
@@ -21,10 +21,12 @@ export const CLASSROOM_USAGE = `usage: gradlab classroom [options]        (as ro
   --kernel-idle S             shut a kernel down after S idle seconds (default 1800)
   --server-idle S             stop a student's server after S idle seconds (default 3600)
   --max-active N              at most N servers at once; the next student is told the class is full
-                              (default: machine memory minus --reserve, over 768M per student)
+                              (default: machine memory minus --reserve, over 1G per student)
   --reserve SIZE              memory kept for the hub, proxy and system (default 1G)
   --tmp-size SIZE             each student's private /tmp and /dev/shm (tmpfs, charged to their
                               memory cap; default 256M; 0 shares the machine's /tmp)
+  --home-size SIZE            disk limit of each student's home (an ext4 image of its own,
+                              loop-mounted on it; default 1G; 0: no limit)
   --state DIR                 hub database and secrets (default /var/lib/gradlab-classroom)
   --api-token-file FILE       register an admin API service whose token is in FILE (made if missing)
   --admin NAME[,NAME]         students who are also hub admins`;
@@ -43,6 +45,7 @@ export interface ClassroomOptions {
   maxActive: number | null;
   reserve: number;
   tmpSize: number;
+  homeSize: number;
   state: string;
   apiTokenFile: string | null;
   admins: string;
@@ -82,6 +85,7 @@ export function parseClassroomArgs(args: string[]): ClassroomOptions {
     maxActive: null,
     reserve: 2 ** 30,
     tmpSize: 256 * 2 ** 20,
+    homeSize: 2 ** 30,
     state: "/var/lib/gradlab-classroom",
     apiTokenFile: null,
     admins: "",
@@ -146,6 +150,12 @@ export function parseClassroomArgs(args: string[]): ClassroomOptions {
         o.tmpSize = v === "0" ? 0 : parseSize(v, flag);
         break;
       }
+      case "--home-size": {
+        const v = next();
+        o.homeSize = v === "0" ? 0 : parseSize(v, flag);
+        if (o.homeSize && o.homeSize < 16 * 2 ** 20) throw new Error("--home-size must be at least 16M (ext4's journal and the course)");
+        break;
+      }
       case "--state":
         o.state = resolve(next());
         break;
@@ -167,7 +177,6 @@ export const VENV = process.env.GRADLAB_CLASSROOM_VENV || "/opt/gradlab-classroo
 export const CHP = process.env.GRADLAB_CLASS_PROXY || "/opt/gradlab-classroom/chp/node_modules/.bin/configurable-http-proxy";
 /** each running class's kernelspec, in a directory named by the class's port */
 const CLASS_KERNELS = process.env.GRADLAB_CLASS_KERNELS || join(dirname(VENV), "kernels");
-const HUB_CONFIG = join(REPO, "deploy", "jupyterhub_config.py");
 export const JUPYTERHUB = process.env.GRADLAB_JUPYTERHUB || "/usr/bin/jupyterhub";
 
 export async function classroomCli(args: string[]): Promise<number> {
@@ -176,10 +185,6 @@ export async function classroomCli(args: string[]): Promise<number> {
     return 0;
   }
   const o = parseClassroomArgs(args);
-  if (!existsSync(HUB_CONFIG))
-    throw new Error(
-      `gradlab classroom runs from a checkout of GradLab's repository (it needs deploy/ and the course notebooks, which the npm package does not ship): ${HUB_CONFIG} is missing`,
-    );
   if (process.getuid?.() !== 0) throw new Error("classroom must run as root: it creates the students' Unix accounts and starts each server as its student");
   const missing = [
     [JUPYTERHUB, "Debian's jupyterhub"],
@@ -229,6 +234,7 @@ export async function classroomCli(args: string[]): Promise<number> {
     GRADLAB_CLASS_ADMINS: o.admins,
     GRADLAB_CLASS_RESERVE: String(o.reserve),
     GRADLAB_CLASS_TMP_SIZE: String(o.tmpSize),
+    GRADLAB_CLASS_HOME_SIZE: String(o.homeSize),
     GRADLAB_CLASS_JUPYTER_PATH: join(kernels, "share", "jupyter"),
   };
   if (o.maxActive !== null) env.GRADLAB_CLASS_MAX_ACTIVE = String(o.maxActive);

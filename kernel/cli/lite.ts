@@ -18,9 +18,9 @@ import { createServer } from "node:http";
 import { extname, join, relative, resolve, sep } from "node:path";
 import { build, type Plugin } from "esbuild";
 import { REPO } from "../repo.ts";
+import { LITE_DIR, LITE_WORKER } from "./paths.ts";
 
-const LITE = join(REPO, "lite");
-const MODULES = join(LITE, "node_modules");
+const MODULES = join(LITE_DIR, "node_modules");
 
 const USAGE = `usage:
   gradlab lite build --out DIR [--notebooks DIR]   assemble the static site (the course notebooks by default)
@@ -55,7 +55,7 @@ export async function liteCli(args: string[]): Promise<number> {
 function ensureModules(): void {
   if (existsSync(join(MODULES, "@jupyterlab", "application", "package.json"))) return;
   console.log("Installing JupyterLite's npm packages into lite/node_modules (once) ...");
-  const r = spawnSync("npm", ["ci", "--no-audit", "--no-fund", "--prefix", LITE], { stdio: "inherit" });
+  const r = spawnSync("npm", ["ci", "--no-audit", "--no-fund", "--prefix", LITE_DIR], { stdio: "inherit" });
   if (r.status !== 0) throw new Error("npm ci --prefix lite failed: GradLab Lite is assembled from npm packages, which need the npm registry once");
 }
 
@@ -72,11 +72,10 @@ const pkgJson = (name: string) => readJson(join(MODULES, name, "package.json"));
 
 export async function buildSite(out: string, notebooks: string): Promise<number> {
   // the site bundles GradLab's TypeScript sources (src/, kernel/, lite/src), which the npm package leaves out
-  if (!existsSync(join(LITE, "src", "worker.ts")))
-    throw new Error(`gradlab lite build runs from a GradLab checkout (it bundles the sources): ${LITE} is missing`);
+  if (!existsSync(LITE_WORKER)) throw new Error(`gradlab lite build runs from a GradLab checkout (it bundles the sources): ${LITE_DIR} is missing`);
   if (!existsSync(notebooks)) throw new Error(`no notebooks at ${notebooks} (--notebooks DIR)`);
   ensureModules();
-  const cfg = readJson(join(LITE, "package.json"))["gradlab-lite"] as LiteConfig;
+  const cfg = readJson(join(LITE_DIR, "package.json"))["gradlab-lite"] as LiteConfig;
   rmSync(out, { recursive: true, force: true });
   const dist = join(out, "gradlab", "dist");
   mkdirSync(dist, { recursive: true });
@@ -106,7 +105,7 @@ function page(out: string, cfg: LiteConfig): void {
     disabledExtensions: cfg.disabledExtensions,
     federated_extensions: [],
   };
-  const html = readFileSync(join(LITE, "src", "index.html"), "utf8").replace(
+  const html = readFileSync(join(LITE_DIR, "src", "index.html"), "utf8").replace(
     'type="application/json">{}<',
     `type="application/json">${JSON.stringify(config)}<`,
   );
@@ -126,7 +125,7 @@ const esbuildCommon = {
   minify: true,
   legalComments: "none" as const,
   logLevel: "warning" as const,
-  absWorkingDir: LITE,
+  absWorkingDir: LITE_DIR,
   nodePaths: [MODULES],
   define: { "process.env.NODE_ENV": '"production"', global: "globalThis" },
 };
@@ -152,8 +151,8 @@ async function bundleApp(cfg: LiteConfig, dist: string): Promise<void> {
     })
     .join("\n");
   const entry = [
-    `import { main } from ${JSON.stringify(join(LITE, "src", "app.ts"))};`,
-    `import gradlab from ${JSON.stringify(join(LITE, "src", "extension.ts"))};`,
+    `import { main } from ${JSON.stringify(join(LITE_DIR, "src", "app.ts"))};`,
+    `import gradlab from ${JSON.stringify(join(LITE_DIR, "src", "extension.ts"))};`,
     styles,
     imp(cfg.extensions, "e"),
     imp(cfg.mimeExtensions, "m"),
@@ -161,7 +160,7 @@ async function bundleApp(cfg: LiteConfig, dist: string): Promise<void> {
   ].join("\n");
   await build({
     ...esbuildCommon,
-    stdin: { contents: entry, resolveDir: LITE, sourcefile: "gradlab-lite-entry.js", loader: "js" },
+    stdin: { contents: entry, resolveDir: LITE_DIR, sourcefile: "gradlab-lite-entry.js", loader: "js" },
     outfile: join(dist, "app.js"),
     // MathJax's loader reads __dirname, which webpack (JupyterLab's own bundler) defines as "/"
     define: { ...esbuildCommon.define, __dirname: '"/"' },
@@ -173,7 +172,7 @@ async function bundleApp(cfg: LiteConfig, dist: string): Promise<void> {
 
 /** Node's built-ins the kernel's executor imports, and the modules that differ in a browser. */
 function workerPlugin(): Plugin {
-  const shim = (f: string) => join(LITE, "src", "shims", f);
+  const shim = (f: string) => join(LITE_DIR, "src", "shims", f);
   const builtins: Record<string, string> = {
     "node:vm": shim("vm.ts"),
     "node:async_hooks": shim("async-hooks.ts"),
@@ -186,7 +185,7 @@ function workerPlugin(): Plugin {
   };
   const swapped: Record<string, string> = {
     [join(REPO, "src", "platform", "node.ts")]: join(REPO, "src", "platform", "browser.ts"),
-    [join(REPO, "kernel", "executor", "modules.ts")]: join(LITE, "src", "modules.ts"),
+    [join(REPO, "kernel", "executor", "modules.ts")]: join(LITE_DIR, "src", "modules.ts"),
     [join(REPO, "kernel", "repo.ts")]: shim("repo.ts"),
   };
   return {
@@ -213,7 +212,7 @@ async function bundleWorker(dist: string): Promise<void> {
     ...esbuildCommon,
     // names of the runtime's classes show in what cells print (<AddBackward0 object ...>, repr)
     keepNames: true,
-    entryPoints: [join(LITE, "src", "worker.ts")],
+    entryPoints: [join(LITE_DIR, "src", "worker.ts")],
     outfile: join(dist, "worker.js"),
     define: { ...esbuildCommon.define, __GRADLAB_WGSL__: JSON.stringify(wgsl) },
     plugins: [workerPlugin()],

@@ -1,15 +1,28 @@
-// Entry point: gradlab install | kernel -f CONN | run NB.ipynb [-o OUT.ipynb]
+// Entry point: gradlab install | kernel -f CONN | run NB.ipynb [-o OUT.ipynb] | classroom, lite (a checkout)
+import { existsSync } from "node:fs";
+import { HUB_CONFIG, LITE_WORKER } from "./paths.ts";
 const [cmd, ...args] = process.argv.slice(2);
 // the kernel replaces process.exit (a cell must not end the session): a kernel that fails to start
 // (a channel it cannot bind) must still exit with a failure, through the real one
 const exit = process.exit.bind(process);
 
+// `gradlab classroom` needs deploy/ and the course, which a checkout has and the npm package does not
+// ship (the hub's prerequisites come from deploy/setup, run as root, not from npm): the packaged CLI does
+// not offer it, and says where it lives instead of half-starting a class
+const CLASSROOM = existsSync(HUB_CONFIG);
+// `gradlab lite` bundles the sources and lite/'s packages: a checkout's command too
+const LITE = existsSync(LITE_WORKER);
 const USAGE = `usage:
   gradlab install [--user | --sys-prefix | --prefix DIR] [--name NAME]   write the Jupyter kernelspec
   gradlab kernel -f CONNECTION_FILE                                      run the kernel (Jupyter does this)
-  gradlab run NOTEBOOK.ipynb [-o OUT.ipynb | --inplace] [--timeout S]    execute a notebook headlessly
-  gradlab classroom [--users N] [--port N] ...                            a JupyterHub for a class (a checkout, as root; --help)
-  gradlab lite build --out DIR | gradlab lite serve DIR [--port N]        the course as a static site, in the browser (docs/lite.md)`;
+  gradlab run NOTEBOOK.ipynb [-o OUT.ipynb | --inplace] [--timeout S]    execute a notebook headlessly${
+    CLASSROOM ? "\n  gradlab classroom [--users N] [--port N] ...                            a JupyterHub for a class (as root; --help)" : ""
+  }${LITE ? "\n  gradlab lite build --out DIR | gradlab lite serve DIR [--port N]        the course as a static site, in the browser (docs/lite.md)" : ""}`;
+const NO_CLASSROOM = `gradlab: "classroom" is not part of the npm package: a classroom server runs from a checkout of
+GradLab's repository, which has the hub's configuration (deploy/) and the course notebooks; see
+docs/classroom.md there. Nothing was changed.`;
+const NO_LITE = `gradlab: "lite" is not part of the npm package: \`gradlab lite build\` bundles GradLab's sources and
+JupyterLite's packages (lite/), which a checkout of GradLab's repository has; see docs/lite.md there.`;
 
 async function main(): Promise<number> {
   switch (cmd) {
@@ -28,8 +41,16 @@ async function main(): Promise<number> {
       return 0;
     }
     case "classroom":
+      if (!CLASSROOM) {
+        console.error(NO_CLASSROOM);
+        return 2;
+      }
       return (await import("./classroom.ts")).classroomCli(args);
     case "lite":
+      if (!LITE) {
+        console.error(NO_LITE);
+        return 2;
+      }
       return (await import("./lite.ts")).liteCli(args);
     case "run": {
       const { runNotebookCli } = await import("./run.ts");

@@ -4,6 +4,12 @@ import { homedir } from "node:os";
 import { REPO } from "../repo.ts";
 
 export { REPO };
+/** The classroom hub's configuration: in a checkout only (the npm package does not ship deploy/). */
+export const HUB_CONFIG = join(REPO, "deploy", "jupyterhub_config.py");
+/** GradLab Lite's sources and packages (lite/): in a checkout only. */
+export const LITE_DIR = join(REPO, "lite");
+/** The Lite kernel's Worker entry, whose presence says `gradlab lite build` can run here. */
+export const LITE_WORKER = join(LITE_DIR, "src", "worker.ts");
 /** The built kernel's entry (this file's own build, whether this runs from dist/ or from sources). */
 export const KERNEL_MAIN = join(REPO, "dist", "kernel", "cli", "main.js");
 

@@ -1,12 +1,16 @@
 // complete_request and inspect_request: the TypeScript language service (types, signatures, docs)
 // merged with live values.
 import type { HandlerContext, Request } from "./context.ts";
-import { liveCompletions, liveInspect } from "../language/live.ts";
+import { liveCompletions, liveInspect, namesInCode } from "../language/live.ts";
 import { languageService } from "../language/client.ts";
 
 /** Code longer than this is completed and inspected from live values only: the language service
  *  would take seconds to check it, and every later request would wait behind it. */
 const LS_MAX_CODE = 100_000;
+/** How long a completion waits for a language service that is still loading (the first Tab after a
+ *  kernel starts, longer on a busy machine) before it answers from live values and the names the code
+ *  spells; the service keeps loading for the next Tab. */
+const LS_FIRST_WAIT_MS = Number(process.env.GRADLAB_LS_FIRST_WAIT_MS ?? 300);
 
 /** cursor_pos as a position in code: a client may send anything (1e308, -1, "x", null). */
 function cursorIn(code: string, pos: unknown): number {
@@ -19,7 +23,9 @@ export async function completeRequest(k: HandlerContext, msg: Request<"complete_
   const code = String(msg.content?.code ?? "");
   const cursor = cursorIn(code, msg.content?.cursor_pos);
   const live = liveCompletions(code, cursor);
-  const ts = code.length <= LS_MAX_CODE ? await languageService().complete(code, cursor) : null;
+  const service = languageService();
+  const ready = code.length <= LS_MAX_CODE && (service.loaded || (await service.whenLoaded(LS_FIRST_WAIT_MS)));
+  const ts = ready ? await service.complete(code, cursor) : null;
   const seen = new Set<string>();
   const matches: string[] = [];
   const types: { start: number; end: number; text: string; type: string }[] = [];
@@ -34,6 +40,13 @@ export async function completeRequest(k: HandlerContext, msg: Request<"complete_
     seen.add(m);
     matches.push(m);
     types.push({ start: live.start, end: live.end, text: m, type: "value" });
+  }
+  // without the service (still loading): the names the cell itself spells, which it would have offered
+  for (const m of ready ? [] : namesInCode(code, cursor)) {
+    if (seen.has(m)) continue;
+    seen.add(m);
+    matches.push(m);
+    types.push({ start: live.start, end: live.end, text: m, type: "text" });
   }
   k.reply(msg, "complete_reply", {
     status: "ok",

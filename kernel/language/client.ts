@@ -28,6 +28,8 @@ class LanguageClient {
   private cells: string[] = [];
   /** TypeScript is loaded in the worker and answering */
   loaded = false;
+  /** whenLoaded()'s callers, told when the worker says it is loaded */
+  private waiters = new Set<() => void>();
 
   private ensure(): Worker {
     if (this.worker) return this.worker;
@@ -38,6 +40,8 @@ class LanguageClient {
     w.on("message", (m: { id: number; result: unknown }) => {
       if (m.id === -1) {
         this.loaded = true;
+        for (const w of this.waiters) w();
+        this.waiters.clear();
         return;
       }
       const r = this.pending.get(m.id);
@@ -90,6 +94,24 @@ class LanguageClient {
   /** Start loading TypeScript in the background. */
   warm(): void {
     this.ensure();
+  }
+
+  /** True as soon as TypeScript is loaded and the notebook compiled (starting the worker if needed), or
+   *  false after `ms`: for a request that has something else to answer with meanwhile. */
+  whenLoaded(ms: number): Promise<boolean> {
+    this.ensure();
+    if (this.loaded) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        resolve(true);
+      };
+      const t = setTimeout(() => {
+        this.waiters.delete(done);
+        resolve(false);
+      }, ms);
+      this.waiters.add(done);
+    });
   }
 
   /** Ends the worker thread (at shutdown): a worker still running when the process exits is torn

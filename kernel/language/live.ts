@@ -57,6 +57,21 @@ export function liveCompletions(code: string, cursor: number): { start: number; 
   return { start: t.start, end: t.end, matches };
 }
 
+/** The names the code itself spells (declared or used) that complete the word at the cursor: what a
+ *  Tab can offer before the language service has loaded. None after a dot, where only a value's own
+ *  members belong. */
+export function namesInCode(code: string, cursor: number): string[] {
+  const t = tokenAt(code, cursor);
+  if (t.chain.length || !t.partial) return [];
+  const out = new Set<string>();
+  for (const m of code.matchAll(/[A-Za-z_$][\w$]*/g)) {
+    // the word being typed is not a completion of itself
+    if (m.index === t.start) continue;
+    if (m[0].startsWith(t.partial) && m[0] !== t.partial && !KEYWORDS.includes(m[0])) out.add(m[0]);
+  }
+  return [...out].sort();
+}
+
 export function liveInspect(code: string, cursor: number): { name: string; text: string } | null {
   const t = tokenAt(code, cursor);
   const chain = [...t.chain, code.slice(t.start, t.end)].filter(Boolean);

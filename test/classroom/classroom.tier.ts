@@ -38,6 +38,7 @@ let b: string;
 /** a third student, past the class's size (--max-active 2) */
 let c: string;
 const TMP = 64 * 2 ** 20;
+const HOME = 64 * 2 ** 20;
 const tokens: Record<string, string> = {};
 const notebooks: Record<string, Awaited<ReturnType<typeof openNotebook>>> = {};
 
@@ -47,7 +48,16 @@ const VENV_SPEC = "/opt/gradlab-classroom/venv/share/jupyter/kernels/gradlab/ker
 
 beforeAll(async () => {
   venvSpec = existsSync(VENV_SPEC) ? readFileSync(VENV_SPEC, "utf8") : null;
-  cls = await startClassroom({ students: 3, prefix: "gltest", mem: "1536M", deviceMemory: "256M", maxActive: 2, tmpSize: "64M", removeAccounts: true });
+  cls = await startClassroom({
+    students: 3,
+    prefix: "gltest",
+    mem: "1536M",
+    deviceMemory: "256M",
+    maxActive: 2,
+    tmpSize: "64M",
+    homeSize: "64M",
+    removeAccounts: true,
+  });
   [a, b, c] = cls.students;
 }, 180_000);
 
@@ -267,6 +277,50 @@ existsSync("/tmp/mine.txt")`,
     // nor does the machine's /tmp
     expect(spawnSync("test", ["-e", "/tmp/mine.txt"]).status).not.toBe(0);
     await execute(notebooks[a].session, `import { rmSync } from "node:fs";\nrmSync("/tmp/fill")`);
+  }, 120_000);
+
+  test("each student's home has a disk limit of its own: a student who fills theirs gets ENOSPC, another writes on", async () => {
+    // the home is an ext4 image of its own, loop-mounted (the machine's file system under /home is not it)
+    for (const s of [a, b]) {
+      const m = spawnSync("findmnt", ["--noheadings", "--output", "SOURCE,FSTYPE", "--target", homeOf(s)], { encoding: "utf8" });
+      expect(m.stdout.trim()).toMatch(/^\/dev\/loop\d+\s+ext4$/);
+    }
+    const fill = await execute(
+      notebooks[a].session,
+      `import { writeFileSync, statfsSync, openSync, writeSync, closeSync } from "node:fs";
+import { homedir } from "node:os";
+const st = statfsSync(homedir());
+let err = "";
+let written = 0;
+// a student's loop that writes until it fails, as a runaway cell would
+const fd = openSync(homedir() + "/fill.bin", "w");
+try { for (const chunk = Buffer.alloc(1 << 20, 1); written < ${2 * HOME}; written += writeSync(fd, chunk)); } catch (e) { err = e.code; }
+closeSync(fd);
+console.log(JSON.stringify({ size: st.blocks * st.bsize, err, written }));`,
+    );
+    expect(fill.error).toBeUndefined();
+    const r = JSON.parse((fill.outputs.find((m) => m.header.msg_type === "stream")!.content as { text: string }).text);
+    expect(["ENOSPC", "EDQUOT"]).toContain(r.err);
+    expect(r.size).toBeLessThanOrEqual(HOME);
+    expect(r.written).toBeLessThanOrEqual(HOME);
+    expect(r.written).toBeGreaterThan(HOME / 2);
+    // B, at the same moment, still saves a notebook-sized file in their own home
+    const other = await execute(
+      notebooks[b].session,
+      `import { writeFileSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+writeFileSync(homedir() + "/b.bin", Buffer.alloc(8 << 20, 2));
+readFileSync(homedir() + "/b.bin").length`,
+    );
+    expect(other.error).toBeUndefined();
+    expect((other.outputs.find((m) => m.header.msg_type === "execute_result")!.content as any).data["text/plain"]).toBe(String(8 << 20));
+    // and A's server still answers (its own files API on the full home), and works again once A deletes
+    expect((await userApi(cls.base, tokens[a], a, `/contents/${NB}`)).status).toBe(200);
+    const freed = await execute(
+      notebooks[a].session,
+      `import { rmSync, writeFileSync } from "node:fs";\nimport { homedir } from "node:os";\nrmSync(homedir() + "/fill.bin");\nwriteFileSync(homedir() + "/after.txt", "ok")`,
+    );
+    expect(freed.error).toBeUndefined();
   }, 120_000);
 
   test("the hub and proxy are the OOM killer's last choice, students' servers its first; students together leave memory for the hub", async () => {

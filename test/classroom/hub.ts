@@ -40,6 +40,7 @@ export interface ClassroomOptions {
   deviceMemory?: string;
   maxActive?: number;
   tmpSize?: string;
+  homeSize?: string;
   /** start `gradlab classroom` in a process group of its own, as a terminal's foreground job is */
   ownGroup?: boolean;
   /** Remove these students' Unix accounts and homes after stop (tests; never a real class's). */
@@ -113,6 +114,7 @@ export async function startClassroom(o: ClassroomOptions): Promise<Classroom> {
   if (o.deviceMemory) args.push("--device-memory", o.deviceMemory);
   if (o.maxActive) args.push("--max-active", String(o.maxActive));
   if (o.tmpSize) args.push("--tmp-size", o.tmpSize);
+  if (o.homeSize) args.push("--home-size", o.homeSize);
   let log = "";
   // the password in the environment, as docs/classroom.md advises (a command line is visible in ps)
   const proc = spawn(process.execPath, args, {

@@ -6,7 +6,7 @@
 // from TypeScript, and run as a Jupyter kernel through `npx gradlab install` and `npx gradlab run`.
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { execFileSync, spawnSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 
@@ -173,4 +173,26 @@ test("in a checkout, bin/gradlab.js rebuilds dist/ once after a source changes, 
   const again = gradlab(["help"]);
   expect(again.stderr).not.toMatch(/rebuilding/);
   expect(again.stdout).toContain("(edited)");
+});
+
+test("the installed package does not offer `gradlab classroom` (a checkout's command): not in its help, and asking for it changes nothing", () => {
+  const env = { JUPYTER_PATH: join(dir, "classroom-probe", "share", "jupyter"), GRADLAB_CLASS_KERNELS: join(dir, "classroom-probe", "kernels") };
+  const gradlab = (args: string[]) =>
+    spawnSync("npx", ["--no-install", ...["gradlab", ...args]], { cwd: app, encoding: "utf8", env: { ...process.env, ...env } });
+  const help = gradlab(["--help"]);
+  expect(help.status, help.stderr).toBe(0);
+  expect(help.stdout).toContain("gradlab run");
+  expect(help.stdout).not.toContain("classroom");
+  // what a teacher who read about the classroom would type, with and without options
+  for (const args of [["classroom"], ["classroom", "--users", "3"], ["classroom", "--help"]]) {
+    const r = gradlab(args);
+    expect(r.status, args.join(" ")).toBe(2);
+    expect(r.stderr).toMatch(/"classroom" is not part of the npm package: a classroom server runs from a checkout/);
+    expect(r.stdout).not.toMatch(/GradLab classroom: http/);
+  }
+  // no kernelspec was written anywhere a class would look, and no hub state was made
+  expect(existsSync(join(dir, "classroom-probe"))).toBe(false);
+  // the checkout (the same build, with deploy/) still offers it
+  const inCheckout = spawnSync(process.execPath, [join(checkout, "bin", "gradlab.js"), "--help"], { cwd: checkout, encoding: "utf8" });
+  expect(inCheckout.stdout).toContain("gradlab classroom");
 });

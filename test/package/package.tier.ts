@@ -196,3 +196,20 @@ test("the installed package does not offer `gradlab classroom` (a checkout's com
   const inCheckout = spawnSync(process.execPath, [join(checkout, "bin", "gradlab.js"), "--help"], { cwd: checkout, encoding: "utf8" });
   expect(inCheckout.stdout).toContain("gradlab classroom");
 });
+
+test("the installed package does not offer `gradlab lite` either (it bundles a checkout's sources)", () => {
+  const out = join(dir, "lite-probe");
+  const gradlab = (args: string[]) => spawnSync("npx", ["--no-install", ...["gradlab", ...args]], { cwd: app, encoding: "utf8" });
+  expect(gradlab(["--help"]).stdout).not.toContain("lite");
+  for (const args of [
+    ["lite", "build", "--out", out],
+    ["lite", "serve", out],
+  ]) {
+    const r = gradlab(args);
+    expect(r.status, args.join(" ")).toBe(2);
+    expect(r.stderr).toMatch(/"lite" is not part of the npm package/);
+  }
+  expect(existsSync(out)).toBe(false);
+  const inCheckout = spawnSync(process.execPath, [join(checkout, "bin", "gradlab.js"), "--help"], { cwd: checkout, encoding: "utf8" });
+  expect(inCheckout.stdout).toContain("gradlab lite build");
+});

@@ -37,8 +37,8 @@ export interface StepRecord {
   /** gradients passed on: index into the node's next list, and the shape */
   passes: Array<{ edge: number; to: string; shape: string }>;
   mem_start: number;
-  /** after apply, before the release (null when nothing was released) */
-  mem_before_release: number | null;
+  /** the highest memory_allocated while the step ran (its gradients and temporaries alive at once) */
+  mem_peak: number;
   mem_end: number;
 }
 export interface Recording {
@@ -144,16 +144,16 @@ export const memoryAt = (rec: Recording, f: number) => (f === 0 ? rec.mem_before
 
 /** The largest figure the bar must hold (its full width). */
 function barScale(rec: Recording): number {
-  return Math.max(rec.mem_before, ...rec.steps.flatMap((s) => [s.mem_start, s.mem_end, s.mem_before_release ?? 0]), 1);
+  return Math.max(rec.mem_before, ...rec.steps.flatMap((s) => [s.mem_start, s.mem_end, s.mem_peak]), 1);
 }
 
-/** The memory bar of frame f: memory_allocated now, and (lighter) what it was before this step's release. */
+/** The memory bar of frame f: memory_allocated after the step, and (lighter) the step's own peak. */
 export function memoryBar(rec: Recording, f: number, width = 420): string {
   const scale = barScale(rec);
   const now = memoryAt(rec, f);
-  const high = f > 0 ? (rec.steps[f - 1].mem_before_release ?? now) : now;
+  const high = f > 0 ? Math.max(rec.steps[f - 1].mem_peak, now) : now;
   const pct = (b: number) => `${((100 * b) / scale).toFixed(2)}%`;
-  const note = high > now ? ` · ${bytes(high)} before the release` : "";
+  const note = high > now ? ` · peak during this step ${bytes(high)}` : "";
   return (
     `<div class="gradlab-membar" data-bytes="${now}" style="font:12px monospace;margin:4px 0">` +
     `<div style="position:relative;width:${width}px;height:14px;border:1px solid #888;background:#fafafa;display:inline-block;vertical-align:middle">` +
@@ -171,12 +171,13 @@ export function caption(rec: Recording, f: number): string {
     return `Before backward: ${rec.nodes.length} nodes, ${saved} saved tensors held by the graph. Press ▶ or drag the slider.`;
   }
   const s = rec.steps[f - 1];
+  const accumulates = s.name.startsWith("AccumulateGrad");
   const parts = [`Step ${f} of ${n}: ${s.name}${seqText(s.sequence_nr)} ${s.applied ? "runs" : "is popped with no gradient and skipped"}`];
   if (s.applied && s.grads_in.length) parts.push(`on grad ${s.grads_in.map((g) => (g === "[]" ? "[] (a scalar)" : g)).join(", ")}`);
   if (s.released.length)
     parts.push(`releases ${s.released.join(", ")} (${s.bytes_freed ? `frees ${bytes(s.bytes_freed)}` : "frees nothing: still held elsewhere"})`);
-  else if (s.applied && !rec.retain_graph && s.name !== "AccumulateGrad") parts.push("saved nothing");
-  if (s.name === "AccumulateGrad" && s.applied) parts.push("writes the leaf's .grad");
+  else if (s.applied && !rec.retain_graph && !accumulates) parts.push("saved nothing");
+  if (accumulates && s.applied) parts.push("writes the leaf's .grad");
   if (s.passes.length) parts.push(`passes ${s.passes.map((p) => `grad ${p.shape} to ${p.to}`).join(", ")}`);
   if (s.queue.length) parts.push(`ready queue: ${s.queue.join(", ")}`);
   return `${parts.join(" · ")}.`;
@@ -188,6 +189,14 @@ export const captionHtml = (rec: Recording, f: number) =>
 
 /** Every frame as a text table: the stepper's text/plain (gradlab run, a terminal). */
 export function stepsText(rec: Recording): string {
-  const rows = Array.from({ length: frameCount(rec) }, (_, f) => `${String(f).padStart(3)}  ${bytes(memoryAt(rec, f)).padStart(11)}  ${caption(rec, f)}`);
-  return [`torch.viz.stepper: ${frameCount(rec) - 1} steps of backward (frame, memory_allocated, what happens)`, ...rows].join("\n");
+  const peak = (f: number) => (f === 0 ? "" : bytes(rec.steps[f - 1].mem_peak));
+  const rows = Array.from(
+    { length: frameCount(rec) },
+    (_, f) => `${String(f).padStart(4)}  ${bytes(memoryAt(rec, f)).padStart(11)}  ${peak(f).padStart(11)}  ${caption(rec, f)}`,
+  );
+  return [
+    `torch.viz.stepper: ${frameCount(rec) - 1} steps of backward`,
+    `step  ${"allocated".padStart(11)}  ${"step peak".padStart(11)}  what happens`,
+    ...rows,
+  ].join("\n");
 }

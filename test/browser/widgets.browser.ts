@@ -21,6 +21,14 @@ const PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)";
 beforeAll(async () => {
   server = await startServer();
   browser = await startBrowser();
+  // A first load of the app in a fresh profile (here, on a loaded machine) once failed in a plugin's
+  // settings ("Cannot read properties of undefined (reading 'schema')") and the notebook's kernel never
+  // started: load JupyterLab once, untested, before the pages these tests look at.
+  const warm = await browser.newPage();
+  await warm.goto(`${server.url}/lab?token=${server.token}`, { timeout: 120_000 });
+  await warm.locator(".jp-LabShell").waitFor({ timeout: 120_000 }).catch(() => {});
+  await warm.waitForTimeout(3000);
+  await warm.close();
   // a notebook of one widget cell, for the restart
   const cell = (src: string) => ({ cell_type: "code", execution_count: null, id: `c${src.length}`, metadata: {}, outputs: [], source: src });
   writeFileSync(
@@ -162,6 +170,9 @@ describe("torch.viz.stepper", () => {
       expect(end.highlighted).toBe(1);
       await page.screenshot({ path: join(SHOTS, "lab-stepper-step7.png"), clip: (await out.boundingBox())! });
       expect(errors.filter((e) => /widget|comm|model/i.test(e))).toEqual([]);
+    } catch (e) {
+      await page.screenshot({ path: join(SHOTS, "lab-stepper-failure.png"), fullPage: true }).catch(() => {});
+      throw new Error(`${e}\npage errors: ${errors.join("\n").slice(0, 3000)}`);
     } finally {
       await page.close();
     }
@@ -174,6 +185,9 @@ describe("torch.viz.stepper", () => {
       await openAndRunAll(page, `${server.url}/notebooks/05_engine.ipynb?token=${server.token}`, "05 in Notebook 7");
       await checkStepper(page, "notebook7");
       expect(errors.filter((e) => /widget|comm|model/i.test(e))).toEqual([]);
+    } catch (e) {
+      await page.screenshot({ path: join(SHOTS, "notebook7-stepper-failure.png"), fullPage: true }).catch(() => {});
+      throw new Error(`${e}\npage errors: ${errors.join("\n").slice(0, 3000)}`);
     } finally {
       await page.close();
     }

@@ -107,7 +107,7 @@ const READ_OUTPUTS = () => {
         renderer = "table";
         ok = o.querySelectorAll("tr").length > 0;
       } else if (mime === "text/html") renderer = "html";
-      else if (mime === "application/vnd.jupyter.widget-view+json") {
+      else if (mime === "application/vnd.jupyter.widget-view+json" || o.querySelector(":scope > .jupyter-widgets, .jupyter-widgets.widget-vbox")) {
         // drawn by jupyterlab_widgets' manager (torch.viz.stepper): a live view, not its error text
         renderer = "widget";
         ok = !!o.querySelector(".jupyter-widgets .widget-slider, .jupyter-widgets .widget-html") && !/Error displaying widget/.test(o.textContent ?? "");

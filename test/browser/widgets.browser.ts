@@ -26,7 +26,10 @@ beforeAll(async () => {
   // started: load JupyterLab once, untested, before the pages these tests look at.
   const warm = await browser.newPage();
   await warm.goto(`${server.url}/lab?token=${server.token}`, { timeout: 120_000 });
-  await warm.locator(".jp-LabShell").waitFor({ timeout: 120_000 }).catch(() => {});
+  await warm
+    .locator(".jp-LabShell")
+    .waitFor({ timeout: 120_000 })
+    .catch(() => {});
   await warm.waitForTimeout(3000);
   await warm.close();
   // a notebook of one widget cell, for the restart

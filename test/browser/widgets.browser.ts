@@ -86,6 +86,10 @@ async function openAndRunAll(page: Page, url: string, name: string) {
   });
   await clickMenu(page, "Run", "Run All Cells");
   const n = await page.locator(`${PANEL} .jp-CodeCell`).count();
+  // Under load, Lab has ignored a Run All issued while the kernel was still connecting (every prompt
+  // stayed "[ ]"): issue it once more if nothing has started after 20 s.
+  const started = async () => (await page.locator(`${PANEL} .jp-CodeCell .jp-InputPrompt`).allInnerTexts()).some((p) => /\[(\*|\d+)\]/.test(p));
+  if (!(await until(`${name}: a cell to start`, 20_000, started).catch(() => false))) await clickMenu(page, "Run", "Run All Cells");
   await until(
     `${name}: every cell to run`,
     240_000,
@@ -186,7 +190,8 @@ describe("torch.viz.stepper", () => {
     try {
       await openAndRunAll(page, `${server.url}/notebooks/05_engine.ipynb?token=${server.token}`, "05 in Notebook 7");
       await checkStepper(page, "notebook7");
-      expect(errors.filter((e) => /widget|comm|model/i.test(e))).toEqual([]);
+      const bad = errors.filter((e) => /widget|comm|model/i.test(e));
+      expect(bad, bad.join("\n")).toEqual([]);
     } catch (e) {
       await page.screenshot({ path: join(SHOTS, "notebook7-stepper-failure.png"), fullPage: true }).catch(() => {});
       throw new Error(`${e}\npage errors: ${errors.join("\n").slice(0, 3000)}`);

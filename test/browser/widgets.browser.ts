@@ -175,7 +175,7 @@ describe("torch.viz.stepper", () => {
       });
       expect(end.highlighted).toBe(1);
       await page.screenshot({ path: join(SHOTS, "lab-stepper-step7.png"), clip: (await out.boundingBox())! });
-      expect(errors.filter((e) => /widget|comm|model/i.test(e))).toEqual([]);
+      expect(errors.filter((e) => /widget|\bcomms?\b|model/i.test(e))).toEqual([]);
     } catch (e) {
       await page.screenshot({ path: join(SHOTS, "lab-stepper-failure.png"), fullPage: true }).catch(() => {});
       throw new Error(`${e}\npage errors: ${errors.join("\n").slice(0, 3000)}`);
@@ -190,7 +190,7 @@ describe("torch.viz.stepper", () => {
     try {
       await openAndRunAll(page, `${server.url}/notebooks/05_engine.ipynb?token=${server.token}`, "05 in Notebook 7");
       await checkStepper(page, "notebook7");
-      const bad = errors.filter((e) => /widget|comm|model/i.test(e));
+      const bad = errors.filter((e) => /widget|\bcomms?\b|model/i.test(e));
       expect(bad, bad.join("\n")).toEqual([]);
     } catch (e) {
       await page.screenshot({ path: join(SHOTS, "notebook7-stepper-failure.png"), fullPage: true }).catch(() => {});
@@ -231,7 +231,7 @@ describe("a widget and a kernel restart", () => {
       await until("the new widget", 60_000, async () => (await echo()) === "n=0");
       await dragTo(page, out, 3, 10);
       await until("the new kernel's observer to answer", 30_000, async () => (await echo()) !== "n=0");
-      expect(errors.filter((e) => /widget|comm|model/i.test(e))).toEqual([]);
+      expect(errors.filter((e) => /widget|\bcomms?\b|model/i.test(e))).toEqual([]);
       await page.screenshot({ path: join(SHOTS, "lab-widget-rerun.png"), fullPage: true });
     } finally {
       await page.close();

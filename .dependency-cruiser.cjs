@@ -57,6 +57,13 @@ module.exports = {
       to: { path: "^src/(nn|viz)/" },
     },
     {
+      name: "widgets-stand-alone",
+      comment: "torch.widgets speaks the widget protocol and knows nothing of tensors: viz builds on it, never the reverse.",
+      severity: "error",
+      from: { path: "^src/widgets/" },
+      to: { path: "^src/", pathNot: "^src/widgets/" },
+    },
+    {
       name: "kernel-loads-runtime-by-path",
       severity: "error",
       comment:

@@ -44,6 +44,7 @@ export * as nn from "./nn/index.ts";
 export * as utils from "./utils/index.ts";
 export * as optim from "./optim/index.ts";
 export * as viz from "./viz/index.ts";
+export * as widgets from "./widgets/index.ts";
 
 export const webgpu = webgpuApi;
 /** The article's code says torch.cuda; here it is the WebGPU device. */

@@ -99,5 +99,9 @@ export function installGlobals(k: DisplayHost): void {
   define("clear_output", clear_output);
   define("prompt", prompt);
   define("input", input);
-  define("comms", k.comms.api());
+  const comms = k.comms.api();
+  define("comms", comms);
+  // The runtime's widgets (torch.widgets) find the comms here: src/ never imports the kernel, and another
+  // kernel can offer the same host under the same symbol.
+  Object.defineProperty(g, Symbol.for("Jupyter.comms"), { value: { ...comms, parentHeader: () => k.currentParent() }, configurable: true, enumerable: false });
 }

@@ -84,11 +84,15 @@ export function detect_anomaly<T>(fn?: () => T): T | Guard {
  */
 export function trace(fn: () => void): TraceEvent[] {
   const events: TraceEvent[] = [];
-  setTracer((e) => events.push(e));
+  // an outer tracer (a stepper recording the same pass) keeps seeing the events
+  const outer = setTracer((e, nodes) => {
+    events.push(e);
+    outer?.(e, nodes);
+  });
   try {
     fn();
   } finally {
-    setTracer(null);
+    setTracer(outer);
   }
   return events;
 }

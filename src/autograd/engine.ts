@@ -25,9 +25,16 @@ export interface TraceEvent {
   sequence_nr?: number;
   detail: Record<string, unknown>;
 }
-let tracer: ((e: TraceEvent) => void) | null = null;
-export function setTracer(t: ((e: TraceEvent) => void) | null): void {
+/** Watches the engine. Besides the event (names only, what autograd.trace returns), it gets the node
+ *  the event is about and, for a pass, the node the gradient goes to: a drawing of the graph needs to
+ *  know which of two nodes of the same name ran (torch.viz.stepper). */
+export type Tracer = (e: TraceEvent, nodes: { node?: Node; to?: Node }) => void;
+let tracer: Tracer | null = null;
+/** Installs a tracer (null: none) and returns the one it replaces. */
+export function setTracer(t: Tracer | null): Tracer | null {
+  const prev = tracer;
   tracer = t;
+  return prev;
 }
 
 export interface BackwardOptions {
@@ -134,7 +141,7 @@ function backwardPass(roots: Tensor[], grads: Array<Tensor | null>, opts: Backwa
 
 function pass(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOptions): Grads {
   const rootGrads = rootGradients(roots, grads, opts);
-  tracer?.({ step: "entry", detail: { roots: roots.map((r) => sizeStr(r.shape)), retain_graph: opts.retain_graph, create_graph: opts.create_graph } });
+  tracer?.({ step: "entry", detail: { roots: roots.map((r) => sizeStr(r.shape)), retain_graph: opts.retain_graph, create_graph: opts.create_graph } }, {});
 
   // Where gradients are captured instead of (or as well as) flowing on: the requested inputs.
   const captures = new Map<string, number>(); // `${node address}:${input_nr}` -> index in inputs
@@ -162,7 +169,7 @@ function pass(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOption
   const deps = dependencies(rootNodes);
   const targets = new Set<Node>([...captures.keys()].map((k) => [...deps.keys()].find((n) => k.startsWith(`${n.address}:`))!).filter(Boolean));
   const needed = opts.inputs ? neededFor(deps, targets) : null;
-  tracer?.({ step: "dependencies", detail: { counts: [...deps].map(([n, c]) => ({ node: n.name(), sequence_nr: n.sequence_nr(), dependencies: c })) } });
+  tracer?.({ step: "dependencies", detail: { counts: [...deps].map(([n, c]) => ({ node: n.name(), sequence_nr: n.sequence_nr(), dependencies: c })) } }, {});
 
   const ready: Node[] = [];
   const push = (n: Node) => {
@@ -176,7 +183,7 @@ function pass(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOption
   try {
     while (ready.length) {
       const node = ready.pop()!;
-      tracer?.({ step: "ready", node: node.name(), sequence_nr: node.sequence_nr(), detail: { queue: [...ready].reverse().map((n) => n.name()) } });
+      tracer?.({ step: "ready", node: node.name(), sequence_nr: node.sequence_nr(), detail: { queue: [...ready].reverse().map((n) => n.name()) } }, { node });
       const buffer = buffers.get(node) ?? new Array(node.numOutputs).fill(null);
       buffers.delete(node);
       const outs = runNode(node, buffer, opts, captures, captured, captureKey, needed);
@@ -189,7 +196,7 @@ function pass(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOption
         if (g) {
           if (!buffers.has(next)) buffers.set(next, new Array(next.numOutputs).fill(null));
           addInto(buffers.get(next)!, nr, g);
-          tracer?.({ step: "pass", node: node.name(), detail: { to: next.name(), input_nr: nr, shape: sizeStr(g.shape) } });
+          tracer?.({ step: "pass", node: node.name(), detail: { to: next.name(), input_nr: nr, shape: sizeStr(g.shape) } }, { node, to: next });
         }
         const left = deps.get(next)! - 1;
         deps.set(next, left);
@@ -247,7 +254,10 @@ function runNode(
     const r = h(buffer);
     if (r) buffer = r;
   }
-  tracer?.({ step: "apply", node: node.name(), sequence_nr: node.sequence_nr(), detail: { grads_in: buffer.map((g) => (g ? sizeStr(g.shape) : null)) } });
+  tracer?.(
+    { step: "apply", node: node.name(), sequence_nr: node.sequence_nr(), detail: { grads_in: buffer.map((g) => (g ? sizeStr(g.shape) : null)) } },
+    { node },
+  );
   let outs: Grads;
   try {
     // Formula temporaries die with the scope; AccumulateGrad's stored .grad must outlive it.
@@ -283,7 +293,7 @@ function runNode(
     const before = totalAllocated();
     const names = [...node.savedVariables()].filter(([, sv]) => !sv.isReleased).map(([k]) => `_saved_${k}`);
     node.release_saved_variables();
-    tracer?.({ step: "release", node: node.name(), detail: { saved: names, bytes_freed: before - totalAllocated() } });
+    tracer?.({ step: "release", node: node.name(), detail: { saved: names, bytes_freed: before - totalAllocated() } }, { node });
   }
   return outs;
 }

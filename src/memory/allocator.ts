@@ -158,6 +158,7 @@ export class CachingAllocator {
     block.allocated = true;
     block.requested = requested;
     bump(this.allocated, pool, block.size);
+    if (this.allocated.all.current > this.highWater) this.highWater = this.allocated.all.current;
     bump(this.requested, pool, requested);
     bump(this.allocationCount, pool, 1);
     this.hooks.onEvent?.({ action: "alloc", bytes: block.size, block });
@@ -207,6 +208,16 @@ export class CachingAllocator {
 
   get liveSegments(): ReadonlySet<Segment> {
     return this.segments;
+  }
+
+  /** The highest allocated figure since markHighWater(): one backward step's own peak, for
+   *  torch.viz.stepper. Kept apart from the peak statistics, which a user's reset owns. */
+  private highWater = 0;
+  markHighWater(): void {
+    this.highWater = this.allocated.all.current;
+  }
+  get allocatedHighWater(): number {
+    return this.highWater;
   }
 
   resetPeak(): void {

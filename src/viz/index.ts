@@ -12,3 +12,4 @@ export { engine_trace, EngineTraceView } from "./engine-trace.ts";
 export { module_summary, ModuleSummaryView } from "./module-summary.ts";
 export { tensorHtml as tensor_html } from "./tensor-view.ts";
 export { vegaLiteToSvg, VEGALITE_MIME, VEGALITE_SCHEMA } from "./vega-render.ts";
+export { stepper, StepperView, type StepperOptions } from "./stepper.ts";

@@ -8,7 +8,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inflateSync } from "node:zlib";
-import { chromium, type BrowserContext } from "playwright-core";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { freePort } from "../../kernel/sockets/connection.ts";
 
 export const REPO = join(import.meta.dirname, "..", "..");
@@ -116,6 +116,18 @@ export async function startServer(): Promise<Server> {
       await until("jupyter-lab to stop", 15_000, () => proc.exitCode !== null || proc.signalCode !== null).catch(() => proc.kill("SIGKILL"));
     },
   };
+}
+
+/** Clicks a menu item of JupyterLab's (and Notebook 7's) menu bar. */
+export async function clickMenu(page: Page, menu: string, item: string) {
+  await page
+    .locator(".lm-MenuBar-itemLabel", { hasText: new RegExp(`^${menu}$`) })
+    .first()
+    .click({ timeout: 20_000 });
+  await page
+    .locator(".lm-Menu-itemLabel", { hasText: new RegExp(`^${item}$`) })
+    .first()
+    .click({ timeout: 20_000 });
 }
 
 const CHROMIUM_ARGS = [

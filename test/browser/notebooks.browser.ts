@@ -9,7 +9,7 @@ import { mkdirSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REPO, SHOTS, VENV, inkPixels, startBrowser, startServer, until, type Server } from "./harness.ts";
+import { REPO, SHOTS, VENV, clickMenu, inkPixels, startBrowser, startServer, until, type Server } from "./harness.ts";
 
 const NOTEBOOKS = readdirSync(join(REPO, "notebooks"))
   .filter((f) => /^\d\d_.*\.ipynb$/.test(f))
@@ -18,10 +18,10 @@ const IN_NOTEBOOK7 = ["02_node_and_edge.ipynb", "05_engine.ipynb", "06_memory_li
 /** Figures each notebook must show, by renderer (at least this many). */
 const EXPECTED: Record<string, Partial<Record<Renderer, number>>> = {
   "02_node_and_edge.ipynb": { graph: 1 },
-  "05_engine.ipynb": { table: 1 },
-  "06_memory_lifecycle.ipynb": { vega: 2 }, // stages and timeline; the live plot is checked on its own
+  "05_engine.ipynb": { table: 1, widget: 1 },
+  "06_memory_lifecycle.ipynb": { vega: 2, widget: 1 }, // stages and timeline; the live plot is checked on its own
 };
-type Renderer = "vega" | "graph" | "svg" | "table" | "text" | "html" | "other";
+type Renderer = "vega" | "graph" | "svg" | "table" | "text" | "html" | "widget" | "other";
 /** The notebook on screen (Lab keeps other tabs' panels in the DOM, hidden). */
 const PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)";
 
@@ -55,17 +55,6 @@ async function shoot(page: Page, name: string) {
   await page.waitForTimeout(300);
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true, timeout: 60_000 });
   await page.setViewportSize({ width: 1280, height: 1000 });
-}
-
-async function clickMenu(page: Page, menu: string, item: string) {
-  await page
-    .locator(".lm-MenuBar-itemLabel", { hasText: new RegExp(`^${menu}$`) })
-    .first()
-    .click({ timeout: 20_000 });
-  await page
-    .locator(".lm-Menu-itemLabel", { hasText: new RegExp(`^${item}$`) })
-    .first()
-    .click({ timeout: 20_000 });
 }
 
 /** Installed before Run All: records how the live plot's cell output changes while it runs. */
@@ -118,7 +107,12 @@ const READ_OUTPUTS = () => {
         renderer = "table";
         ok = o.querySelectorAll("tr").length > 0;
       } else if (mime === "text/html") renderer = "html";
-      else if (/^(text\/plain|application\/vnd\.jupyter\.(stdout|stderr))$/.test(mime)) {
+      else if (mime === "application/vnd.jupyter.widget-view+json" || o.querySelector(":scope > .jupyter-widgets, .jupyter-widgets.widget-vbox")) {
+        // drawn by jupyterlab_widgets' manager (torch.viz.stepper): a live view, not its error text
+        renderer = "widget";
+        ok = !!o.querySelector(".jupyter-widgets .widget-slider, .jupyter-widgets .widget-html") && !/Error displaying widget/.test(o.textContent ?? "");
+        detail = (o.textContent ?? "").slice(0, 200);
+      } else if (/^(text\/plain|application\/vnd\.jupyter\.(stdout|stderr))$/.test(mime)) {
         renderer = "text";
         detail = mime.endsWith("stderr") ? (o.textContent ?? "") : "";
       } else if (mime === "application/vnd.jupyter.error") {

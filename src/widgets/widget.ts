@@ -5,7 +5,6 @@
 // views of one model agree) and runs its `observe` callbacks. Nothing here is GradLab's own front-end
 // code: JupyterLab 4 and Notebook 7 render these with the @jupyter-widgets models they already ship.
 
-import { randomUUID } from "node:crypto";
 import { commHost, type CommLike } from "./comm.ts";
 
 export const PROTOCOL_VERSION = "2.1.0";
@@ -132,7 +131,7 @@ export abstract class Widget {
       this.comm.onMsg((data, msg) => this.onMessage(data, msg.buffers));
       this.comm.onClose(() => this.forget());
     } else {
-      this.model_id = randomUUID().replace(/-/g, "");
+      this.model_id = globalThis.crypto.randomUUID().replace(/-/g, ""); // Web Crypto: Node 20 and browsers alike
     }
     live.set(this.model_id, this);
   }

@@ -111,7 +111,8 @@ function framesOf(stack: string | null): Frame[] {
     const m = FRAME.exec(l);
     if (!m) continue;
     const name = !m[1] || m[1] === "async" || /^async <anonymous>$/.test(m[1]) ? "<module>" : m[1].replace(/^async /, "");
-    frames.push({ filename: m[2].replace(/^file:\/\//, ""), line: Number(m[3]), name });
+    // a script's own files relative to where it runs (as the kernel shows them), not the machine's paths
+    frames.push({ filename: m[2].replace(/^file:\/\//, "").replace(`${process.cwd()}/`, ""), line: Number(m[3]), name });
     if (frames.length === 8) break;
   }
   if (framesCache.size > 10_000) framesCache.clear();

@@ -9,7 +9,7 @@ import { segmentAddress, blockAddress, type Block, type Segment } from "./alloca
 import type { MemoryDevice } from "./devices.ts";
 import { _snapshot_events, allocationFrames, type Frame, type MemoryEvent } from "./history.ts";
 import { liveStorages, type Storage } from "./storage.ts";
-import { pickleDumps, pyTuple, type PyTuple } from "./pickle.ts";
+import { pickleDumps, pyTuple } from "./pickle.ts";
 
 export interface SnapshotBlock {
   address: number;
@@ -30,7 +30,8 @@ export interface SnapshotSegment {
   requested_size: number;
   stream: number;
   segment_type: "small" | "large";
-  segment_pool_id: PyTuple;
+  /** A tuple in PyTorch (an array here; the pickle writes a tuple). */
+  segment_pool_id: [number, number];
   is_expandable: boolean;
   frames: Frame[];
   blocks: SnapshotBlock[];
@@ -69,7 +70,7 @@ export function segmentsOf(dev: MemoryDevice): SnapshotSegment[] {
       requested_size: active.reduce((n, b) => n + b.requested_size, 0),
       stream: 0,
       segment_type: seg.pool === "small_pool" ? "small" : "large",
-      segment_pool_id: pyTuple(0, 0),
+      segment_pool_id: [0, 0],
       is_expandable: false,
       // where the segment was reserved: the first block's allocation, as for a cudaMalloc made for it
       frames: blocks[0]?.frames ?? [],
@@ -95,7 +96,8 @@ export function snapshotPickle(snap: MemorySnapshot): Buffer {
       gradlab: { category, phase, op, node, storage_id, requested, device },
     })),
   );
-  return pickleDumps({ segments: snap.segments, device_traces });
+  const segments = snap.segments.map((s) => ({ ...s, segment_pool_id: pyTuple(...s.segment_pool_id) }));
+  return pickleDumps({ segments, device_traces });
 }
 
 export function dumpSnapshot(path: string, snap: MemorySnapshot): void {

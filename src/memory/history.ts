@@ -110,11 +110,16 @@ function framesOf(stack: string | null): Frame[] {
   for (const l of lines) {
     const m = FRAME.exec(l);
     if (!m) continue;
-    const name = !m[1] || m[1] === "async" || /^async <anonymous>$/.test(m[1]) ? "<module>" : m[1].replace(/^async /, "");
+    const anonymous = !m[1] || m[1] === "async" || m[1] === "async <anonymous>" || m[1] === "<anonymous>";
     // a script's own files relative to where it runs (as the kernel shows them), not the machine's paths
-    frames.push({ filename: m[2].replace(/^file:\/\//, "").replace(`${process.cwd()}/`, ""), line: Number(m[3]), name });
+    frames.push({ filename: m[2].replace(/^file:\/\//, "").replace(`${process.cwd()}/`, ""), line: Number(m[3]), name: anonymous ? "" : m[1].replace(/^async /, "") });
     if (frames.length === 8) break;
   }
+  // An unnamed function is a cell's (or a script's) top level when it is the outermost frame of its
+  // file, as Python names it <module>; one called from the same file is an arrow, Python's <lambda>
+  frames.forEach((f, i) => {
+    if (!f.name) f.name = frames.slice(i + 1).some((o) => o.filename === f.filename) ? "<lambda>" : "<module>";
+  });
   if (framesCache.size > 10_000) framesCache.clear();
   framesCache.set(stack, frames);
   return frames;

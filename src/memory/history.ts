@@ -10,7 +10,7 @@ import { reclaim } from "./lifetime.ts";
 export type Phase = "forward" | "backward" | "optimizer" | "other";
 
 /** PyTorch's trace actions (a free is `free_requested` then, with no stream to wait for, `free_completed`). */
-export type TraceAction = "alloc" | "free_requested" | "free_completed" | "segment_alloc" | "segment_free";
+type TraceAction = "alloc" | "free_requested" | "free_completed" | "segment_alloc" | "segment_free";
 
 /** One frame of where an event happened, as PyTorch's snapshots give it: in a notebook, the cell
  *  ("Cell [3]"), the line in that cell, and the function (`<module>` at a cell's top level). */

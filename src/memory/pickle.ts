@@ -26,8 +26,6 @@ const OP = {
   EMPTY_TUPLE: 0x29, // )
   TUPLE2: 0x86,
 } as const;
-/** The opcodes this writer may emit (tests check them against memory_viz's unpickler). */
-export const PICKLE_OPCODES: readonly number[] = Object.values(OP);
 
 const TUPLE = Symbol("pickle.tuple");
 /** A Python tuple (JavaScript has none): `pyTuple(0, 0)` pickles as `(0, 0)`. */

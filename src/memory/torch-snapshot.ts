@@ -11,7 +11,7 @@ import { _snapshot_events, allocationFrames, type Frame, type MemoryEvent } from
 import { liveStorages, type Storage } from "./storage.ts";
 import { pickleDumps, pyTuple } from "./pickle.ts";
 
-export interface SnapshotBlock {
+interface SnapshotBlock {
   address: number;
   size: number;
   requested_size: number;
@@ -89,7 +89,7 @@ export function snapshotOf(dev: MemoryDevice): MemorySnapshot {
  * The file memory_viz opens. GradLab's extra trace fields go under names of their own: memory_viz
  * colours by a trace entry's `category` when it has one, with categories of PyTorch's own making.
  */
-export function snapshotPickle(snap: MemorySnapshot): Buffer {
+function snapshotPickle(snap: MemorySnapshot): Buffer {
   const device_traces = snap.device_traces.map((t) =>
     t.map(({ category, phase, op, node, storage_id, requested, device, ...e }) => ({
       ...e,

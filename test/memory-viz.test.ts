@@ -58,7 +58,8 @@ describe("torch.viz.memory_viz", () => {
     const tooltip = (active.layer[1] as unknown as { encoding: { tooltip: Array<{ field: string }> } }).encoding.tooltip.map((t) => t.field);
     expect(tooltip).toEqual(expect.arrayContaining(["where", "size", "category", "op", "node", "phase"]));
     // forward and backward shaded
-    expect(new Set(active.layer[0].data.values.map((b) => b.phase))).toEqual(new Set(["forward", "backward"]));
+    expect((active.layer[0].data as unknown as { name: string }).name).toBe("phases");
+    expect(new Set((view.spec as { datasets: { phases: Row[] } }).datasets.phases.map((b) => b.phase))).toEqual(new Set(["forward", "backward"]));
   });
 
   it("reserved view: memory_reserved and memory_allocated step for step, ending at the allocator's figures", () => {
@@ -103,6 +104,43 @@ describe("torch.viz.memory_viz", () => {
 
   it("refuses what is not a snapshot, saying what to pass", () => {
     expect(() => torch.viz.memory_viz(snap.device_traces[0] as never)).toThrow(/takes a snapshot: torch\.cuda\.memory\._snapshot\(\)/);
+  });
+
+  it("keeps a 40,000-event trace's spec small and its peak exact", () => {
+    // 10,000 iterations of: alloc a (forward), alloc b (backward), free b, free a; every 100th b is bigger
+    const ev = (action: string, addr: number, size: number, phase: string) =>
+      ({
+        action,
+        addr,
+        size,
+        stream: 0,
+        time_us: 0,
+        frames: [],
+        device: "sim:x",
+        storage_id: addr,
+        requested: size,
+        op: null,
+        node: null,
+        phase,
+        category: "activation",
+      }) as never;
+    const trace = [];
+    for (let i = 0; i < 10_000; i++) {
+      const big = i % 100 === 37 ? 8192 : 1024;
+      trace.push(
+        ev("alloc", 2 ** 32, 512, "forward"),
+        ev("alloc", 2 ** 32 + 512, big, "backward"),
+        ev("free_completed", 2 ** 32 + 512, big, "backward"),
+        ev("free_completed", 2 ** 32, 512, "other"),
+      );
+    }
+    const big = torch.viz.memory_viz({ segments: [], device_traces: [trace] });
+    const spec = big.spec as { vconcat: View[] };
+    expect(JSON.stringify(spec).length).toBeLessThan(400_000);
+    const rows = spec.vconcat[2].layer[1].data.values.filter((r) => r.series === "memory_allocated");
+    expect(rows.length).toBeLessThanOrEqual(602);
+    expect(Math.max(...rows.map((r) => Number(r.bytes)))).toBe(512 + 8192);
+    expect(rows.at(-1)!.bytes).toBe(0);
   });
 
   it("one view alone keeps its own slider only where it has one", () => {

@@ -112,7 +112,11 @@ function framesOf(stack: string | null): Frame[] {
     if (!m) continue;
     const anonymous = !m[1] || m[1] === "async" || m[1] === "async <anonymous>" || m[1] === "<anonymous>";
     // a script's own files relative to where it runs (as the kernel shows them), not the machine's paths
-    frames.push({ filename: m[2].replace(/^file:\/\//, "").replace(`${process.cwd()}/`, ""), line: Number(m[3]), name: anonymous ? "" : m[1].replace(/^async /, "") });
+    frames.push({
+      filename: m[2].replace(/^file:\/\//, "").replace(`${process.cwd()}/`, ""),
+      line: Number(m[3]),
+      name: anonymous ? "" : m[1].replace(/^async /, ""),
+    });
     if (frames.length === 8) break;
   }
   // An unnamed function is a cell's (or a script's) top level when it is the outermost frame of its

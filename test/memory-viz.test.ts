@@ -124,7 +124,7 @@ describe("torch.viz.memory_viz", () => {
         phase,
         category: "activation",
       }) as never;
-    const trace = [];
+    const trace: never[] = [];
     for (let i = 0; i < 10_000; i++) {
       const big = i % 100 === 37 ? 8192 : 1024;
       trace.push(

@@ -56,17 +56,45 @@ async function runAll(page: Page, url: string) {
   await until(
     "the GradLab kernel to be idle",
     90_000,
-    async () =>
-      (await page.locator(`${PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]`).count()) > 0 &&
-      (await page.locator(`${PANEL} .jp-CodeCell`).count()) === 2,
+    async () => {
+      const name = await page
+        .locator(`${PANEL} .jp-Toolbar-kernelName`)
+        .first()
+        .innerText()
+        .catch(() => "");
+      const idle = await page.locator(`${PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]`).count();
+      return name.includes("GradLab") && idle > 0 && (await page.locator(`${PANEL} .jp-CodeCell`).count()) === 2;
+    },
     300,
   );
-  await page.locator(".lm-MenuBar-itemLabel", { hasText: /^Run$/ }).first().click();
-  await page
-    .locator(".lm-Menu-itemLabel", { hasText: /^Run All Cells$/ })
-    .first()
-    .click();
-  await until("the plot to render", 180_000, async () => (await page.locator(`${PANEL} .vega-embed canvas, ${PANEL} .vega-embed svg.marks`).count()) > 0, 500);
+  // Run All, again if no cell started (a click made while Lab still wires the session is lost)
+  await until(
+    "the cells to start",
+    60_000,
+    async () => {
+      await page.locator(".lm-MenuBar-itemLabel", { hasText: /^Run$/ }).first().click();
+      await page
+        .locator(".lm-Menu-itemLabel", { hasText: /^Run All Cells$/ })
+        .first()
+        .click();
+      await page.waitForTimeout(5000);
+      const prompts = await page.locator(`${PANEL} .jp-CodeCell .jp-InputPrompt`).allInnerTexts();
+      return prompts.some((p) => /\[(\*|\d+)\]/.test(p));
+    },
+    100,
+  );
+  try {
+    await until(
+      "the plot to render",
+      180_000,
+      async () => (await page.locator(`${PANEL} .vega-embed canvas, ${PANEL} .vega-embed svg.marks`).count()) > 0,
+      500,
+    );
+  } catch (e) {
+    await page.screenshot({ path: join(SHOTS, "memory-viz-timeout.png"), fullPage: true });
+    const outputs = await page.locator(`${PANEL} .jp-OutputArea`).allInnerTexts();
+    throw new Error(`${(e as Error).message}; outputs: ${outputs.join(" | ").slice(0, 1500)}`);
+  }
   await page.waitForTimeout(1500);
 }
 

@@ -73,13 +73,14 @@ describe("lab trace_memory", () => {
       const h1 = allocs.find((e) => e.op === "matmul" && e.phase === "forward")!;
       expect(h1.node).toBe("MmBackward0");
       expect(h1.category).toBe("activation"); // GELU saved it
-      expect(h1.frames.join("\n")).toMatch(/memory-labs\.test\.ts/);
+      expect(h1.frames.map((f) => `${f.filename}:${f.line}`).join("\n")).toMatch(/memory-labs\.test\.ts:\d+/);
       const grads = allocs.filter((e) => e.category === "gradient");
       expect(grads.map((e) => e.size).sort((a, b) => a - b)).toEqual([128 * 256 * 4, 256 * 256 * 4, 256 * 256 * 4]);
       expect(grads.every((e) => e.phase === "backward")).toBe(true);
       expect(allocs.some((e) => e.phase === "backward" && e.category === "autograd_temporary" && e.node === "GeluBackward0")).toBe(true);
-      const frees = events.filter((e) => e.action === "free");
+      const frees = events.filter((e) => e.action === "free_completed");
       expect(frees.length).toBe(allocs.length); // everything traced was freed by the end
+      expect(events.filter((e) => e.action === "free_requested").length).toBe(frees.length);
     }
   });
 });
@@ -166,12 +167,12 @@ describe("lab simulate_loss_leak", () => {
     expect(torch.cuda.memory.find_leaks({ model }).total_bytes).toBe(0);
   });
 
-  it("memory_snapshot says who holds each storage", () => {
+  it("live_storages says who holds each storage", () => {
     using _sim = torch.cuda.simulate() as torch.autograd.Guard;
     const x = torch.randn(64, 64, { requires_grad: true });
     const h = x.exp();
     const v = h.getitem("0");
-    const snap = torch.cuda.memory_snapshot().filter((s) => s.device.startsWith("sim"));
+    const snap = torch.cuda.memory.live_storages().filter((s) => s.device.startsWith("sim"));
     const holdersOfH = snap.find((s) => s.holders.some((hh) => hh.description.includes("grad_fn=<ExpBackward0>")))!;
     expect(holdersOfH.category).toBe("activation");
     expect(holdersOfH.holders.map((hh) => hh.kind).sort()).toEqual(["saved", "tensor", "view"]);

@@ -1,5 +1,5 @@
 // Resolving `import` in cells: npm packages and relative files against the notebook's directory,
-// `node:` builtins, and "gradlab" as the runtime this kernel belongs to.
+// `node:` builtins, "gradlab" as the runtime this kernel belongs to, and "tslab" as tslab's display API.
 import { builtinModules, createRequire } from "node:module";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -7,6 +7,9 @@ import { pathToFileURL } from "node:url";
 import { exports as resolveExports } from "resolve.exports";
 import { RUNTIME_MODULE } from "../repo.ts";
 import { ensureTsx } from "../sockets/ts-worker.ts";
+import { tslabModule } from "../display/tslab.ts";
+
+let tslab: ReturnType<typeof tslabModule> | undefined;
 
 /** The runtime preloaded as `torch` (GRADLAB_RUNTIME overrides it, for tests). */
 const RUNTIME_ENTRY = process.env.GRADLAB_RUNTIME ? resolve(process.env.GRADLAB_RUNTIME) : RUNTIME_MODULE;
@@ -41,6 +44,8 @@ export async function importForCell(spec: string, baseDir: string): Promise<any>
     await loadTorch();
     return torchOrThrow();
   }
+  // tslab's notebooks import its display API; here it is built on this kernel's display()
+  if (spec === "tslab") return (tslab ??= tslabModule());
   if (spec.startsWith("node:") || builtinModules.includes(spec)) return import(spec);
   if (spec.startsWith("./") || spec.startsWith("../") || spec.startsWith("/")) return importFile(resolve(baseDir, spec));
   if (/^[a-z]+:/.test(spec)) return import(spec);

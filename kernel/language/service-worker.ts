@@ -38,6 +38,18 @@ declare namespace display {
   function png(data: string | Uint8Array, opts?: GradlabDisplayOptions): GradlabDisplayHandle | undefined;
   function bundle(data: Record<string, unknown>, opts?: GradlabDisplayOptions): GradlabDisplayHandle | undefined;
 }
+/** tslab's display API (kernel/display/tslab.ts), for tslab notebooks: import * as tslab from "tslab". */
+declare module "tslab" {
+  interface Display {
+    javascript(s: string): void; html(s: string): void; markdown(s: string): void; latex(s: string): void;
+    svg(s: string): void; png(b: Uint8Array): void; jpeg(b: Uint8Array): void; gif(b: Uint8Array): void;
+    pdf(b: Uint8Array): void; text(s: string): void; raw(contentType: string, b: string | Uint8Array): void;
+  }
+  export const display: Display;
+  export function newDisplay(): Display;
+  export const isNode: boolean;
+  export const isBrowser: boolean;
+}
 /** Clear this cell's output; with {wait: true}, when the next output arrives. */
 declare function clear_output(opts?: { wait?: boolean }): void;
 /** Ask the user for a line of text (blocks until answered). */

@@ -7,7 +7,7 @@ import { within, type Guard } from "../autograd/guard.ts";
 import * as history from "../memory/history.ts";
 import * as snap from "../autograd/snapshot.ts";
 import { reclaim, reclaimsSynchronously } from "../memory/lifetime.ts";
-import type { Block } from "../memory/allocator.ts";
+import { dumpSnapshot, segmentsOf, snapshotOf, type MemorySnapshot, type SnapshotSegment } from "../memory/torch-snapshot.ts";
 import { formatBytes } from "../memory/format-bytes.ts";
 import { getDevice, readyDevice, simulateDeviceLoss } from "../device/backend.ts";
 import { flush } from "../device/scheduler.ts";
@@ -173,36 +173,30 @@ export function memory_summary(): string {
 export const memory = {
   _record_memory_history: history._record_memory_history,
   record_history: history.record_history,
-  /** PyTorch's snapshot layout (segments with their blocks, and the event trace) plus GradLab's event fields. */
-  _snapshot() {
+  /** PyTorch 2.x's snapshot (segments with their blocks, device_traces) of the current device; trace
+   *  entries also carry GradLab's op, node, phase and category. */
+  _snapshot(): MemorySnapshot {
     reclaim();
-    const dev = currentDevice();
-    const segments = [...dev.allocator.liveSegments].map((seg) => {
-      const blocks = [];
-      for (let b: Block | null = seg.head; b; b = b.next) {
-        blocks.push({ address: seg.id * 2 ** 32 + b.offset, size: b.size, requested_size: b.requested, state: b.allocated ? "active_allocated" : "inactive" });
-      }
-      return {
-        device: dev.name,
-        address: seg.id * 2 ** 32,
-        total_size: seg.size,
-        segment_type: seg.pool === "small_pool" ? "small" : "large",
-        allocated_size: blocks.filter((b) => b.state === "active_allocated").reduce((n, b) => n + b.size, 0),
-        blocks,
-      };
-    });
-    return { segments, device_traces: [history._snapshot_events().filter((e) => e.device === dev.name)] };
+    return snapshotOf(currentDevice());
   },
-  _dump_snapshot(path = "snapshot.json") {
-    history._dump_snapshot(path, memory._snapshot());
+  /** Writes `_snapshot()` as PyTorch's pickle: drop the file on pytorch.org/memory_viz. */
+  _dump_snapshot(filename = "dump_snapshot.pickle"): void {
+    reclaim();
+    dumpSnapshot(filename, snapshotOf(currentDevice()));
   },
-  memory_snapshot: snap.memory_snapshot,
+  memory_snapshot,
+  live_storages: snap.memory_snapshot,
   find_leaks: snap.find_leaks,
   lifecycle_report: snap.lifecycle_report,
   /** Whether tensors dropped without dispose are reclaimed before figures (GradLab, not in PyTorch). */
   reclaims_synchronously: reclaimsSynchronously,
 };
-export const memory_snapshot = snap.memory_snapshot;
+/** torch.cuda.memory_snapshot(): the current device's segments, as PyTorch returns them (its
+ *  `_snapshot()["segments"]`). Who holds each live storage: torch.cuda.memory.live_storages(). */
+export function memory_snapshot(): SnapshotSegment[] {
+  reclaim();
+  return segmentsOf(currentDevice());
+}
 
 /** Destroys the device as a driver reset would; tensors created before report the loss when used. */
 export const _simulate_device_loss = simulateDeviceLoss;

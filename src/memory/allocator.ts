@@ -29,6 +29,11 @@ export interface Segment {
   head: Block;
 }
 
+/** A stable number for a segment, as a device address would be: its id in the high part, so that a
+ *  block's address is the segment's plus the block's offset (snapshots, timelines). */
+export const segmentAddress = (seg: Segment) => seg.id * 2 ** 32;
+export const blockAddress = (b: Block) => segmentAddress(b.segment) + b.offset;
+
 export interface Block {
   readonly segment: Segment;
   offset: number;
@@ -73,7 +78,7 @@ export interface AllocatorHooks {
   /** Called when a segment is released, so the device layer can destroy its buffer. */
   releaseSegment(seg: Segment): void;
   /** Called when an allocation or free happens, for timelines (memory issue). */
-  onEvent?(ev: { action: "alloc" | "free" | "segment_alloc" | "segment_free"; bytes: number; block?: Block }): void;
+  onEvent?(ev: { action: "alloc" | "free" | "segment_alloc" | "segment_free"; bytes: number; block?: Block; segment?: Segment }): void;
 }
 
 export class CachingAllocator {
@@ -270,7 +275,7 @@ export class CachingAllocator {
     this.segments.add(seg);
     bump(this.reserved, pool, size);
     bump(this.segmentCount, pool, 1);
-    this.hooks.onEvent?.({ action: "segment_alloc", bytes: size });
+    this.hooks.onEvent?.({ action: "segment_alloc", bytes: size, segment: seg });
     return head;
   }
 
@@ -279,7 +284,7 @@ export class CachingAllocator {
     this.segments.delete(seg);
     bump(this.reserved, seg.pool, -seg.size);
     bump(this.segmentCount, seg.pool, -1);
-    this.hooks.onEvent?.({ action: "segment_free", bytes: seg.size });
+    this.hooks.onEvent?.({ action: "segment_free", bytes: seg.size, segment: seg });
     this.hooks.releaseSegment(seg);
   }
 

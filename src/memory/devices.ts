@@ -3,7 +3,8 @@
 // 80 GiB scenarios run instantly with exact accounting. Each device has its own allocator; torch.cuda's
 // statistics report the current device's.
 
-import { CachingAllocator } from "./allocator.ts";
+import { CachingAllocator, segmentAddress, type AllocatorHooks } from "./allocator.ts";
+import { recordSegment } from "./history.ts";
 import { RuntimeError } from "../errors.ts";
 import { backing } from "./backing.ts";
 import { formatBytes } from "./format-bytes.ts";
@@ -28,6 +29,13 @@ function defaultCapacity(): number {
   return Math.floor((platform.hostMemory() ?? 8 * 2 ** 30) / 2);
 }
 
+/** Segments reserved and released go into the memory history (PyTorch's segment_alloc / segment_free). */
+const segmentEvents =
+  (device: string): AllocatorHooks["onEvent"] =>
+  (ev) => {
+    if (ev.segment && (ev.action === "segment_alloc" || ev.action === "segment_free")) recordSegment(device, ev.action, segmentAddress(ev.segment), ev.bytes);
+  };
+
 export const webgpu: MemoryDevice = {
   name: "webgpu:0",
   simulated: false,
@@ -37,6 +45,7 @@ export const webgpu: MemoryDevice = {
       if (seg.buffer) backing.destroyBuffer(seg.buffer);
       seg.buffer = null;
     },
+    onEvent: segmentEvents("webgpu:0"),
   }),
 };
 
@@ -62,9 +71,10 @@ export function setCurrentDevice(d: MemoryDevice): () => void {
 
 /** A new simulated device with `total_memory` bytes (default 80 GiB, the article's A100/H100). */
 export function newSimulatedDevice(total_memory = 80 * 2 ** 30, label?: string): MemoryDevice {
-  const allocator = new CachingAllocator(total_memory, { releaseSegment() {} });
+  const name = `sim:${simCount++}`;
+  const allocator = new CachingAllocator(total_memory, { releaseSegment() {}, onEvent: segmentEvents(name) });
   allocator.errorPrefix = "WebGPU (simulated)";
-  const d = { name: `sim:${simCount++}`, simulated: true, allocator, label: label ?? `Simulated GPU (${formatBytes(total_memory)})` };
+  const d = { name, simulated: true, allocator, label: label ?? `Simulated GPU (${formatBytes(total_memory)})` };
   all.push(d);
   return d;
 }

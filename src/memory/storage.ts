@@ -3,7 +3,7 @@
 // the block goes back to the caching allocator the moment the last one is dropped: memory statistics
 // are exact and deterministic, as PyTorch's are under CPython's reference counting.
 
-import type { Block } from "./allocator.ts";
+import { blockAddress as addressOf, type Block } from "./allocator.ts";
 import { backing } from "./backing.ts";
 import { deviceForNewStorage, type MemoryDevice } from "./devices.ts";
 import { RuntimeError } from "../errors.ts";
@@ -38,8 +38,6 @@ export class VersionCounter {
 let nextStorageId = 1;
 /** Every storage that holds memory now (for snapshots and the leak finder). */
 export const liveStorages = new Set<Storage>();
-/** A stable number for a block: segment id in the high part, offset in the low (as a device address would be). */
-const addressOf = (b: Block) => b.segment.id * 2 ** 32 + b.offset;
 
 export class Storage {
   readonly id = nextStorageId++;

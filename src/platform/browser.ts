@@ -61,7 +61,7 @@ export const platform: Platform = {
     for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
     return btoa(s);
   },
-  writeTextFile: () => {
+  writeFile: () => {
     throw new Error("there is no file system in the browser: use torch.cuda.memory._snapshot() and display it instead");
   },
   requireSync: () => null,

@@ -41,8 +41,8 @@ export interface Platform {
   beginWait(): void;
   /** base64 of a string's UTF-8 bytes */
   base64(text: string): string;
-  /** writes a text file (torch.cuda.memory._dump_snapshot); throws where there is no file system */
-  writeTextFile(path: string, text: string): void;
+  /** writes a file (torch.cuda.memory._dump_snapshot's pickle); throws where there is no file system */
+  writeFile(path: string, data: string | Uint8Array): void;
   /** a CommonJS package loaded synchronously (resvg, vega), or null where the platform cannot */
   requireSync<T>(name: string): T | null;
   /** whether a font file exists (the PNG fallback's fonts); false where there is no file system */

@@ -9,6 +9,7 @@ export { saved_tensors, SavedTensorsView, type SavedRow } from "./saved.ts";
 export { memory_timeline, memory_stages, compare_runs, MemoryTimelineView, MemoryStagesView, CompareRunsView, type TimelineOptions } from "./memory-plots.ts";
 export { series as memory_series, CATEGORIES, PHASES } from "./memory-series.ts";
 export { engine_trace, EngineTraceView } from "./engine-trace.ts";
+export { memory_viz, MemoryVizView, type MemoryVizOptions } from "./memory-viz.ts";
 export { module_summary, ModuleSummaryView } from "./module-summary.ts";
 export { tensorHtml as tensor_html } from "./tensor-view.ts";
 export { vegaLiteToSvg, VEGALITE_MIME, VEGALITE_SCHEMA } from "./vega-render.ts";

@@ -10,11 +10,13 @@ export const PHASES = ["forward", "backward", "optimizer", "other"] as const;
 type Cat = (typeof CATEGORIES)[number];
 
 export type EventsLike = MemoryEvent[] | { device_traces: MemoryEvent[][] };
-export type PartialEvent = Pick<MemoryEvent, "action" | "size" | "category" | "phase"> & Partial<MemoryEvent>;
+/** An event as plots read it: a trace entry, or a hand-made one whose free is just "free". */
+export type PartialEvent = Pick<MemoryEvent, "size" | "category" | "phase"> & { action: MemoryEvent["action"] | "free" } & Partial<Omit<MemoryEvent, "action">>;
 
+/** The allocations and frees of a trace (a free counted once, at free_completed; segments are not allocations). */
 function eventsOf(src: EventsLike | PartialEvent[]): PartialEvent[] {
-  if (Array.isArray(src)) return src;
-  return (src.device_traces ?? [])[0] ?? [];
+  const ev: PartialEvent[] = Array.isArray(src) ? src : ((src.device_traces ?? [])[0] ?? []);
+  return ev.filter((e) => e.action === "alloc" || e.action === "free" || e.action === "free_completed");
 }
 
 /** @public (part of the runtime's typed API) */

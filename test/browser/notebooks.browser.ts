@@ -19,7 +19,7 @@ const IN_NOTEBOOK7 = ["02_node_and_edge.ipynb", "05_engine.ipynb", "06_memory_li
 const EXPECTED: Record<string, Partial<Record<Renderer, number>>> = {
   "02_node_and_edge.ipynb": { graph: 1 },
   "05_engine.ipynb": { table: 1, widget: 1 },
-  "06_memory_lifecycle.ipynb": { vega: 2, widget: 1 }, // stages and timeline; the live plot is checked on its own
+  "06_memory_lifecycle.ipynb": { vega: 3, widget: 1 }, // stages, timeline and memory_viz; the live plot is checked on its own
 };
 type Renderer = "vega" | "graph" | "svg" | "table" | "text" | "html" | "widget" | "other";
 /** The notebook on screen (Lab keeps other tabs' panels in the DOM, hidden). */

@@ -24,7 +24,12 @@ export async function completeRequest(k: HandlerContext, msg: Request<"complete_
   const cursor = cursorIn(code, msg.content?.cursor_pos);
   const live = liveCompletions(code, cursor);
   const service = languageService();
-  const ready = code.length <= LS_MAX_CODE && (service.loaded || (await service.whenLoaded(LS_FIRST_WAIT_MS)));
+  const fits = code.length <= LS_MAX_CODE;
+  let ready = fits && (service.loaded || (await service.whenLoaded(LS_FIRST_WAIT_MS)));
+  const spelled = ready ? [] : namesInCode(code, cursor);
+  // Nothing to answer with meanwhile (a member after a dot that no live value has, as in
+  // `greeting.toUpp` before the cell ran): an empty reply would be wrong, so wait for the service.
+  if (!ready && fits && live.matches.length === 0 && spelled.length === 0) ready = true;
   const ts = ready ? await service.complete(code, cursor) : null;
   const seen = new Set<string>();
   const matches: string[] = [];
@@ -42,7 +47,7 @@ export async function completeRequest(k: HandlerContext, msg: Request<"complete_
     types.push({ start: live.start, end: live.end, text: m, type: "value" });
   }
   // without the service (still loading): the names the cell itself spells, which it would have offered
-  for (const m of ready ? [] : namesInCode(code, cursor)) {
+  for (const m of spelled) {
     if (seen.has(m)) continue;
     seen.add(m);
     matches.push(m);

@@ -19,12 +19,18 @@ import { AccumulateGrad, isAnomalyEnabled, type Node, type Grads } from "./node.
 import { edgeOf } from "./record.ts";
 import { releaseNode, retainNode } from "./meta.ts";
 
-export interface TraceEvent {
-  step: "entry" | "dependencies" | "ready" | "apply" | "release" | "pass";
-  node?: string;
-  sequence_nr?: number;
-  detail: Record<string, unknown>;
-}
+/**
+ * One step of the engine, as autograd.trace returns it: a union on `step`, so that a notebook's
+ * `events.filter((s) => s.step === "release")` gives events whose `detail.bytes_freed` is a number
+ * (TypeScript infers the filter's type predicate).
+ */
+export type TraceEvent =
+  | { step: "entry"; node?: undefined; detail: { roots: string[]; retain_graph?: boolean; create_graph?: boolean } }
+  | { step: "dependencies"; node?: undefined; detail: { counts: Array<{ node: string; sequence_nr: number; dependencies: number }> } }
+  | { step: "ready"; node: string; sequence_nr: number; detail: { queue: string[] } }
+  | { step: "apply"; node: string; sequence_nr: number; detail: { grads_in: Array<string | null> } }
+  | { step: "pass"; node: string; detail: { to: string; input_nr: number; shape: string } }
+  | { step: "release"; node: string; detail: { saved: string[]; bytes_freed: number } };
 /** Watches the engine. Besides the event (names only, what autograd.trace returns), it gets the node
  *  the event is about and, for a pass, the node the gradient goes to: a drawing of the graph needs to
  *  know which of two nodes of the same name ran (torch.viz.stepper). */

@@ -55,6 +55,9 @@ class GradLabKernel extends BaseKernel {
       clear_output: () => this.clearOutput(c, parent),
       execute_result: () => this.publishExecuteResult(c, parent),
       error: () => this.publishExecuteError(c, parent),
+      comm_open: () => this.handleComm("comm_open", c, (m.metadata ?? {}) as never, (m.buffers ?? []) as never, parent),
+      comm_msg: () => this.handleComm("comm_msg", c, (m.metadata ?? {}) as never, (m.buffers ?? []) as never, parent),
+      comm_close: () => this.handleComm("comm_close", c, (m.metadata ?? {}) as never, (m.buffers ?? []) as never, parent),
     };
     publish[m.msgType]();
   }
@@ -114,9 +117,16 @@ class GradLabKernel extends BaseKernel {
     return { status: "ok", comms: {} };
   }
   inputReply(): void {}
-  async commOpen(): Promise<void> {}
-  async commMsg(): Promise<void> {}
-  async commClose(): Promise<void> {}
+  // the page's widget manager talks to the Worker's comms (torch.widgets, torch.viz.stepper)
+  async commOpen(msg: KernelMessage.ICommOpenMsg): Promise<void> {
+    this.send({ type: "comm", msgType: "comm_open", content: msg.content, metadata: msg.metadata, buffers: msg.buffers ?? [] });
+  }
+  async commMsg(msg: KernelMessage.ICommMsgMsg): Promise<void> {
+    this.send({ type: "comm", msgType: "comm_msg", content: msg.content, metadata: msg.metadata, buffers: msg.buffers ?? [] });
+  }
+  async commClose(msg: KernelMessage.ICommCloseMsg): Promise<void> {
+    this.send({ type: "comm", msgType: "comm_close", content: msg.content, metadata: msg.metadata, buffers: msg.buffers ?? [] });
+  }
 }
 
 const logo = (size: number) => URLExt.join(PageConfig.getBaseUrl(), `gradlab/logo-${size}x${size}.png`);

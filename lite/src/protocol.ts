@@ -7,16 +7,20 @@ export type ToWorker =
   | { type: "interrupt" }
   | { type: "complete"; id: number; code: string; cursor: number }
   | { type: "inspect"; id: number; code: string; cursor: number }
-  | { type: "location"; dir: string };
+  | { type: "location"; dir: string }
+  | { type: "comm"; msgType: "comm_open" | "comm_msg" | "comm_close"; content: any; metadata: unknown; buffers: any[] };
 
 /** Worker -> main thread */
 export type FromWorker =
   | { type: "ready"; device: string | null; problem: string | null }
   | {
       type: "iopub";
-      msgType: "stream" | "display_data" | "update_display_data" | "clear_output" | "execute_result" | "error";
+      msgType: "stream" | "display_data" | "update_display_data" | "clear_output" | "execute_result" | "error" | "comm_open" | "comm_msg" | "comm_close";
       content: any;
       parent: object | null;
+      /** comm messages only (widgets): their metadata and binary buffers */
+      metadata?: unknown;
+      buffers?: any[];
     }
   | { type: "reply"; id: number; content: { status: "ok" | "error"; ename?: string; evalue?: string; traceback?: string[] } }
   | { type: "completed"; id: number; start: number; end: number; matches: string[] }

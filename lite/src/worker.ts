@@ -48,7 +48,9 @@ const host = {
   pendingDisplays: [] as Promise<unknown>[],
 };
 installGlobals(host);
-comms.publisher = () => (type, content) => host.publish(type, content, host.currentParent());
+// comm messages (widgets, the stepper) travel with their metadata and buffers, as the server kernel's do
+comms.publisher = () => (type, content, metadata, buffers) =>
+  post({ type: "iopub", msgType: type as "comm_msg", content, parent: host.currentParent(), metadata: metadata ?? {}, buffers: buffers ?? [] });
 let hinted = -1;
 installPromiseInspect(() => {
   if (!current || hinted === current.executionCount) return;
@@ -124,7 +126,13 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
   else if (m.type === "complete") post({ type: "completed", id: m.id, ...liveCompletions(m.code, m.cursor) });
   else if (m.type === "inspect") post({ type: "inspected", id: m.id, text: liveInspect(m.code, m.cursor)?.text ?? null });
   else if (m.type === "location") setNotebookDir(m.dir);
-  else queue = queue.then(() => execute(m)).catch((e) => console.error(e));
+  // from the page's widget manager: handled at once, as the server kernel's control of comms is
+  else if (m.type === "comm") {
+    if (m.msgType === "comm_open") {
+      if (!comms.open(m.content, m.metadata, m.buffers)) comms.publisher()("comm_close", { comm_id: m.content.comm_id, data: {} });
+    } else if (m.msgType === "comm_msg") comms.msg(m.content, m.metadata, m.buffers);
+    else comms.close(m.content);
+  } else queue = queue.then(() => execute(m)).catch((e) => console.error(e));
 };
 // an error thrown by a timer or a forgotten promise shows in the cell that runs now
 self.addEventListener("unhandledrejection", (ev) => {

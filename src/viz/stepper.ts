@@ -20,7 +20,7 @@ import { WIDGET_VIEW_MIME } from "../widgets/widget.ts";
 import { DISPLAY, esc, htmlTable, pictureHtml, pyName, svgFragment, type MimeBundle } from "./common.ts";
 import { graphviz } from "./graph.ts";
 import { leafOf, namesOf, reachable, savedInfo } from "./graph-walk.ts";
-import { svgToPng } from "./png.ts";
+import { canRasterize, svgToPng } from "./png.ts";
 import { caption, captionHtml, frameCount, frameDot, memoryAt, memoryBar, stepsText, type DrawnNode, type Recording, type StepRecord } from "./stepper-draw.ts";
 
 export interface StepperOptions {
@@ -219,7 +219,8 @@ export class StepperView {
       `<p style="font:13px sans-serif;margin:4px 0">torch.viz.stepper: the backward pass step by step (open the notebook in JupyterLab or Notebook 7 and run it to step through it).</p>`,
       htmlTable(["step", "what happens", "memory_allocated"], rows),
       `<p style="font:12px sans-serif;margin:6px 0 2px">After the last step:</p>`,
-      pictureHtml(svg, await svgToPng(svg), "autograd graph after backward"),
+      // a platform without a rasteriser (GradLab Lite in a browser) shows the SVG alone
+      canRasterize() ? pictureHtml(svg, await svgToPng(svg), "autograd graph after backward") : svgFragment(svg),
       `</div>`,
     ].join("");
   }

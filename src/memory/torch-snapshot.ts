@@ -101,5 +101,6 @@ function snapshotPickle(snap: MemorySnapshot): Buffer {
 }
 
 export function dumpSnapshot(path: string, snap: MemorySnapshot): void {
-  platform.writeFile(path, snapshotPickle(snap));
+  // the browser has no file system: say so before the pickle is built (its writer uses Node's Buffer)
+  platform.writeFile(path, () => snapshotPickle(snap));
 }

@@ -177,7 +177,7 @@ export const platform: Platform = {
   /** The host starts waiting on the GPU: Dawn may poll eagerly again for the first 1 ms. */
   beginWait: () => void (lastPoll = 0),
   base64: (text) => Buffer.from(text, "utf8").toString("base64"),
-  writeFile: (path, data) => writeFileSync(path, data),
+  writeFile: (path, data) => writeFileSync(path, typeof data === "function" ? data() : data),
   requireSync: <T>(name: string) => require(name) as T,
   fileExists: (path) => existsSync(path),
 };

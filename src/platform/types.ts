@@ -42,7 +42,7 @@ export interface Platform {
   /** base64 of a string's UTF-8 bytes */
   base64(text: string): string;
   /** writes a file (torch.cuda.memory._dump_snapshot's pickle); throws where there is no file system */
-  writeFile(path: string, data: string | Uint8Array): void;
+  writeFile(path: string, data: string | Uint8Array | (() => Uint8Array)): void;
   /** a CommonJS package loaded synchronously (resvg, vega), or null where the platform cannot */
   requireSync<T>(name: string): T | null;
   /** whether a font file exists (the PNG fallback's fonts); false where there is no file system */

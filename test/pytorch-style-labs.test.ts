@@ -4,6 +4,7 @@
 // PyTorch's peak (test/fixtures/labs.ts derives them from what torch keeps alive).
 // The two other labs were already written this way: MemoryProbeModel (test/checkpoint-labs.test.ts)
 // and inplace_bug_reproduce (test/autograd.test.ts).
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import * as torch from "../src/index.ts";
 import { runCell } from "./helpers/cells.ts";
@@ -176,4 +177,53 @@ describe("the article's labs in PyTorch style (no using, no scope, no dispose)",
     // every addmm output (linear1's and linear2's) as PyTorch's caching dispatch mode does: as much as none
     expect(g.after).toEqual({ none: 4 * 3 * act, full: 4 * act, selective: 4 * 3 * act });
   });
+});
+
+// The article's DeepBlock writes forward as nested calls, `self.linear2(self.act(self.linear1(x)))`.
+// CPython frees linear1's output once act has returned; a cell's forward must too (the cell transform
+// gives a call's operands their own frames: kernel/executor/temporaries.ts), or every checkpointed
+// recompute and no-grad forward peaks one activation above torch's.
+const NESTED_CHECKPOINTED = `
+class DeepBlock extends torch.nn.Module {
+  linear1: torch.nn.Linear; act = new torch.nn.GELU(); drop = new torch.nn.Dropout(0); linear2: torch.nn.Linear;
+  constructor(dim: number) { super(); this.linear1 = new torch.nn.Linear(dim, dim); this.linear2 = new torch.nn.Linear(dim, dim); }
+  override forward(x: torch.Tensor) { return this.linear2(this.drop(this.act(this.linear1(x)))).add(x); }
+}
+class Checkpointed extends torch.nn.Module {
+  blocks: torch.nn.ModuleList;
+  constructor(layers: number, dim: number) { super(); this.blocks = new torch.nn.ModuleList(Array.from({ length: layers }, () => new DeepBlock(dim))); }
+  override forward(x: torch.Tensor) {
+    for (const b of this.blocks) x = torch.utils.checkpoint.checkpoint(b, x, { use_reentrant: false });
+    return x;
+  }
+}
+function phase(fn: () => void) {
+  const start = torch.cuda.memory_allocated();
+  torch.cuda.reset_peak_memory_stats();
+  fn();
+  return { peak: torch.cuda.max_memory_allocated() - start, net: torch.cuda.memory_allocated() - start };
+}
+const model = new Checkpointed(LAYERS, DIM);
+const optimizer = new torch.optim.SGD([...model.parameters()], { lr: 0.1, momentum: 0.9 });
+const x = torch.randn([ROWS, DIM], { requires_grad: true });
+let loss;
+figures = {};
+figures.forward = phase(() => { loss = model(x).sum(); });
+figures.backward = phase(() => loss.backward());
+figures.step = phase(() => optimizer.step());
+`;
+
+describe("a forward written in nested calls, as the article's DeepBlock, peaks as torch 1.13's", () => {
+  const fx = JSON.parse(readFileSync(new URL("./fixtures/peaks.json", import.meta.url), "utf8"));
+  const cases: Array<[string, number, number, number]> = [
+    ["checkpoint(use_reentrant=False) x 1 DeepBlock", 1, fx.B, fx.D],
+    ["checkpoint(use_reentrant=False) x 3 DeepBlock", 3, fx.B, fx.D],
+    ["checkpoint(use_reentrant=False) x 4 DeepBlock (H wide)", 4, 2 * fx.B, fx.H],
+  ];
+  for (const [name, layers, rows, dim] of cases) {
+    it(`${name}: forward, backward and step peaks (test/fixtures/gen_peaks.py)`, async () => {
+      await torch.cuda.simulate({}, () => runCell(NESTED_CHECKPOINTED, { torch, LAYERS: layers, ROWS: rows, DIM: dim }));
+      expect(g.figures).toEqual(fx.programs[name]);
+    });
+  }
 });

@@ -103,6 +103,33 @@ describe("cell transform", () => {
     expect(g.res).toEqual(expected);
   });
 
+  it("a call's operands that make temporaries get their own frames, and compute what plain JavaScript does", async () => {
+    const code = transformCell("function fwd(x) { return l2(act(l1(x))).add(x) }", "t.ts").code;
+    // act's argument is linear1's output, freed in Python once act returns: it lives in an arrow's frame;
+    // and add's receiver is l2's output alone (act's is freed in Python once l2 returns)
+    expect(code).toContain("return ((() => (l2(((() => (act(l1(x))))()))))()).add(x)");
+    // a single call is the operand itself (held in Python too): not wrapped
+    expect(code).not.toContain("((() => (l1(x)))())");
+    // evaluation order, `this`, `arguments`, spread, optional chains, getters, await and super all behave
+    // as without the transform
+    const fns = `
+      const log = [];
+      const t = (v) => (log.push(v), v);
+      class Box { constructor(v) { this.v = v } add(o) { return new Box(this.v + (o instanceof Box ? o.v : o)) } twice() { return new Box(this.v * 2) } get val() { return t(this.v) } }
+      class Sub extends Box { add(o) { return super.add(new Box(t(1)).twice()).twice() } }
+      function order() { log.length = 0; const r = Math.max(t(1), Math.min(t(2), t(3)), Math.abs(t(-4))); return [r, log.join()] }
+      function self() { return new Box(1).twice().add(new Box(2).twice().twice()).twice().val }
+      function args() { return Math.max(...[t(1), t(2)].map((v) => v * 2), Math.abs(arguments.length)) }
+      function optional(o) { return [o?.b().twice().v, o?.b?.().twice().add(new Box(1).twice()).v] }
+      async function awaited() { return Math.max(await Promise.resolve(t(5)), Math.abs(await Promise.resolve(-6))) }
+      function derived() { return new Sub(3).add(0).v }`;
+    const run = `[order(), self(), args(1, 2, 3), optional(null), optional({ b: () => new Box(2) }), await awaited(), derived()]`;
+    const expected = await new Function(`return (async () => { ${fns}; return ${run} })()`)();
+    expect(expected).toEqual([[4, "1,2,3,-4"], 20, 4, [undefined, undefined], [4, 6], 6, 10]);
+    await cell(`${fns}\nres = ${run}`);
+    expect(g.res).toEqual(expected);
+  });
+
   it("jsPosition maps a line and column of the transformed code back to the cell (the inserts shift columns)", () => {
     const src = "let q = 0\nfunction sq(t) {\n  const s = Math.abs(t) * 2\n  return s\n}\nq = sq(3) + sq(4)\n";
     const t = transformCell(src, "cols.js");

@@ -47,9 +47,10 @@ const mul2 = (y: Tensor) => y.mul(2);
  * test/checkpoint-labs.test.ts's DeepBlock: linear2(drop(gelu(linear1(x)))) + x, written as Python code
  * rebinds a variable (`h = self.act(h)`): a dropped intermediate is freed at the next reclamation, as
  * CPython frees it at its last reference, though forward runs in a scope (memory/lifetime.ts holds
- * records, not handles). Nested calls (`linear2(act(linear1(x)))`) keep theirs until forward returns:
- * V8's interpreter keeps a call's argument in a register of the caller's frame (see the report of
- * issue 21).
+ * records, not handles). This file is not a cell: written as nested calls (`linear2(act(linear1(x)))`),
+ * forward would keep linear1's output until it returns, since V8's interpreter keeps a call's argument
+ * in a register of the caller's frame. A cell's nested calls peak as torch's: the cell transform gives
+ * such operands frames of their own (kernel/executor/temporaries.ts; test/pytorch-style-labs.test.ts).
  */
 class DeepBlock extends nn.Module {
   linear1: torch.nn.Linear;

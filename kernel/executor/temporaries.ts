@@ -81,7 +81,8 @@ function hasSuper(n: Node): boolean {
 /** Function-local variables a wrapping arrow can take as arguments (see the header), by name, and
  *  where they are read or written: for each, every reference lies in the function that declares it. */
 interface Locals {
-  refs: { pos: number; name: string; write: boolean }[];
+  /** `home`: where the scope that declares the variable begins (a function or block node's start) */
+  refs: { pos: number; name: string; write: boolean; home: number }[];
 }
 
 function analyzeLocals(root: Node): Locals {
@@ -100,20 +101,23 @@ function analyzeLocals(root: Node): Locals {
       if (v.name === "arguments") continue;
       const home = scope.variableScope;
       if (!v.references.every((r) => r.from.variableScope === home)) continue; // a closure of the user's captures it
-      for (const r of v.references) refs.push({ pos: (r.identifier as unknown as Node).start, name: v.name, write: r.isWrite() });
+      const at = (scope.block as unknown as Node).start;
+      for (const r of v.references) refs.push({ pos: (r.identifier as unknown as Node).start, name: v.name, write: r.isWrite(), home: at });
     }
   }
   refs.sort((a, b) => a.pos - b.pos);
   return { refs };
 }
 
-/** The uncaptured locals `expr` reads and does not write (in source order). */
+/** The uncaptured locals `expr` reads and does not write (in source order), of the scopes around it:
+ *  a function inside `expr` (`xs.map((s) => ...)`) reads its own parameters, which the arrow cannot pass. */
 function argumentsFor(expr: Node, locals: Locals): string[] {
   const read = new Set<string>();
   const written = new Set<string>();
   for (const r of locals.refs) {
     if (r.pos < expr.start) continue;
     if (r.pos >= expr.end) break;
+    if (r.home >= expr.start) continue;
     (r.write ? written : read).add(r.name);
   }
   return [...read].filter((n) => !written.has(n));

@@ -122,10 +122,11 @@ describe("cell transform", () => {
       function args() { return Math.max(...[t(1), t(2)].map((v) => v * 2), Math.abs(arguments.length)) }
       function optional(o) { return [o?.b().twice().v, o?.b?.().twice().add(new Box(1).twice()).v] }
       async function awaited() { return Math.max(await Promise.resolve(t(5)), Math.abs(await Promise.resolve(-6))) }
-      function derived() { return new Sub(3).add(0).v }`;
-    const run = `[order(), self(), args(1, 2, 3), optional(null), optional({ b: () => new Box(2) }), await awaited(), derived()]`;
+      function derived() { return new Sub(3).add(0).v }
+      function params() { return String(JSON.stringify([[1, 2], [3]].map((row) => row.filter((b) => b > 1).map((b) => b * 2)))) }`;
+    const run = `[order(), self(), args(1, 2, 3), optional(null), optional({ b: () => new Box(2) }), await awaited(), derived(), params()]`;
     const expected = await new Function(`return (async () => { ${fns}; return ${run} })()`)();
-    expect(expected).toEqual([[4, "1,2,3,-4"], 20, 4, [undefined, undefined], [4, 6], 6, 10]);
+    expect(expected).toEqual([[4, "1,2,3,-4"], 20, 4, [undefined, undefined], [4, 6], 6, 10, "[[4],[6]]"]);
     await cell(`${fns}\nres = ${run}`);
     expect(g.res).toEqual(expected);
   });

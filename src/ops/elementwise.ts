@@ -89,27 +89,35 @@ function checkWritable(out: Tensor): void {
   }
 }
 
-/** [first, last] element offsets a tensor can touch. */
-function extent(t: Tensor): [number, number] {
-  let last = t._offset;
-  t.shape.forEach((s, i) => (last += (s - 1) * t._strides[i]));
-  return [t._offset, last];
+/** ATen's is_non_overlapping_and_dense: the elements fill [offset, offset + numel) once each, in some
+ *  order of the dimensions. */
+function denseInSomeOrder(t: Tensor): boolean {
+  const dims = t.shape.map((s, i) => [s, t._strides[i]] as const).filter(([s]) => s !== 1);
+  dims.sort((a, b) => a[1] - b[1]);
+  let expected = 1;
+  for (const [s, st] of dims) {
+    if (st !== expected) return false;
+    expected *= s;
+  }
+  return true;
 }
 
 /**
- * ATen's assert_no_partial_overlap: an input may be the output itself, but an input that shares some
- * of the output's memory with another layout would be read after it is overwritten.
+ * ATen's assert_no_partial_overlap (MemoryOverlap.cpp's get_overlap_status): an input may be the output
+ * itself (the same memory with the same strides), but an input that shares some of the output's memory
+ * with another layout would be read after it is overwritten. As ATen, only two dense layouts are
+ * compared; where either has gaps the answer is "too hard" and the op runs (`x[::2].add_(x[1::2])`).
  */
 function checkNoPartialOverlap(input: Tensor, out: Tensor): void {
-  if (input.storage !== out.storage || input.numel() === 0 || out.numel() === 0) return;
-  const same =
-    input._offset === out._offset &&
-    input.ndim === out.ndim &&
-    input.shape.every((s, i) => s === out.shape[i] && (s === 1 || input._strides[i] === out._strides[i]));
-  if (same) return;
-  const [a0, a1] = extent(input);
-  const [b0, b1] = extent(out);
-  if (a0 <= b1 && b0 <= a1) {
+  if (input === out || input.storage !== out.storage || input.numel() === 0 || out.numel() === 0) return;
+  if (!denseInSomeOrder(input) || !denseInSomeOrder(out)) return;
+  const a0 = input._offset;
+  const a1 = a0 + input.numel();
+  const b0 = out._offset;
+  const b1 = b0 + out.numel();
+  const sameStrides = input.ndim === out.ndim && input._strides.every((s, i) => s === out._strides[i]);
+  if (a0 === b0 && a1 === b1 && sameStrides) return;
+  if (a0 < b1 && b0 < a1) {
     throw new RuntimeError(
       "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.",
     );
@@ -246,11 +254,12 @@ export function addInto(out: Tensor, a: Tensor, b: Tensor, alpha: number): void 
 export function inplaceBinary<T extends Tensor>(op: BinaryOp, self: T, other: TensorOrScalar, alpha = 1): T {
   self.check();
   checkOperand(other, `${op}_`);
-  const compute = resultType(op, self, other);
-  checkCast(compute, self);
-  if (other instanceof Tensor) checkInplaceShape(self, broadcastShapes(self.shape, other.shape));
+  // TensorIterator's order: the output's own overlap, the inputs' overlap with it, shapes, then types
   checkWritable(self);
   if (other instanceof Tensor) checkNoPartialOverlap(other, self);
+  if (other instanceof Tensor) checkInplaceShape(self, broadcastShapes(self.shape, other.shape));
+  const compute = resultType(op, self, other);
+  checkCast(compute, self);
   binaryInto(op, self, self, other, alpha, compute);
   self._bump_version();
   return self;
@@ -274,9 +283,9 @@ export function copyInplace<T extends Tensor>(self: T, src: Tensor): T {
   self.check();
   if (!(src instanceof Tensor)) throw new TypeError_("copy_(): argument 'src' must be a Tensor");
   src.check();
-  checkInplaceShape(self, broadcastShapes(self.shape, src.shape));
   checkWritable(self);
   checkNoPartialOverlap(src, self);
+  checkInplaceShape(self, broadcastShapes(self.shape, src.shape));
   unaryInto("copy", self, src);
   self._bump_version();
   return self;

@@ -275,11 +275,12 @@ export function binaryOp(spec: BinarySpec): {
       // at the version it had then.
       const same = other instanceof Tensor && other._meta === self._meta;
       const version = self._version;
-      // Otherwise the formula for other needs self's old value: keep a copy (PyTorch's original_self).
-      // A clone on the graph when self requires grad (PyTorch's original_self), so that under create_graph
-      // the other operand's gradient still depends on self's old value.
+      // The formula for other needs self's old value: keep a copy (PyTorch's original_self), x.mul_(x)
+      // included (torch 1.13's MulBackward0._saved_self is then a clone, though backward raises anyway:
+      // the copy counts in memory_allocated). A clone on the graph when self requires grad, so that under
+      // create_graph the other operand's gradient still depends on self's old value.
       const before =
-        track && needsSelf && !same && other instanceof Tensor && other.requires_grad ? (self.requires_grad ? self.clone() : ew.copyOf(self)) : null;
+        track && needsSelf && other instanceof Tensor && other.requires_grad ? (self.requires_grad ? self.clone() : ew.copyOf(self)) : null;
       ew.inplaceBinary(kernel, self, other, alpha);
       if (track) {
         rebase(

@@ -185,7 +185,8 @@ fn binary_f(a: f32, b: f32) -> f32 {
       let t = tanh(k * (b + 0.044715 * b * b * b));
       return a * (0.5 * (1.0 + t) + 0.5 * b * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * b * b));
     }
-    case B_THRESHOLD_BACKWARD: { return select(0.0, a, b > 0.0); }
+    // torch: self <= threshold ? 0 : grad, so a NaN passes the gradient on
+    case B_THRESHOLD_BACKWARD: { return select(a, 0.0, !is_nan(b) && b <= 0.0); }
     case B_SIGMOID_BACKWARD: { return a * b * (1.0 - b); }
     case B_TANH_BACKWARD: { return a * (1.0 - b * b); }
     default: { return a; }

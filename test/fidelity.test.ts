@@ -434,3 +434,27 @@ describe("in-place ops check overlap before shapes, and compare only dense layou
     expect(() => torch.ones([3], { dtype: "int32" }).add_(torch.ones([1, 3]))).toThrow("output with shape [3] doesn't match the broadcast shape [1, 3]");
   });
 });
+
+describe("ReluBackward0 passes the gradient where the result is NaN, as torch's threshold_backward (self <= 0 ? 0 : grad)", () => {
+  it("relu of NaN, -1, 0 and 2, and var of a 0-d tensor through relu (seed 5813, program 1021)", async () => {
+    const x = torch.tensor([Number.NaN, -1, 0, 2], { requires_grad: true });
+    torch.relu(x).sum().backward();
+    expect(await x.grad!.tolist()).toEqual([1, 0, 0, 1]);
+    const s = torch.tensor(0.89, { requires_grad: true });
+    s.var().relu().backward(); // var of one element is NaN; torch 1.13's var_backward gives grad * inf there
+    expect(await s.grad!.item()).toBe(Number.POSITIVE_INFINITY);
+  });
+});
+
+describe("dropout of an empty tensor is the input itself, whatever p, as at::dropout (seed 5813, program 1067)", () => {
+  it("no new node, no block for a zero, no version bump in place", () => {
+    const a = torch.ones([0, 3], { requires_grad: true });
+    const v = a.mul(1);
+    const before = torch.cuda.memory_allocated();
+    const kept = [1, 0.5].map((p) => torch.nn.functional.dropout(v, p));
+    for (const y of kept) expect(y.grad_fn).toBe(v.grad_fn); // torch: `F.dropout(v, p) is v`
+    for (const p of [1, 0.5]) expect(torch.nn.functional.dropout(v, p, { inplace: true })).toBe(v);
+    expect(v._version).toBe(0);
+    expect(torch.cuda.memory_allocated()).toBe(before); // torch keeps no zero for p = 1
+  });
+});

@@ -118,7 +118,7 @@ export function dropout(x: Tensor, ...args: Array<number | boolean | Opts>): Ten
   const training = o.training === undefined ? true : flag("dropout", "training", o.training);
   if (!flag("dropout", "inplace", o.inplace)) return rd.dropout(x, p, training);
   if (!(p >= 0 && p <= 1)) throw new RuntimeError(`dropout probability has to be between 0 and 1, but got ${p}`);
-  if (!training || p === 0) return x;
+  if (!training || p === 0 || x.numel() === 0) return x;
   const noise = no_grad(() => {
     if (p === 1) return tensor(0);
     const one = ones_like(x);

@@ -408,8 +408,9 @@ function layerNormDoubleFormula(n: FormulaNode, grads: Grads): Grads {
 export const dropout = asOp("dropout", function dropout(x: Tensor, p: number, training: boolean): Tensor {
   if (!(p >= 0 && p <= 1)) throw new RuntimeError(`dropout probability has to be between 0 and 1, but got ${p}`);
   // As at::dropout: no-op dropout is the input itself (here another handle to it, so that disposing the
-  // result leaves the input alone); p = 1 multiplies by a zero tensor (MulBackward0).
-  if (!training || p === 0) return x._alias();
+  // result leaves the input alone), and so is dropout of an empty tensor, whatever p; p = 1 multiplies
+  // by a zero tensor (MulBackward0).
+  if (!training || p === 0 || x.numel() === 0) return x._alias();
   if (p === 1) {
     // The zero is a temporary: MulBackward0 keeps its own reference when it saves it.
     const zero = tensor(0);

@@ -427,7 +427,12 @@ describe("in-place ops check overlap before shapes, and compare only dense layou
     expect(await x.tolist()).toEqual([1, 1, 5, 3, 9, 5]);
   });
   it("the output's own overlap comes first, then shapes, then the result type", () => {
-    expect(() => torch.ones([1, 3]).expand([2, 3]).add_(torch.ones([4]))).toThrow(/more than one element of the written-to tensor/);
+    expect(() =>
+      torch
+        .ones([1, 3])
+        .expand([2, 3])
+        .add_(torch.ones([4])),
+    ).toThrow(/more than one element of the written-to tensor/);
     expect(() => torch.ones([3], { dtype: "int32" }).add_(torch.ones([2]))).toThrow(
       "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 0",
     );

@@ -161,8 +161,7 @@ function optionalChain(n: Node): boolean {
 function wrapOperands(call: Node, insert: Insert, locals: Locals): void {
   for (const a of call.arguments as Node[]) wrap(a.type === "SpreadElement" ? a.argument : a, insert, locals, false, 2);
   const callee = call.callee as Node;
-  if (call.type === "CallExpression" && callee.type === "MemberExpression" && !optionalChain(callee.object))
-    wrap(callee.object, insert, locals, false, 2);
+  if (call.type === "CallExpression" && callee.type === "MemberExpression" && !optionalChain(callee.object)) wrap(callee.object, insert, locals, false, 2);
 }
 
 /**

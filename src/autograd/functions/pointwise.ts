@@ -279,8 +279,7 @@ export function binaryOp(spec: BinarySpec): {
       // included (torch 1.13's MulBackward0._saved_self is then a clone, though backward raises anyway:
       // the copy counts in memory_allocated). A clone on the graph when self requires grad, so that under
       // create_graph the other operand's gradient still depends on self's old value.
-      const before =
-        track && needsSelf && other instanceof Tensor && other.requires_grad ? (self.requires_grad ? self.clone() : ew.copyOf(self)) : null;
+      const before = track && needsSelf && other instanceof Tensor && other.requires_grad ? (self.requires_grad ? self.clone() : ew.copyOf(self)) : null;
       ew.inplaceBinary(kernel, self, other, alpha);
       if (track) {
         rebase(

@@ -201,14 +201,17 @@ describe("peaks PyTorch reports (CUDA, 512-byte blocks)", () => {
     expect(torch.cuda.memory_allocated()).toBe(before);
   });
 
-  it("x.mul_(x) on a view leaves nothing behind", () => {
+  it("x.mul_(x) on a view keeps what torch 1.13 keeps once its names are gone", () => {
     const before = torch.cuda.memory_allocated();
     (() => {
       const x = torch.tensor([[1.86], [-0.23]], rg);
       const v = x.pow(0.5).view([2]);
       v.mul_(v);
     })();
-    expect(torch.cuda.memory_allocated()).toBe(before);
+    // MulBackward0 saved v itself, whose grad_fn now leads back to that node through CopySlices: a
+    // cycle torch cannot free either (a weakref to v or x stays alive after gc.collect()). Kept: x, the
+    // view's base (pow's output) and the copy of v that the node saved for x's gradient, 512 B each.
+    expect(torch.cuda.memory_allocated() - before).toBe(3 * 512);
   });
 
   it("matmul with a number names the argument", () => {

@@ -269,10 +269,12 @@ export function binaryOp(spec: BinarySpec): {
     },
     inplace<T extends Tensor>(self: T, other: TensorOrScalar, alpha = 1): T {
       const track = checkInplace(self, other);
-      // x.mul_(x): the other operand is the tensor being written. PyTorch saves it as it was (no copy),
-      // so backward through the node raises "modified by an inplace operation"; so does GradLab, by
-      // saving the history before the write (prev: saving x would make a cycle through its new grad_fn)
-      // at the version it had then.
+      // x.mul_(x): the other operand is the tensor being written. PyTorch saves x itself (its original
+      // variable, no copy) at the version before the write, so backward through the node raises "modified
+      // by an inplace operation"; so does GradLab. x's grad_fn is then the node that saved x: torch 1.13
+      // keeps that cycle (and the graph under it) alive for good once x is deleted without a backward
+      // through it (checked with a weakref: test/fixtures/gen_diff.py's leaked_bytes), and so does GradLab,
+      // so that memory_allocated stays PyTorch's figure.
       const same = other instanceof Tensor && other._meta === self._meta;
       const version = self._version;
       // The formula for other needs self's old value: keep a copy (PyTorch's original_self), x.mul_(x)
@@ -287,7 +289,7 @@ export function binaryOp(spec: BinarySpec): {
           (prev, out) => {
             // Another view of the same memory (x.view(2).mul_(x.view(2))) is saved as it was too.
             const aliased = !same && other instanceof Tensor && other._versionCounter === self._versionCounter;
-            const old = same ? new SavedAt(prev, version) : aliased ? new SavedAt(other, version) : null;
+            const old = same ? new SavedAt(self, version) : aliased ? new SavedAt(other, version) : null;
             record(prev, same ? prev : other, out, alpha, before ?? (same ? old : null) ?? prev, old);
           },
           before,

@@ -88,7 +88,10 @@ describe("device", () => {
        import * as torch from "./src/index.ts";
        v8.setFlagsFromString("--expose-gc");
        const gc = vm.runInNewContext("gc");
-       const live = () => (gc(), process.memoryUsage().heapUsed);
+       // memory_allocated() first waits for V8's background compile jobs (memory/lifetime.ts): under
+       // load, code for the loop's functions could otherwise land after the first sample and count
+       // (271 B per op once at load 12, against under 100 quiet)
+       const live = () => (torch.cuda.memory_allocated(), gc(), process.memoryUsage().heapUsed);
        let y = torch.zeros([64]);
        let early = 0;
        for (let i = 1; i <= 2500; i++) {

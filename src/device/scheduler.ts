@@ -38,7 +38,7 @@ onDeviceReady((s) => {
   webgpu.allocator.maxBufferSize = (s.facts.limits as Record<string, number>).maxBufferSize ?? null;
 });
 import { RuntimeError } from "../errors.ts";
-import { bindGroupLayout, dummyFor, MAX_BINDINGS, paramsLayout, pipelineEntry } from "./pipelines.ts";
+import { bindGroupLayout, dummyFor, type Kernel, kernelOf, MAX_BINDINGS, paramsLayout, pipelineEntry } from "./pipelines.ts";
 import {
   firstLine,
   idOf,
@@ -75,6 +75,10 @@ export interface Dispatch {
   writes?: number[];
   /** A windowed run: invocations [first, first + count) of the op (prelude.wgsl, WINDOWED). */
   window?: { first: number; count: number };
+  /** shader, entry and constants interned (pipelines.ts); ops that dispatch one kernel often pass it. */
+  kernel?: Kernel;
+  /** Set when the batch is encoded. */
+  prepared?: Prepared;
 }
 interface Upload {
   kind: "upload";
@@ -203,19 +207,37 @@ function bufferOf(dev: DeviceState, seg: Segment): GPUBuffer {
     // The next batch that needs the segment makes its buffer again, with bind groups of its own.
     if (seg.buffer === buffer) seg.buffer = null;
     buffer.destroy();
-    const groups = encodeState(dev).bindGroups;
-    for (const k of groups.keys()) if (k.split(",").some((e) => e.startsWith(`${seg.id}.`))) groups.delete(k);
+    clearBindGroups(encodeState(dev));
   });
   pendingBuffers.set(seg, risk);
   void risk.verdict.then(() => pendingBuffers.get(seg) === risk && pendingBuffers.delete(seg));
   return buffer;
 }
 
+/**
+ * Cached data bind groups, by their bindings: a trie whose levels are a binding's segment id, offset and
+ * size (numbers: found without building a key string per dispatch).
+ */
+type BindTrie = Map<number, Map<number, Map<number, BindNode>>>;
+interface BindNode {
+  group?: GPUBindGroup;
+  next?: BindTrie;
+}
 /** Per-device encoding state: the params buffer with a bind group per slot, and cached data bind groups. */
 interface EncodeState {
   params: GPUBuffer;
   paramGroups: GPUBindGroup[];
-  bindGroups: Map<string, GPUBindGroup>;
+  /** The params of a chunk, staged for one writeBuffer (reused: writeBuffer copies them at once). */
+  staging: Uint32Array;
+  /** The root of the trie (its own group: a dispatch without bindings). */
+  bindGroups: BindNode;
+  bindGroupCount: number;
+}
+
+/** Forgets every cached bind group (too many kept, or one of their buffers was rejected). */
+function clearBindGroups(st: EncodeState): void {
+  st.bindGroups = {};
+  st.bindGroupCount = 0;
 }
 const encodeStates = new WeakMap<GPUDevice, EncodeState>();
 
@@ -229,7 +251,9 @@ function encodeState(dev: DeviceState): EncodeState {
       paramGroups: Array.from({ length: PARAM_SLOTS }, (_, i) =>
         dev.device.createBindGroup({ layout, entries: [{ binding: 0, resource: { buffer: params, offset: i * PARAM_ALIGN, size: PARAM_ALIGN } }] }),
       ),
-      bindGroups: new Map(),
+      staging: new Uint32Array((PARAM_SLOTS * PARAM_ALIGN) / 4),
+      bindGroups: {},
+      bindGroupCount: 0,
     };
     encodeStates.set(dev.device, st);
   }
@@ -240,63 +264,84 @@ function encodeState(dev: DeviceState): EncodeState {
 interface Prepared {
   pipeline: GPUComputePipeline;
   bindGroup: GPUBindGroup;
+  /** The bindings, for a windowed run only (encodeChunk writes where each window starts). */
   slots: Range[];
   risk: Risk | null;
   /** The pipeline was made for this dispatch: it gets a submit of its own. */
   alone: boolean;
 }
 
-function slotsOf(c: Dispatch): { slots: Range[]; slotOf: number[] } {
-  // Bind each distinct block once; S<k> tells the kernel which binding holds operand k.
-  const slots: Range[] = [];
-  const slotOf: number[] = [];
-  for (const b of c.buffers) {
-    let s = slots.findIndex((r) => r.segment === b.segment && r.offset === b.offset);
-    if (s < 0) s = slots.push(b) - 1;
-    slotOf.push(s + 1);
+/** The slots in a Prepared's slots: reused, since prepare() copies what it keeps. */
+const slotScratch: Range[] = [];
+const slotOfScratch: number[] = [];
+
+/** The cached bind group of these bindings (a trie walk: no key string, no allocation on a hit). */
+function bindGroupFor(dev: DeviceState, st: EncodeState, slots: readonly Range[]): GPUBindGroup {
+  // Keys name segments by id, and ids are never reused, so stale entries are only dropped for space
+  // (and when a segment's buffer is rejected: bufferOf).
+  if (st.bindGroupCount > 8192) clearBindGroups(st);
+  let node = st.bindGroups;
+  for (const b of slots) {
+    const level = (node.next ??= new Map());
+    let byOffset = level.get(b.segment.id);
+    if (!byOffset) level.set(b.segment.id, (byOffset = new Map()));
+    let bySize = byOffset.get(b.offset);
+    if (!bySize) byOffset.set(b.offset, (bySize = new Map()));
+    let next = bySize.get(b.size);
+    if (!next) bySize.set(b.size, (next = {}));
+    node = next;
   }
-  return { slots, slotOf };
+  if (node.group) return node.group;
+  const device = dev.device;
+  const entries: GPUBindGroupEntry[] = [];
+  for (let i = 0; i < MAX_BINDINGS; i++) {
+    const b = slots[i];
+    entries.push({
+      binding: i + 1,
+      resource: b ? { buffer: bufferOf(dev, b.segment), offset: b.offset, size: b.size } : { buffer: dummyFor(device), offset: i * 256, size: 256 },
+    });
+  }
+  st.bindGroupCount++;
+  return (node.group = device.createBindGroup({ layout: bindGroupLayout(device), entries }));
 }
 
 function prepare(dev: DeviceState, st: EncodeState, c: Dispatch): Prepared {
   const device = dev.device;
-  const { slots, slotOf } = slotsOf(c);
-  const shader = c.subgroupShader && dev.facts.subgroups ? c.subgroupShader : c.shader;
-  const { pipeline, key, check } = pipelineEntry(device, shader, c.entry, c.constants, slotOf);
+  // Bind each distinct block once; S<k> tells the kernel which binding holds operand k.
+  const slots = slotScratch;
+  const slotOf = slotOfScratch;
+  slots.length = 0;
+  slotOf.length = 0;
+  let slotsCode = 0;
+  for (const b of c.buffers) {
+    let s = 0;
+    while (s < slots.length && !(slots[s].segment === b.segment && slots[s].offset === b.offset)) s++;
+    if (s === slots.length) slots.push(b);
+    slotOf.push(s + 1);
+    slotsCode = slotsCode * 8 + s + 1;
+  }
+  const kernel =
+    c.subgroupShader && dev.facts.subgroups ? kernelOf(c.subgroupShader, c.entry, c.constants) : (c.kernel ??= kernelOf(c.shader, c.entry, c.constants));
+  const { pipeline, key, check } = pipelineEntry(device, kernel, slotOf, slotsCode);
   // A new pipeline's first dispatch is submitted alone. Later ones while its verdict is still pending (a
   // loop that has not yielded since) join batches, which take on that verdict: one submit per such
   // dispatch held every submit's bookkeeping and Dawn's per-submit state until the loop ended (+128 KiB
   // of live heap per training step of a 64-128-10 MLP whose first loop never awaited).
   const risk = check
     ? pipelineRisk(device, key, check, `WebGPU rejected the kernel of op '${c.label ?? c.entry}' (${c.shader}.${c.entry})`)
-    : (pendingPipelines.get(key) ?? null);
-  let bindKey = "";
-  for (const b of slots) bindKey += `${b.segment.id}.${b.offset}.${b.size},`;
-  let bindGroup = st.bindGroups.get(bindKey);
-  if (!bindGroup) {
-    const entries: GPUBindGroupEntry[] = [];
-    for (let i = 0; i < MAX_BINDINGS; i++) {
-      const b = slots[i];
-      entries.push({
-        binding: i + 1,
-        resource: b ? { buffer: bufferOf(dev, b.segment), offset: b.offset, size: b.size } : { buffer: dummyFor(device), offset: i * 256, size: 256 },
-      });
-    }
-    bindGroup = device.createBindGroup({ layout: bindGroupLayout(device), entries });
-    // Keys name segments by id, and ids are never reused, so stale entries are only dropped for space
-    // (and when a segment's buffer is rejected: bufferOf).
-    if (st.bindGroups.size > 8192) st.bindGroups.clear();
-    st.bindGroups.set(bindKey, bindGroup);
-  }
-  return { pipeline, bindGroup, slots, risk, alone: check !== null };
+    : pendingPipelines.size > 0
+      ? (pendingPipelines.get(key) ?? null)
+      : null;
+  const bindGroup = bindGroupFor(dev, st, slots);
+  return { pipeline, bindGroup, slots: c.window ? slots.slice() : NO_SLOTS, risk, alone: check !== null };
 }
+const NO_SLOTS: Range[] = [];
 
 /** One submit's worth of commands, in order, with what they need. */
 interface Group {
   /** This submit's number (lastWrite). */
   n: number;
   cmds: Command[];
-  prepared: Map<Dispatch, Prepared>;
   /** Verdicts every write of the group depends on (a new buffer it touches, or its new pipeline). */
   risks: Risk[];
   /** What the group writes so far, to be made suspect of a risk the group takes on later. */
@@ -315,7 +360,7 @@ function submitBatch(dev: DeviceState, cmds: Command[]): void {
   // Errors while objects are made are each judged in their own scope (pipelines, buffers) or follow
   // from those (a bind group of a rejected buffer); this scope keeps them out of the uncaptured errors.
   device.pushErrorScope("validation");
-  const open = (): Group => ({ n: ++submits, cmds: [], prepared: new Map(), risks: [], writes: [], reads: [] });
+  const open = (): Group => ({ n: ++submits, cmds: [], risks: [], writes: [], reads: [] });
   let group = open();
   const close = () => {
     if (group.cmds.length > 0) submitGroup(dev, st, group);
@@ -346,9 +391,9 @@ function submitBatch(dev: DeviceState, cmds: Command[]): void {
   };
   for (const c of cmds) {
     if (c.kind === "dispatch") {
-      const w = c.writes ?? [0];
-      const reads = c.buffers.filter((_, k) => !w.includes(k));
+      const w = c.writes ?? WRITES_FIRST;
       // (The maps are empty but after a rejected kernel or while a verdict is pending: no lookups then.)
+      const reads = invalid.size > 0 || suspect.size > 0 ? c.buffers.filter((_, k) => !w.includes(k)) : NO_RANGES;
       const bad = invalid.size > 0 ? reads.map((r) => invalid.get(idOf(r))).find((e) => e !== undefined) : undefined;
       if (bad !== undefined) {
         for (const k of w)
@@ -366,7 +411,7 @@ function submitBatch(dev: DeviceState, cmds: Command[]): void {
       let risks = group.risks;
       if (suspect.size > 0) for (const r of reads) risks = union(risks, risksOf(idOf(r)));
       for (const k of w) if (c.buffers[k]) write(c.buffers[k], risks);
-      group.prepared.set(c, p);
+      c.prepared = p;
       group.cmds.push(c);
       if (p.alone) close();
     } else {
@@ -396,7 +441,7 @@ function submitGroup(dev: DeviceState, st: EncodeState, group: Group): void {
   const waits = group.reads.map(({ cmd, risks }) => ({ cmd, risks: union(risks, groupRisks) }));
   unsettledSubmits++;
   device.pushErrorScope("validation");
-  const reads = encodeAndSubmit(dev, st, group.cmds, group.prepared);
+  const reads = encodeAndSubmit(dev, st, group.cmds);
   beginWait();
   const scope = device.popErrorScope();
   // The submit's own verdict: an error that no pending verdict explains is a GradLab bug. (The closures
@@ -429,12 +474,7 @@ function submitGroup(dev: DeviceState, st: EncodeState, group: Group): void {
 }
 
 /** Encodes the commands (in submits of at most PARAM_SLOTS dispatches) and returns the pending readbacks. */
-function encodeAndSubmit(
-  dev: DeviceState,
-  st: EncodeState,
-  cmds: Command[],
-  prepared: Map<Dispatch, Prepared>,
-): Array<{ cmd: Readback; data: Promise<ArrayBuffer> }> {
+function encodeAndSubmit(dev: DeviceState, st: EncodeState, cmds: Command[]): Array<{ cmd: Readback; data: Promise<ArrayBuffer> }> {
   const reads: Array<{ cmd: Readback; data: Promise<ArrayBuffer> }> = [];
   let start = 0;
   while (start < cmds.length) {
@@ -444,58 +484,62 @@ function encodeAndSubmit(
       if (cmds[end].kind === "dispatch") dispatches++;
       end++;
     }
-    reads.push(...encodeChunk(dev, st, cmds.slice(start, end), dispatches, prepared));
+    const chunkReads = encodeChunk(dev, st, cmds, start, end);
+    for (const r of chunkReads) reads.push(r);
     start = end;
   }
   return reads;
 }
 
-function encodeChunk(
-  dev: DeviceState,
-  st: EncodeState,
-  cmds: Command[],
-  dispatches: number,
-  prepared: Map<Dispatch, Prepared>,
-): Array<{ cmd: Readback; data: Promise<ArrayBuffer> }> {
+/** Whether two dispatches' params slots would hold the same words (then they share one slot). */
+function sameParams(a: Dispatch, b: Dispatch): boolean {
+  if (a.window || b.window) return false;
+  const x = a.params;
+  const y = b.params;
+  if (x === y) return true;
+  if (x.length !== y.length) return false;
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
+  return true;
+}
+
+/** Encodes and submits cmds[start, end) (at most PARAM_SLOTS dispatches). */
+function encodeChunk(dev: DeviceState, st: EncodeState, cmds: Command[], start: number, end: number): Array<{ cmd: Readback; data: Promise<ArrayBuffer> }> {
   const device = dev.device;
-  if (dispatches > 0) {
-    const staging = new Uint8Array(dispatches * PARAM_ALIGN);
-    const words = new Uint32Array(staging.buffer);
-    let i = 0;
-    for (const c of cmds) {
-      if (c.kind !== "dispatch") continue;
-      staging.set(new Uint8Array(c.params.buffer, c.params.byteOffset, c.params.byteLength), PARAM_ALIGN * i);
-      if (c.window) {
-        const w = (PARAM_ALIGN / 4) * i;
-        words[w + 56] = c.window.count;
-        words[w + 57] = c.window.first;
-        prepared.get(c)!.slots.forEach((r, s) => (words[w + 58 + s] = r.base));
-      }
-      i++;
-    }
+  // Each dispatch's params go to a slot of the params buffer; a dispatch whose params equal the previous
+  // dispatch's (a chain of the same op on same-shaped tensors) shares its slot, so the pass keeps its
+  // params bind group and Dawn binds only the data.
+  const words = st.staging;
+  const slotOf = paramSlots(cmds, start, end, words);
+  if (slotOf.used > 0) {
     // Safe: writeBuffer is ordered after every earlier submit (which read the previous contents).
-    device.queue.writeBuffer(st.params, 0, staging);
+    device.queue.writeBuffer(st.params, 0, words.buffer, 0, slotOf.used * PARAM_ALIGN);
   }
 
   const encoder = device.createCommandEncoder();
   let pass: GPUComputePassEncoder | null = null;
   let lastPipeline: GPUComputePipeline | null = null;
+  let lastParams = -1;
   const endPass = () => {
     pass?.end();
     pass = null;
     lastPipeline = null;
+    lastParams = -1;
   };
   const temporaries: GPUBuffer[] = [];
   const reads: Array<{ cmd: Readback; staging: GPUBuffer; start: number }> = [];
   let di = 0;
-  for (const c of cmds) {
+  for (let i = start; i < end; i++) {
+    const c = cmds[i];
     if (c.kind === "dispatch") {
-      const p = prepared.get(c)!;
+      const p = c.prepared!;
+      c.prepared = undefined;
       pass ??= encoder.beginComputePass();
       if (p.pipeline !== lastPipeline) pass.setPipeline((lastPipeline = p.pipeline));
-      pass.setBindGroup(0, st.paramGroups[di++]);
+      const slot = slotOf.slots[di++];
+      if (slot !== lastParams) pass.setBindGroup(0, st.paramGroups[(lastParams = slot)]);
       pass.setBindGroup(1, p.bindGroup);
-      pass.dispatchWorkgroups(...c.workgroups);
+      const g = c.workgroups;
+      pass.dispatchWorkgroups(g[0], g[1], g[2]);
     } else if (c.kind === "upload") {
       endPass();
       const size = Math.ceil(c.data.byteLength / 4) * 4;
@@ -517,6 +561,7 @@ function encodeChunk(
   endPass();
   device.queue.submit([encoder.finish()]);
   for (const t of temporaries) t.destroy();
+  if (reads.length === 0) return NO_READS;
   return reads.map(({ cmd, staging, start }) => ({
     cmd,
     data: staging.mapAsync(GPUMapMode.READ).then(
@@ -532,6 +577,38 @@ function encodeChunk(
       },
     ),
   }));
+}
+const NO_READS: Array<{ cmd: Readback; data: Promise<ArrayBuffer> }> = [];
+const WRITES_FIRST = [0];
+const NO_RANGES: Range[] = [];
+
+/** The params slot of each dispatch of cmds[start, end), its words staged in `words`; `used` slots in all. */
+const slotScratchParams = { slots: new Int32Array(PARAM_SLOTS), used: 0 };
+function paramSlots(cmds: Command[], start: number, end: number, words: Uint32Array): { slots: Int32Array; used: number } {
+  const out = slotScratchParams;
+  let used = 0;
+  let di = 0;
+  let prev: Dispatch | null = null;
+  for (let i = start; i < end; i++) {
+    const c = cmds[i];
+    if (c.kind !== "dispatch") continue;
+    if (prev && sameParams(prev, c)) {
+      out.slots[di++] = used - 1;
+      continue;
+    }
+    const w = (PARAM_ALIGN / 4) * used;
+    words.fill(0, w, w + PARAM_ALIGN / 4);
+    words.set(c.params, w);
+    if (c.window) {
+      words[w + 56] = c.window.count;
+      words[w + 57] = c.window.first;
+      c.prepared!.slots.forEach((r, s) => (words[w + 58 + s] = r.base));
+    }
+    out.slots[di++] = used++;
+    prev = c;
+  }
+  out.used = used;
+  return out;
 }
 
 /** Destroys a segment's GPU buffer once the work already recorded against it has been submitted. */

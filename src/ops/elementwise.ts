@@ -128,8 +128,19 @@ function checkInplaceShape(out: Tensor, shape: readonly number[]): void {
   }
 }
 
+/**
+ * The kernels' constants, one object per combination: launch.ts finds an op's pipeline by this object's
+ * identity (no key string per dispatch).
+ */
+const unaryConstants: Array<Record<string, number>> = [];
+const binaryConstants: Array<Record<string, number>> = [];
+const MSE_BACKWARD = { TERNARY: 1 };
+const SQDIFF = { TERNARY: 2 };
+const WHERE = {};
+
 function unaryInto(op: UnaryOp, out: Tensor, x: Tensor | null, s0 = 0, s1 = 0): void {
-  elementwise("unary", { OP: UNARY_CODE[op] }, out, x ? [{ t: x, strides: stridesOver(x, out.shape) }] : [], [s0, s1]);
+  const code = UNARY_CODE[op];
+  elementwise("unary", (unaryConstants[code] ??= { OP: code }), out, x ? [{ t: x, strides: stridesOver(x, out.shape) }] : [], [s0, s1]);
 }
 
 export function unary(op: UnaryOp, x: Tensor): Tensor {
@@ -200,10 +211,12 @@ function resultType(op: BinaryOp, a: Tensor, b: TensorOrScalar): DType {
 
 function binaryInto(op: BinaryOp, out: Tensor, a: Tensor, b: TensorOrScalar, alpha: number, compute: DType): void {
   const intMath = compute !== "float32" && binaryIntMath(op) ? 1 : 0;
+  const code = BINARY_CODE[op];
+  const constants = (bScalar: number) => (binaryConstants[code * 4 + bScalar * 2 + intMath] ??= { OP: code, B_SCALAR: bScalar, INT_MATH: intMath });
   if (b instanceof Tensor) {
     elementwise(
       "binary",
-      { OP: BINARY_CODE[op], B_SCALAR: 0, INT_MATH: intMath },
+      constants(0),
       out,
       [
         { t: a, strides: stridesOver(a, out.shape) },
@@ -212,7 +225,7 @@ function binaryInto(op: BinaryOp, out: Tensor, a: Tensor, b: TensorOrScalar, alp
       [0, alpha],
     );
   } else {
-    elementwise("binary", { OP: BINARY_CODE[op], B_SCALAR: 1, INT_MATH: intMath }, out, [{ t: a, strides: stridesOver(a, out.shape) }], [Number(b), alpha]);
+    elementwise("binary", constants(1), out, [{ t: a, strides: stridesOver(a, out.shape) }], [Number(b), alpha]);
   }
 }
 
@@ -332,7 +345,7 @@ export function mseKernel(kind: "mse_backward" | "sqdiff", a: Tensor, b: Tensor,
   const third = g ?? b;
   elementwise(
     "where3",
-    { TERNARY: kind === "mse_backward" ? 1 : 2 },
+    kind === "mse_backward" ? MSE_BACKWARD : SQDIFF,
     out,
     [a, b, third].map((t) => ({ t, strides: stridesOver(t, shape) })),
     [norm, 0],
@@ -360,7 +373,7 @@ export function where(cond: Tensor, a: TensorOrScalar, b: TensorOrScalar): Tenso
     const out = emptyResult(shape, promoteTypes(ta.dtype, tb.dtype), [cond, ta, tb]);
     elementwise(
       "where3",
-      {},
+      WHERE,
       out,
       [cond, ta, tb].map((t) => ({ t, strides: stridesOver(t, shape) })),
     );

@@ -3,6 +3,7 @@
 
 import { dtypeCode } from "../dtype.ts";
 import { enqueue, record, PARAM_WORDS } from "../device/scheduler.ts";
+import { type Kernel, kernelOf } from "../device/pipelines.ts";
 import { rangeOf, type Range } from "../device/verdicts.ts";
 import { readyDevice } from "../device/backend.ts";
 import type { Block } from "../memory/allocator.ts";
@@ -171,6 +172,7 @@ function plan(op: string, blocks: Block[], n: number, opts: DispatchOpts | undef
  * beside the other kernels' so that their dispatches split over several bindings too.
  */
 const DEFAULTS: Record<string, (p: Uint32Array) => DispatchOpts> = {
+  __proto__: null as never,
   // rows.wgsl layer_norm_backward: operands dx, g, x, weight, mean, rstd; params [rows, n, g offset,
   // x offset, has weight, w offset, mean offset, rstd offset]. An absent weight binds x, unread.
   "rows.layer_norm_backward": (p) => ({
@@ -201,6 +203,9 @@ const DEFAULTS: Record<string, (p: Uint32Array) => DispatchOpts> = {
   }),
 };
 
+/** Shaders with window extents declared in DEFAULTS (the lookup builds a key only for these). */
+const WITH_DEFAULTS = new Set(Object.keys(DEFAULTS).map((k) => k.slice(0, k.indexOf("."))));
+
 export function dispatch(
   shader: string,
   entry: string,
@@ -209,15 +214,30 @@ export function dispatch(
   invocations: number,
   constants?: Record<string, number>,
   opts?: DispatchOpts,
+  /** shader, entry and constants interned, for a caller that dispatches the same kernel often. */
+  kernel?: Kernel,
 ): void {
   if (invocations === 0 || !computes(operands)) return;
   const blocks = operands.map(blockOf);
   const p = params instanceof Uint32Array ? params : Uint32Array.from(params);
   const label = opName() ?? entry;
-  opts ??= DEFAULTS[`${shader}.${entry}`]?.(p);
+  if (!opts && WITH_DEFAULTS.has(shader)) opts = DEFAULTS[`${shader}.${entry}`]?.(p);
   const runs = plan(label, blocks, invocations, opts);
   if (!runs) {
-    if (opts?.writes)
+    if (kernel)
+      record({
+        kind: "dispatch",
+        shader,
+        entry,
+        constants,
+        kernel,
+        buffers: blocks.map(rangeOf),
+        params: p,
+        workgroups: grid(invocations),
+        label,
+        writes: opts?.writes,
+      });
+    else if (opts?.writes)
       record({
         kind: "dispatch",
         shader,
@@ -357,36 +377,82 @@ export function elementwise(
   );
   if (boxes.length > MAX_RUNS) throw tooManyRuns(opName() ?? entry, boxes.length, binding);
   for (const box of boxes) {
-    const n = box.shape.reduce((a, b) => a * b, 1);
-    const p = new Uint32Array(56);
+    let n = 1;
+    for (const d of box.shape) n *= d;
+    const p = paramsWords();
     p[0] = n;
     p[1] = box.shape.length;
     p[2] = f32bits(scalars[0]);
     p[3] = f32bits(scalars[1]);
-    box.shape.forEach((s, d) => (p[4 + d] = s));
+    for (let d = 0; d < box.shape.length; d++) p[4 + d] = box.shape[d];
     // The pipeline is specialised on each operand's dtype and layout (elementwise.wgsl: D<k>, M<k>).
-    const spec: Record<string, number> = { ...constants };
-    ops.forEach((t, k) => {
+    let sig = 0;
+    for (let k = 0; k < ops.length; k++) {
+      const code = dtypeCode[ops[k].dtype];
+      const strides = c.strides[k];
       p[12 + k] = box.offsets[k];
-      c.strides[k].forEach((s, d) => (p[16 + k * 8 + d] = s));
-      p[48 + k] = dtypeCode[t.dtype];
-      spec[`D${k}`] = dtypeCode[t.dtype];
-      const [mode, divisor] = layoutOf(box.shape, c.strides[k]);
-      spec[`M${k}`] = mode;
-      p[52 + k] = divisor;
-    });
+      for (let d = 0; d < strides.length; d++) p[16 + k * 8 + d] = strides[d];
+      p[48 + k] = code;
+      const mode = layoutMode(box.shape, strides);
+      p[52 + k] = layoutDivisor;
+      sig = sig * 64 + code * 8 + mode;
+    }
     // Several elements per invocation where no operand needs windows (those runs map invocation i to
     // element i): the lanes of a CPU adapter such as lavapipe then share each invocation's fixed cost.
     if (n >= 4096 && boxes.length === 1 && fitsOneBinding(ops)) {
-      spec.EPT = 4;
-      dispatch("elementwise", entry, ops, p, Math.ceil(n / 4), spec);
+      const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * 2 + 1);
+      dispatch("elementwise", entry, ops, p, Math.ceil(n / 4), kernel.constants as Record<string, number>, undefined, kernel);
       continue;
     }
+    const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * 2);
     // Built only if an operand needs windows (see plan).
     let ext: Array<(i0: number, i1: number) => [number, number]> | null = null;
     const extent: Extent = (k, i0, i1) => (ext ??= ops.map((_, j) => stridedExtent(box.shape, c.strides[j], box.offsets[j])))[k](i0, i1);
-    dispatch("elementwise", entry, ops, p, n, spec, { extent });
+    dispatch("elementwise", entry, ops, p, n, kernel.constants as Record<string, number>, { extent }, kernel);
   }
+}
+
+/**
+ * Params arrays are handed out as views of a shared buffer: one allocation per 256 ops instead of one
+ * per op (a fresh 224-byte typed array is an off-heap allocation the collector must also track).
+ */
+let paramsPool = new Uint32Array(0);
+let paramsUsed = 0;
+function paramsWords(): Uint32Array {
+  if (paramsUsed === paramsPool.length) {
+    paramsPool = new Uint32Array(PARAM_WORDS * 256);
+    paramsUsed = 0;
+  }
+  return paramsPool.subarray(paramsUsed, (paramsUsed += PARAM_WORDS));
+}
+
+/**
+ * The elementwise kernels, by the op's constants (interned by the caller: ops/elementwise.ts) and a
+ * number that packs each operand's dtype and layout and whether it runs 4 elements per invocation.
+ */
+const elementwiseKernels = new WeakMap<object, Map<number, Kernel>>();
+function elementwiseKernel(
+  entry: string,
+  constants: Record<string, number>,
+  ops: readonly Tensor[],
+  shape: readonly number[],
+  strides: readonly number[][],
+  sig: number,
+): Kernel {
+  let bySig = elementwiseKernels.get(constants);
+  if (!bySig) elementwiseKernels.set(constants, (bySig = new Map()));
+  let kernel = bySig.get(sig);
+  if (!kernel) {
+    const spec: Record<string, number> = { ...constants };
+    ops.forEach((t, k) => {
+      spec[`D${k}`] = dtypeCode[t.dtype];
+      spec[`M${k}`] = layoutMode(shape, strides[k]);
+    });
+    if (sig % 2 === 1) spec.EPT = 4;
+    kernel = kernelOf("elementwise", entry, spec);
+    bySig.set(sig, kernel);
+  }
+  return kernel;
 }
 
 /**
@@ -440,25 +506,42 @@ function splitBoxes(
 }
 
 /**
- * How an operand is laid out over the (coalesced) index space, as elementwise.wgsl's M<k> and the
- * divisor its layout needs: 1 contiguous, 2 one element, 3 repeated over leading dims (i % divisor),
- * 4 repeated over trailing dims (i / divisor), 0 anything else (the general strided walk).
+ * How an operand is laid out over the (coalesced) index space, as elementwise.wgsl's M<k>; the divisor
+ * its layout needs is left in layoutDivisor: 1 contiguous, 2 one element, 3 repeated over leading dims
+ * (i % divisor), 4 repeated over trailing dims (i / divisor), 0 anything else (the general strided walk).
  */
-function layoutOf(shape: readonly number[], strides: readonly number[]): [number, number] {
-  if (strides.every((s) => s === 0)) return [2, 0];
+let layoutDivisor = 0;
+function layoutMode(shape: readonly number[], strides: readonly number[]): number {
+  layoutDivisor = 0;
   const r = shape.length;
+  // The common cases first, without allocating: one element, or contiguous.
+  let zeros = true;
+  let dense = true;
+  let acc = 1;
+  for (let d = r - 1; d >= 0; d--) {
+    if (strides[d] !== 0) zeros = false;
+    if (strides[d] !== acc) dense = false;
+    acc *= Math.max(shape[d], 1);
+  }
+  if (zeros) return 2;
+  if (dense) return 1;
   const row = contiguousStrides(shape);
-  if (strides.every((s, d) => s === row[d])) return [1, 0];
   // Leading dims broadcast, trailing dims contiguous among themselves: offset + i % inner.
   let j = 0;
   while (j < r && strides[j] === 0) j++;
-  if (j > 0 && strides.slice(j).every((s, d) => s === row[j + d])) return [3, row[j - 1]];
+  if (j > 0 && strides.slice(j).every((s, d) => s === row[j + d])) {
+    layoutDivisor = row[j - 1];
+    return 3;
+  }
   // Trailing dims broadcast, leading dims contiguous among themselves: offset + i / inner.
   let k = r;
   while (k > 0 && strides[k - 1] === 0) k--;
   if (k < r) {
     const lead = contiguousStrides(shape.slice(0, k));
-    if (strides.slice(0, k).every((s, d) => s === lead[d])) return [4, row[k - 1]];
+    if (strides.slice(0, k).every((s, d) => s === lead[d])) {
+      layoutDivisor = row[k - 1];
+      return 4;
+    }
   }
-  return [0, 0];
+  return 0;
 }

@@ -108,16 +108,18 @@ export interface PipelineEntry {
 }
 
 /**
- * The pipeline of `kernel` with operand k bound at slot slots[k]; `slotsCode` is slots read as base-8
- * digits (slots are 1..MAX_BINDINGS), the same number for the same slots.
+ * The pipeline of `kernel` with operand k bound at binding slot slots[k], given as `slotsCode`: the
+ * slots as the digits of a base-8 number (slots are 1..MAX_BINDINGS), operand 0 first.
  */
-export function pipelineEntry(device: GPUDevice, kernel: Kernel, slots: readonly number[], slotsCode: number): PipelineEntry {
+export function pipelineEntry(device: GPUDevice, kernel: Kernel, slotsCode: number): PipelineEntry {
   const d = perDevice(device);
   let bySlots = d.byKernel.get(kernel);
   if (!bySlots) d.byKernel.set(kernel, (bySlots = new Map()));
   const known = bySlots.get(slotsCode);
   if (known) return known;
   const { shader, entry } = kernel;
+  const slots: number[] = [];
+  for (let c = slotsCode; c > 0; c = Math.floor(c / 8)) slots.unshift(c % 8);
   const key = `${shader}:${entry}:${slots.join("")}${kernel.suffix}`;
   let p = d.pipelines.get(key);
   if (p) {

@@ -77,8 +77,11 @@ export interface Dispatch {
   window?: { first: number; count: number };
   /** shader, entry and constants interned (pipelines.ts); ops that dispatch one kernel often pass it. */
   kernel?: Kernel;
-  /** Set when the batch is encoded. */
-  prepared?: Prepared;
+  /** Set while the batch is encoded (prepare), cleared once encoded: what the dispatch binds. */
+  pipeline?: GPUComputePipeline;
+  bindGroup?: GPUBindGroup;
+  /** The bindings of a windowed run (encodeChunk writes where each window starts). */
+  windowSlots?: Range[];
 }
 interface Upload {
   kind: "upload";
@@ -260,28 +263,24 @@ function encodeState(dev: DeviceState): EncodeState {
   return st;
 }
 
-/** A dispatch ready to encode: its pipeline (with the verdict on it when it is new) and bind group. */
-interface Prepared {
-  pipeline: GPUComputePipeline;
-  bindGroup: GPUBindGroup;
-  /** The bindings, for a windowed run only (encodeChunk writes where each window starts). */
-  slots: Range[];
-  risk: Risk | null;
-  /** The pipeline was made for this dispatch: it gets a submit of its own. */
-  alone: boolean;
-}
+/**
+ * What prepare() found beyond what it stores on the dispatch: the verdict the dispatch waits on (when its
+ * pipeline is new or still being judged), and whether the pipeline was made for it (a submit of its own).
+ * One object, reused: read at once by submitBatch.
+ */
+const prepared: { risk: Risk | null; alone: boolean } = { risk: null, alone: false };
 
-/** The slots in a Prepared's slots: reused, since prepare() copies what it keeps. */
+/** prepare()'s working arrays, reused (it copies what it keeps). */
 const slotScratch: Range[] = [];
-const slotOfScratch: number[] = [];
 
 /** The cached bind group of these bindings (a trie walk: no key string, no allocation on a hit). */
-function bindGroupFor(dev: DeviceState, st: EncodeState, slots: readonly Range[]): GPUBindGroup {
+function bindGroupFor(dev: DeviceState, st: EncodeState, slots: readonly Range[], n: number): GPUBindGroup {
   // Keys name segments by id, and ids are never reused, so stale entries are only dropped for space
   // (and when a segment's buffer is rejected: bufferOf).
   if (st.bindGroupCount > 8192) clearBindGroups(st);
   let node = st.bindGroups;
-  for (const b of slots) {
+  for (let i = 0; i < n; i++) {
+    const b = slots[i];
     const level = (node.next ??= new Map());
     let byOffset = level.get(b.segment.id);
     if (!byOffset) level.set(b.segment.id, (byOffset = new Map()));
@@ -295,7 +294,7 @@ function bindGroupFor(dev: DeviceState, st: EncodeState, slots: readonly Range[]
   const device = dev.device;
   const entries: GPUBindGroupEntry[] = [];
   for (let i = 0; i < MAX_BINDINGS; i++) {
-    const b = slots[i];
+    const b = i < n ? slots[i] : undefined;
     entries.push({
       binding: i + 1,
       resource: b ? { buffer: bufferOf(dev, b.segment), offset: b.offset, size: b.size } : { buffer: dummyFor(device), offset: i * 256, size: 256 },
@@ -305,24 +304,22 @@ function bindGroupFor(dev: DeviceState, st: EncodeState, slots: readonly Range[]
   return (node.group = device.createBindGroup({ layout: bindGroupLayout(device), entries }));
 }
 
-function prepare(dev: DeviceState, st: EncodeState, c: Dispatch): Prepared {
+function prepare(dev: DeviceState, st: EncodeState, c: Dispatch): typeof prepared {
   const device = dev.device;
   // Bind each distinct block once; S<k> tells the kernel which binding holds operand k.
+  // (slotScratch is reused, never shrunk: setting an array's length to 0 frees its storage.)
   const slots = slotScratch;
-  const slotOf = slotOfScratch;
-  slots.length = 0;
-  slotOf.length = 0;
+  let n = 0;
   let slotsCode = 0;
   for (const b of c.buffers) {
     let s = 0;
-    while (s < slots.length && !(slots[s].segment === b.segment && slots[s].offset === b.offset)) s++;
-    if (s === slots.length) slots.push(b);
-    slotOf.push(s + 1);
+    while (s < n && !(slots[s].segment === b.segment && slots[s].offset === b.offset)) s++;
+    if (s === n) slots[n++] = b;
     slotsCode = slotsCode * 8 + s + 1;
   }
   const kernel =
     c.subgroupShader && dev.facts.subgroups ? kernelOf(c.subgroupShader, c.entry, c.constants) : (c.kernel ??= kernelOf(c.shader, c.entry, c.constants));
-  const { pipeline, key, check } = pipelineEntry(device, kernel, slotOf, slotsCode);
+  const { pipeline, key, check } = pipelineEntry(device, kernel, slotsCode);
   // A new pipeline's first dispatch is submitted alone. Later ones while its verdict is still pending (a
   // loop that has not yielded since) join batches, which take on that verdict: one submit per such
   // dispatch held every submit's bookkeeping and Dawn's per-submit state until the loop ended (+128 KiB
@@ -332,10 +329,13 @@ function prepare(dev: DeviceState, st: EncodeState, c: Dispatch): Prepared {
     : pendingPipelines.size > 0
       ? (pendingPipelines.get(key) ?? null)
       : null;
-  const bindGroup = bindGroupFor(dev, st, slots);
-  return { pipeline, bindGroup, slots: c.window ? slots.slice() : NO_SLOTS, risk, alone: check !== null };
+  c.pipeline = pipeline;
+  c.bindGroup = bindGroupFor(dev, st, slots, n);
+  if (c.window) c.windowSlots = slots.slice(0, n);
+  prepared.risk = risk;
+  prepared.alone = check !== null;
+  return prepared;
 }
-const NO_SLOTS: Range[] = [];
 
 /** One submit's worth of commands, in order, with what they need. */
 interface Group {
@@ -404,16 +404,15 @@ function submitBatch(dev: DeviceState, cmds: Command[]): void {
           }
         continue;
       }
-      const p = prepare(dev, st, c);
-      if (p.alone) close();
-      if (p.risk) take(p.risk);
+      const { risk, alone } = prepare(dev, st, c);
+      if (alone) close();
+      if (risk) take(risk);
       touch(c.buffers);
       let risks = group.risks;
       if (suspect.size > 0) for (const r of reads) risks = union(risks, risksOf(idOf(r)));
       for (const k of w) if (c.buffers[k]) write(c.buffers[k], risks);
-      c.prepared = p;
       group.cmds.push(c);
-      if (p.alone) close();
+      if (alone) close();
     } else {
       bufferOf(dev, c.block.segment);
       touch([c.block]);
@@ -531,13 +530,13 @@ function encodeChunk(dev: DeviceState, st: EncodeState, cmds: Command[], start: 
   for (let i = start; i < end; i++) {
     const c = cmds[i];
     if (c.kind === "dispatch") {
-      const p = c.prepared!;
-      c.prepared = undefined;
+      const pipeline = c.pipeline!;
       pass ??= encoder.beginComputePass();
-      if (p.pipeline !== lastPipeline) pass.setPipeline((lastPipeline = p.pipeline));
+      if (pipeline !== lastPipeline) pass.setPipeline((lastPipeline = pipeline));
       const slot = slotOf.slots[di++];
       if (slot !== lastParams) pass.setBindGroup(0, st.paramGroups[(lastParams = slot)]);
-      pass.setBindGroup(1, p.bindGroup);
+      pass.setBindGroup(1, c.bindGroup!);
+      c.pipeline = c.bindGroup = c.windowSlots = undefined; // encoded: the command keeps no GPU object
       const g = c.workgroups;
       pass.dispatchWorkgroups(g[0], g[1], g[2]);
     } else if (c.kind === "upload") {
@@ -602,7 +601,7 @@ function paramSlots(cmds: Command[], start: number, end: number, words: Uint32Ar
     if (c.window) {
       words[w + 56] = c.window.count;
       words[w + 57] = c.window.first;
-      c.prepared!.slots.forEach((r, s) => (words[w + 58 + s] = r.base));
+      c.windowSlots!.forEach((r, s) => (words[w + 58 + s] = r.base));
     }
     out.slots[di++] = used++;
     prev = c;

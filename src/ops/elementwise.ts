@@ -4,7 +4,7 @@
 import { promoteTypes, promoteWithScalar, type DType } from "../dtype.ts";
 import { pyTypeName } from "../pystr.ts";
 import { RuntimeError, TypeError_ } from "../errors.ts";
-import { Tensor, type Scalar, type TensorOrScalar } from "../tensor.ts";
+import { contiguousStrides, Tensor, type Scalar, type TensorOrScalar } from "../tensor.ts";
 import { elementwise } from "./launch.ts";
 import { BINARY_CODE, UNARY_CODE, binaryIntMath, binaryResult, floatingResult, type BinaryKernel, type UnaryKernel } from "./kernel-codes.ts";
 
@@ -42,6 +42,7 @@ function stridesOver(t: Tensor, shape: readonly number[]): number[] {
  */
 function resultStrides(shape: readonly number[], inputs: readonly Tensor[]): number[] {
   const nd = shape.length;
+  if (denseRowMajor(shape, inputs)) return contiguousStrides(shape);
   const strides = inputs.map((t) => stridesOver(t, shape));
   // should_swap in TensorIterator::reorder_dimensions: > 0 when dim0 should come after dim1 (faster first).
   const compare = (d0: number, d1: number): number => {
@@ -74,6 +75,24 @@ function resultStrides(shape: readonly number[], inputs: readonly Tensor[]): num
     acc *= Math.max(shape[d], 1);
   }
   return out;
+}
+
+/**
+ * Whether resultStrides' ordering is row-major without sorting: at most one dim, or every input of
+ * `shape` itself, row-major, with every dim larger than 1 (its strides then strictly decrease, so
+ * TensorIterator's insertion sort swaps nothing).
+ */
+function denseRowMajor(shape: readonly number[], inputs: readonly Tensor[]): boolean {
+  if (shape.length <= 1) return true;
+  for (const t of inputs) {
+    if (t.shape.length !== shape.length) return false;
+    let acc = 1;
+    for (let d = shape.length - 1; d >= 0; d--) {
+      if (shape[d] < 2 || t.shape[d] !== shape[d] || t._strides[d] !== acc) return false;
+      acc *= shape[d];
+    }
+  }
+  return true;
 }
 
 /** A new elementwise result over `shape`, laid out after its inputs (resultStrides). */
@@ -212,11 +231,12 @@ function resultType(op: BinaryOp, a: Tensor, b: TensorOrScalar): DType {
 function binaryInto(op: BinaryOp, out: Tensor, a: Tensor, b: TensorOrScalar, alpha: number, compute: DType): void {
   const intMath = compute !== "float32" && binaryIntMath(op) ? 1 : 0;
   const code = BINARY_CODE[op];
-  const constants = (bScalar: number) => (binaryConstants[code * 4 + bScalar * 2 + intMath] ??= { OP: code, B_SCALAR: bScalar, INT_MATH: intMath });
+  const bScalar = b instanceof Tensor ? 0 : 1;
+  const constants = (binaryConstants[code * 4 + bScalar * 2 + intMath] ??= { OP: code, B_SCALAR: bScalar, INT_MATH: intMath });
   if (b instanceof Tensor) {
     elementwise(
       "binary",
-      constants(0),
+      constants,
       out,
       [
         { t: a, strides: stridesOver(a, out.shape) },
@@ -225,7 +245,7 @@ function binaryInto(op: BinaryOp, out: Tensor, a: Tensor, b: TensorOrScalar, alp
       [0, alpha],
     );
   } else {
-    elementwise("binary", constants(1), out, [{ t: a, strides: stridesOver(a, out.shape) }], [Number(b), alpha]);
+    elementwise("binary", constants, out, [{ t: a, strides: stridesOver(a, out.shape) }], [Number(b), alpha]);
   }
 }
 

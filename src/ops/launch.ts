@@ -360,6 +360,7 @@ export function elementwise(
   inputs: Array<{ t: Tensor; strides: number[] }>,
   scalars: [number, number] = [0, 0],
 ): void {
+  if (denseElementwise(entry, constants, out, inputs, scalars)) return;
   const c = coalesce(out.shape, [out._strides, ...inputs.map((i) => i.strides)]);
   if (c.shape.length > MAX_RANK) throw new RuntimeError(`GradLab kernels support tensors of at most ${MAX_RANK} non-trivial dims`);
   const ops = [out, ...inputs.map((i) => i.t)];
@@ -410,6 +411,89 @@ export function elementwise(
     const extent: Extent = (k, i0, i1) => (ext ??= ops.map((_, j) => stridedExtent(box.shape, c.strides[j], box.offsets[j])))[k](i0, i1);
     dispatch("elementwise", entry, ops, p, n, kernel.constants as Record<string, number>, { extent }, kernel);
   }
+}
+
+/**
+ * The common case in O(1) work per operand and without the general planning's arrays: the output is
+ * row-major, every input is read with the output's strides (same shape, same layout), and every block
+ * fits one binding. Coalesced, such an index space is one dim of n elements (contiguous operands, M=1),
+ * or no dim when n = 1 (one element, M=2): the same params and kernel the general path computes for it.
+ * Returns false (nothing recorded) where the general path is needed.
+ */
+function denseElementwise(
+  entry: "unary" | "binary" | "where3",
+  constants: Record<string, number>,
+  out: Tensor,
+  inputs: Array<{ t: Tensor; strides: number[] }>,
+  scalars: [number, number],
+): boolean {
+  const shape = out.shape;
+  const strides = out._strides;
+  let n = 1;
+  for (let d = shape.length - 1; d >= 0; d--) {
+    if (strides[d] !== n) return false;
+    n *= shape[d];
+  }
+  if (n === 0) return false;
+  for (const i of inputs) {
+    if (i.strides.length !== strides.length) return false;
+    for (let d = 0; d < strides.length; d++) if (i.strides[d] !== strides[d]) return false;
+  }
+  const device = out.check().storage.device;
+  for (const i of inputs) if (i.t.check().storage.device !== device) return false; // the general path says which devices
+  if (device.simulated) return true; // nothing is computed there
+  const binding = limits().binding;
+  const blocks: Block[] = [blockOf(out)];
+  if (blocks[0].size > binding) return false;
+  for (const i of inputs) {
+    const b = blockOf(i.t);
+    if (b.size > binding) return false;
+    blocks.push(b);
+  }
+  const rank = n === 1 ? 0 : 1;
+  const mode = n === 1 ? 2 : 1;
+  const p = paramsWords();
+  p[0] = n;
+  p[1] = rank;
+  p[2] = f32bits(scalars[0]);
+  p[3] = f32bits(scalars[1]);
+  if (rank) p[4] = n;
+  let sig = 0;
+  for (let k = 0; k < blocks.length; k++) {
+    const t = k === 0 ? out : inputs[k - 1].t;
+    const code = dtypeCode[t.dtype];
+    p[12 + k] = t._offset;
+    if (rank) p[16 + k * 8] = 1;
+    p[48 + k] = code;
+    sig = sig * 64 + code * 8 + mode;
+  }
+  const ept = n >= 4096 ? 1 : 0;
+  let bySig = elementwiseKernels.get(constants);
+  if (!bySig) elementwiseKernels.set(constants, (bySig = new Map()));
+  let kernel = bySig.get(sig * 2 + ept);
+  if (!kernel) {
+    const ops = [out, ...inputs.map((i) => i.t)];
+    const c = coalesce(shape, [strides, ...inputs.map((i) => i.strides)]);
+    kernel = elementwiseKernel(entry, constants, ops, c.shape, c.strides, sig * 2 + ept);
+  }
+  const label = opName() ?? entry;
+  const invocations = ept ? Math.ceil(n / 4) : n;
+  if (plan(label, blocks, invocations, undefined)) throw new RuntimeError("internal: a dense elementwise op needs windows");
+  record({
+    kind: "dispatch",
+    shader: "elementwise",
+    entry,
+    constants: kernel.constants as Record<string, number>,
+    kernel,
+    buffers: blocks.map(rangeOf),
+    params: p,
+    workgroups: grid(invocations),
+    label,
+    // Declared now, set when the batch is encoded: the record keeps one shape (no property store grown then).
+    pipeline: undefined,
+    bindGroup: undefined,
+  });
+  return true;
 }
 
 /**

@@ -5,7 +5,7 @@ import { promoteTypes, promoteWithScalar, type DType } from "../dtype.ts";
 import { pyTypeName } from "../pystr.ts";
 import { RuntimeError, TypeError_ } from "../errors.ts";
 import { contiguousStrides, Tensor, type Scalar, type TensorOrScalar } from "../tensor.ts";
-import { elementwise } from "./launch.ts";
+import { elementwise } from "./elementwise-launch.ts";
 import { BINARY_CODE, UNARY_CODE, binaryIntMath, binaryResult, floatingResult, type BinaryKernel, type UnaryKernel } from "./kernel-codes.ts";
 
 export type UnaryOp = UnaryKernel;

@@ -1,24 +1,24 @@
-// Turning an op into a recorded dispatch: workgroup counts, and the strided operand description that
-// kernels-wgsl/elementwise.wgsl reads (dims coalesced so contiguous operands cost one div per element).
+// Turning an op into a recorded dispatch: workgroup counts, checks against the adapter's limits, and
+// windowed runs for blocks larger than one binding (elementwise ops: ops/elementwise-launch.ts).
 
-import { dtypeCode } from "../dtype.ts";
-import { enqueue, record, PARAM_WORDS } from "../device/scheduler.ts";
-import { type Kernel, kernelOf } from "../device/pipelines.ts";
+import { enqueue, record } from "../device/scheduler.ts";
+import { PARAM_WORDS } from "../device/encode.ts";
+import type { Kernel } from "../device/pipelines.ts";
 import { rangeOf, type Range } from "../device/verdicts.ts";
 import { readyDevice } from "../device/backend.ts";
 import type { Block } from "../memory/allocator.ts";
 import { RuntimeError } from "../errors.ts";
 import { checkSameDevice } from "../memory/devices.ts";
 import { formatBytes } from "../memory/format-bytes.ts";
-import { contiguousStrides, type Tensor } from "../tensor.ts";
+import type { Tensor } from "../tensor.ts";
 import { opName } from "./op-context.ts";
 
-const MAX_RANK = 8;
+export const MAX_RANK = 8;
 const WG = 64;
 const MAX_GROUPS = 65535;
 
 /** A 2-D grid of 1-D workgroups covering n invocations (kernels use prelude's linear_id). */
-function grid(n: number): [number, number, number] {
+export function grid(n: number): [number, number, number] {
   const groups = Math.max(1, Math.ceil(n / WG));
   if (groups <= MAX_GROUPS) return [groups, 1, 1];
   return [MAX_GROUPS, Math.ceil(groups / MAX_GROUPS), 1];
@@ -32,13 +32,13 @@ export function f32bits(v: number): number {
   return scratchU[0];
 }
 
-function blockOf(t: Tensor): Block {
+export function blockOf(t: Tensor): Block {
   const b = t.check().storage.liveBlock();
   return b;
 }
 
 /** Operands must share a device; on a simulated device nothing is computed (returns false). */
-function computes(operands: Tensor[]): boolean {
+export function computes(operands: Tensor[]): boolean {
   return !checkSameDevice(operands.map((t) => t.check().storage.device)).simulated;
 }
 
@@ -46,7 +46,7 @@ function computes(operands: Tensor[]): boolean {
  * The elements operand k touches for invocations [i0, i1): an inclusive [lo, hi] range of element
  * offsets from the start of its block. A bound is enough (a window may be larger than what is read).
  */
-type Extent = (k: number, i0: number, i1: number) => [number, number];
+export type Extent = (k: number, i0: number, i1: number) => [number, number];
 export interface DispatchOpts {
   /** How invocations map to elements: lets a dispatch over a block larger than one binding run in windows. */
   extent?: Extent;
@@ -61,7 +61,7 @@ let bindingOverride: number | null = null;
 export function _set_max_binding_size(bytes: number | null): void {
   bindingOverride = bytes;
 }
-function limits(): { binding: number; buffer: number | null } {
+export function limits(): { binding: number; buffer: number | null } {
   const l = readyDevice()?.facts.limits;
   const binding = bindingOverride ?? l?.maxStorageBufferBindingSize ?? DEFAULT_BINDING;
   return { binding, buffer: l?.maxBufferSize ?? null };
@@ -73,8 +73,8 @@ const WINDOW_ALIGN = 256; // bytes: the largest minStorageBufferOffsetAlignment 
  * when the event loop turns, and lavapipe crashed the process (SIGSEGV in vkCreateDescriptorPool) after
  * some 40,000 in one synchronous job. An op over the limit raises before recording anything.
  */
-const MAX_RUNS = 4096;
-function tooManyRuns(op: string, runs: number, binding: number): RuntimeError {
+export const MAX_RUNS = 4096;
+export function tooManyRuns(op: string, runs: number, binding: number): RuntimeError {
   return new RuntimeError(
     `${op}: this op would need ${runs} windowed dispatches to stay within this adapter's maxStorageBufferBindingSize ` +
       `(${formatBytes(binding)}) (at most ${MAX_RUNS}); use smaller tensors`,
@@ -92,7 +92,7 @@ interface Run {
  * dispatch into runs of invocations whose accesses fit one binding per block when a block is larger
  * than maxStorageBufferBindingSize. Returns null when one plain dispatch does.
  */
-function plan(op: string, blocks: Block[], n: number, opts: DispatchOpts | undefined): Run[] | null {
+export function plan(op: string, blocks: Block[], n: number, opts: DispatchOpts | undefined): Run[] | null {
   const lim = limits();
   for (const b of blocks) {
     if (lim.buffer !== null && b.segment.size > lim.buffer) {
@@ -297,37 +297,6 @@ export function fitsOneBinding(operands: Tensor[]): boolean {
 }
 
 /**
- * The extent of a strided operand over a row-major index space `shape` (coalesced): invocation i is
- * the element at multi-index(i); the operand reads offset + sum(idx_d * strides_d). Strides are >= 0.
- */
-function stridedExtent(shape: readonly number[], strides: readonly number[], offset: number): (i0: number, i1: number) => [number, number] {
-  const r = shape.length;
-  return (i0, i1) => {
-    if (r === 0) return [offset, offset];
-    const a: number[] = new Array(r);
-    const z: number[] = new Array(r);
-    let x = i0;
-    let y = i1 - 1;
-    for (let d = r - 1; d >= 0; d--) {
-      a[d] = x % shape[d];
-      x = Math.floor(x / shape[d]);
-      z[d] = y % shape[d];
-      y = Math.floor(y / shape[d]);
-    }
-    let d = 0;
-    let base = offset;
-    while (d < r && a[d] === z[d]) {
-      base += a[d] * strides[d];
-      d++;
-    }
-    if (d === r) return [base, base];
-    let hi = base + z[d] * strides[d];
-    for (let e = d + 1; e < r; e++) hi += (shape[e] - 1) * strides[e];
-    return [base + a[d] * strides[d], hi];
-  };
-}
-
-/**
  * Merges adjacent dims that are contiguous with each other in every operand, and drops size-1 dims.
  * Returns the coalesced shape and per-operand strides (stride 0 = broadcast).
  */
@@ -347,285 +316,4 @@ export function coalesce(shape: readonly number[], strides: number[][]): { shape
     }
   }
   return { shape: outShape, strides: outStrides };
-}
-
-/**
- * Records an elementwise dispatch: operand 0 is the output, the rest inputs, each given with the
- * strides it is read with over the output's shape (0 on broadcast dims).
- */
-export function elementwise(
-  entry: "unary" | "binary" | "where3",
-  constants: Record<string, number>,
-  out: Tensor,
-  inputs: Array<{ t: Tensor; strides: number[] }>,
-  scalars: [number, number] = [0, 0],
-): void {
-  if (denseElementwise(entry, constants, out, inputs, scalars)) return;
-  const c = coalesce(out.shape, [out._strides, ...inputs.map((i) => i.strides)]);
-  if (c.shape.length > MAX_RANK) throw new RuntimeError(`GradLab kernels support tensors of at most ${MAX_RANK} non-trivial dims`);
-  const ops = [out, ...inputs.map((i) => i.t)];
-  if (out.numel() === 0 || !computes(ops)) return;
-  const sizes = ops.map((t) => blockOf(t).size);
-  const binding = limits().binding;
-  const boxes: Array<{ shape: number[]; offsets: number[] }> = [];
-  splitBoxes(
-    c.shape,
-    c.strides,
-    ops.map((t) => t._offset),
-    sizes,
-    binding,
-    boxes,
-  );
-  if (boxes.length > MAX_RUNS) throw tooManyRuns(opName() ?? entry, boxes.length, binding);
-  for (const box of boxes) {
-    let n = 1;
-    for (const d of box.shape) n *= d;
-    const p = paramsWords();
-    p[0] = n;
-    p[1] = box.shape.length;
-    p[2] = f32bits(scalars[0]);
-    p[3] = f32bits(scalars[1]);
-    for (let d = 0; d < box.shape.length; d++) p[4 + d] = box.shape[d];
-    // The pipeline is specialised on each operand's dtype and layout (elementwise.wgsl: D<k>, M<k>).
-    let sig = 0;
-    for (let k = 0; k < ops.length; k++) {
-      const code = dtypeCode[ops[k].dtype];
-      const strides = c.strides[k];
-      p[12 + k] = box.offsets[k];
-      for (let d = 0; d < strides.length; d++) p[16 + k * 8 + d] = strides[d];
-      p[48 + k] = code;
-      const mode = layoutMode(box.shape, strides);
-      p[52 + k] = layoutDivisor;
-      sig = sig * 64 + code * 8 + mode;
-    }
-    // Several elements per invocation where no operand needs windows (those runs map invocation i to
-    // element i): the lanes of a CPU adapter such as lavapipe then share each invocation's fixed cost.
-    if (n >= 4096 && boxes.length === 1 && fitsOneBinding(ops)) {
-      const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * 2 + 1);
-      dispatch("elementwise", entry, ops, p, Math.ceil(n / 4), kernel.constants as Record<string, number>, undefined, kernel);
-      continue;
-    }
-    const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * 2);
-    // Built only if an operand needs windows (see plan).
-    let ext: Array<(i0: number, i1: number) => [number, number]> | null = null;
-    const extent: Extent = (k, i0, i1) => (ext ??= ops.map((_, j) => stridedExtent(box.shape, c.strides[j], box.offsets[j])))[k](i0, i1);
-    dispatch("elementwise", entry, ops, p, n, kernel.constants as Record<string, number>, { extent }, kernel);
-  }
-}
-
-/**
- * The common case in O(1) work per operand and without the general planning's arrays: the output is
- * row-major, every input is read with the output's strides (same shape, same layout), and every block
- * fits one binding. Coalesced, such an index space is one dim of n elements (contiguous operands, M=1),
- * or no dim when n = 1 (one element, M=2): the same params and kernel the general path computes for it.
- * Returns false (nothing recorded) where the general path is needed.
- */
-function denseElementwise(
-  entry: "unary" | "binary" | "where3",
-  constants: Record<string, number>,
-  out: Tensor,
-  inputs: Array<{ t: Tensor; strides: number[] }>,
-  scalars: [number, number],
-): boolean {
-  const shape = out.shape;
-  const strides = out._strides;
-  let n = 1;
-  for (let d = shape.length - 1; d >= 0; d--) {
-    if (strides[d] !== n) return false;
-    n *= shape[d];
-  }
-  if (n === 0) return false;
-  for (const i of inputs) {
-    if (i.strides.length !== strides.length) return false;
-    for (let d = 0; d < strides.length; d++) if (i.strides[d] !== strides[d]) return false;
-  }
-  const device = out.check().storage.device;
-  for (const i of inputs) if (i.t.check().storage.device !== device) return false; // the general path says which devices
-  if (device.simulated) return true; // nothing is computed there
-  const binding = limits().binding;
-  const blocks: Block[] = [blockOf(out)];
-  if (blocks[0].size > binding) return false;
-  for (const i of inputs) {
-    const b = blockOf(i.t);
-    if (b.size > binding) return false;
-    blocks.push(b);
-  }
-  const rank = n === 1 ? 0 : 1;
-  const mode = n === 1 ? 2 : 1;
-  const p = paramsWords();
-  p[0] = n;
-  p[1] = rank;
-  p[2] = f32bits(scalars[0]);
-  p[3] = f32bits(scalars[1]);
-  if (rank) p[4] = n;
-  let sig = 0;
-  for (let k = 0; k < blocks.length; k++) {
-    const t = k === 0 ? out : inputs[k - 1].t;
-    const code = dtypeCode[t.dtype];
-    p[12 + k] = t._offset;
-    if (rank) p[16 + k * 8] = 1;
-    p[48 + k] = code;
-    sig = sig * 64 + code * 8 + mode;
-  }
-  const ept = n >= 4096 ? 1 : 0;
-  let bySig = elementwiseKernels.get(constants);
-  if (!bySig) elementwiseKernels.set(constants, (bySig = new Map()));
-  let kernel = bySig.get(sig * 2 + ept);
-  if (!kernel) {
-    const ops = [out, ...inputs.map((i) => i.t)];
-    const c = coalesce(shape, [strides, ...inputs.map((i) => i.strides)]);
-    kernel = elementwiseKernel(entry, constants, ops, c.shape, c.strides, sig * 2 + ept);
-  }
-  const label = opName() ?? entry;
-  const invocations = ept ? Math.ceil(n / 4) : n;
-  if (plan(label, blocks, invocations, undefined)) throw new RuntimeError("internal: a dense elementwise op needs windows");
-  record({
-    kind: "dispatch",
-    shader: "elementwise",
-    entry,
-    constants: kernel.constants as Record<string, number>,
-    kernel,
-    buffers: blocks.map(rangeOf),
-    params: p,
-    workgroups: grid(invocations),
-    label,
-    // Declared now, set when the batch is encoded: the record keeps one shape (no property store grown then).
-    pipeline: undefined,
-    bindGroup: undefined,
-  });
-  return true;
-}
-
-/**
- * Params arrays are handed out as views of a shared buffer: one allocation per 256 ops instead of one
- * per op (a fresh 224-byte typed array is an off-heap allocation the collector must also track).
- */
-let paramsPool = new Uint32Array(0);
-let paramsUsed = 0;
-function paramsWords(): Uint32Array {
-  if (paramsUsed === paramsPool.length) {
-    paramsPool = new Uint32Array(PARAM_WORDS * 256);
-    paramsUsed = 0;
-  }
-  return paramsPool.subarray(paramsUsed, (paramsUsed += PARAM_WORDS));
-}
-
-/**
- * The elementwise kernels, by the op's constants (interned by the caller: ops/elementwise.ts) and a
- * number that packs each operand's dtype and layout and whether it runs 4 elements per invocation.
- */
-const elementwiseKernels = new WeakMap<object, Map<number, Kernel>>();
-function elementwiseKernel(
-  entry: string,
-  constants: Record<string, number>,
-  ops: readonly Tensor[],
-  shape: readonly number[],
-  strides: readonly number[][],
-  sig: number,
-): Kernel {
-  let bySig = elementwiseKernels.get(constants);
-  if (!bySig) elementwiseKernels.set(constants, (bySig = new Map()));
-  let kernel = bySig.get(sig);
-  if (!kernel) {
-    const spec: Record<string, number> = { ...constants };
-    ops.forEach((t, k) => {
-      spec[`D${k}`] = dtypeCode[t.dtype];
-      spec[`M${k}`] = layoutMode(shape, strides[k]);
-    });
-    if (sig % 2 === 1) spec.EPT = 4;
-    kernel = kernelOf("elementwise", entry, spec);
-    bySig.set(sig, kernel);
-  }
-  return kernel;
-}
-
-/**
- * Splits an elementwise index space into boxes over each of which every operand larger than one
- * binding spans at most one binding, halving the dim along which some operand spans the most. A
- * strided operand (a transpose) over the limit would otherwise need one windowed run per few
- * elements: tens of thousands of bind groups for one op, which exhausted lavapipe's descriptor pools
- * inside Dawn (a segmentation fault in vkCreateDescriptorPool, issue 21).
- */
-function splitBoxes(
-  shape: number[],
-  strides: number[][],
-  offsets: number[],
-  sizes: number[],
-  binding: number,
-  out: Array<{ shape: number[]; offsets: number[] }>,
-): void {
-  let worst = -1;
-  let worstSpan = 0;
-  for (let k = 0; k < strides.length; k++) {
-    if (sizes[k] <= binding) continue;
-    let span = 0;
-    for (let d = 0; d < shape.length; d++) span += (shape[d] - 1) * strides[k][d];
-    if ((span + 1) * 4 <= binding) continue;
-    for (let d = 0; d < shape.length; d++) {
-      const s = (shape[d] - 1) * strides[k][d];
-      if (shape[d] > 1 && s > worstSpan) {
-        worstSpan = s;
-        worst = d;
-      }
-    }
-  }
-  if (worst < 0) {
-    out.push({ shape, offsets });
-    return;
-  }
-  const half = Math.floor(shape[worst] / 2);
-  const a = [...shape];
-  a[worst] = half;
-  const b = [...shape];
-  b[worst] = shape[worst] - half;
-  splitBoxes(a, strides, offsets, sizes, binding, out);
-  splitBoxes(
-    b,
-    strides,
-    offsets.map((o, k) => o + half * strides[k][worst]),
-    sizes,
-    binding,
-    out,
-  );
-}
-
-/**
- * How an operand is laid out over the (coalesced) index space, as elementwise.wgsl's M<k>; the divisor
- * its layout needs is left in layoutDivisor: 1 contiguous, 2 one element, 3 repeated over leading dims
- * (i % divisor), 4 repeated over trailing dims (i / divisor), 0 anything else (the general strided walk).
- */
-let layoutDivisor = 0;
-function layoutMode(shape: readonly number[], strides: readonly number[]): number {
-  layoutDivisor = 0;
-  const r = shape.length;
-  // The common cases first, without allocating: one element, or contiguous.
-  let zeros = true;
-  let dense = true;
-  let acc = 1;
-  for (let d = r - 1; d >= 0; d--) {
-    if (strides[d] !== 0) zeros = false;
-    if (strides[d] !== acc) dense = false;
-    acc *= Math.max(shape[d], 1);
-  }
-  if (zeros) return 2;
-  if (dense) return 1;
-  const row = contiguousStrides(shape);
-  // Leading dims broadcast, trailing dims contiguous among themselves: offset + i % inner.
-  let j = 0;
-  while (j < r && strides[j] === 0) j++;
-  if (j > 0 && strides.slice(j).every((s, d) => s === row[j + d])) {
-    layoutDivisor = row[j - 1];
-    return 3;
-  }
-  // Trailing dims broadcast, leading dims contiguous among themselves: offset + i / inner.
-  let k = r;
-  while (k > 0 && strides[k - 1] === 0) k--;
-  if (k < r) {
-    const lead = contiguousStrides(shape.slice(0, k));
-    if (strides.slice(0, k).every((s, d) => s === lead[d])) {
-      layoutDivisor = row[k - 1];
-      return 4;
-    }
-  }
-  return 0;
 }

@@ -33,7 +33,8 @@ async function gradlab(): Promise<number> {
 
 const buffer = () => device.createBuffer({ size: 1024, usage: GPUBufferUsage.STORAGE });
 const [x, a, b] = [buffer(), buffer(), buffer()];
-const pipelineOf = (code: string) => device.createComputePipeline({ layout: "auto", compute: { module: device.createShaderModule({ code }), entryPoint: "main" } });
+const pipelineOf = (code: string) =>
+  device.createComputePipeline({ layout: "auto", compute: { module: device.createShaderModule({ code }), entryPoint: "main" } });
 const inPlace = pipelineOf(`@group(0) @binding(0) var<storage, read_write> x: array<f32>;
   @compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) { x[g.x] = x[g.x] + 1.0; }`);
 const outOfPlace = pipelineOf(`@group(0) @binding(0) var<storage, read_write> o: array<f32>; @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -65,7 +66,11 @@ async function raw(pipeline: GPUComputePipeline, groups: GPUBindGroup[]): Promis
 await gradlab(); // warm-up: pipelines, bind groups
 await raw(inPlace, inPlaceGroups);
 await raw(outOfPlace, outOfPlaceGroups);
-const rows: Record<string, number[]> = { "GradLab y = y.add(1)": [], "raw Dawn, in place (bench:dispatch's floor)": [], "raw Dawn, out of place (two buffers)": [] };
+const rows: Record<string, number[]> = {
+  "GradLab y = y.add(1)": [],
+  "raw Dawn, in place (bench:dispatch's floor)": [],
+  "raw Dawn, out of place (two buffers)": [],
+};
 const [g, i, o] = Object.values(rows);
 for (let r = 0; r < ROUNDS; r++) {
   g.push(await gradlab());

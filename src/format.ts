@@ -174,9 +174,14 @@ export function sizeRepr(shape: readonly number[]): string {
 export function asSize<T extends number[]>(shape: T): T {
   if (!isSize(shape)) {
     Object.defineProperty(shape, SIZE, { value: true });
-    Object.defineProperty(shape, INSPECT, { value: () => sizeRepr(shape) });
+    Object.defineProperty(shape, INSPECT, { value: inspectSize }); // one function for all (no closure per shape)
   }
   return shape;
+}
+
+/** Node's inspect calls a custom inspector with the value as `this`. */
+function inspectSize(this: number[]): string {
+  return sizeRepr(this);
 }
 
 /** Whether a value is an array marked by asSize. */

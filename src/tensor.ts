@@ -60,14 +60,20 @@ class HandleRecord implements HandleInfo {
     readonly baseShape: readonly number[] | null,
   ) {
     storage.retain();
-    storage.handles.add(this);
+    storage.handles.push(this);
     meta.handles++;
   }
   release(): void {
     if (this.released) return;
     this.released = true;
     noteHandleRelease();
-    this.storage.handles.delete(this);
+    // Removed in place, keeping the order (splice would allocate the array of what it removes).
+    const handles = this.storage.handles;
+    const i = handles.indexOf(this);
+    if (i >= 0) {
+      for (let j = i; j < handles.length - 1; j++) handles[j] = handles[j + 1];
+      handles.length--;
+    }
     this.storage.release();
     if (--this.meta.handles === 0) this.meta.drop();
   }

@@ -26,6 +26,8 @@ interface PerDevice {
   dummy: GPUBuffer;
   modules: Map<string, GPUShaderModule>;
   pipelines: Map<string, GPUComputePipeline>;
+  /** The same pipelines by kernel and binding slots: found per dispatch without building a key string. */
+  byKernel: Map<Kernel, Map<number, PipelineEntry>>;
 }
 const cache = new WeakMap<GPUDevice, PerDevice>();
 
@@ -65,6 +67,7 @@ function perDevice(device: GPUDevice): PerDevice {
       dummy: device.createBuffer({ size: 256 * MAX_BINDINGS, usage: GPUBufferUsage.STORAGE }),
       modules: new Map(),
       pipelines: new Map(),
+      byKernel: new Map(),
     };
     cache.set(device, d);
   }
@@ -75,27 +78,64 @@ export const bindGroupLayout = (device: GPUDevice) => perDevice(device).layout;
 export const paramsLayout = (device: GPUDevice) => perDevice(device).paramsLayout;
 export const dummyFor = (device: GPUDevice) => perDevice(device).dummy;
 
-/** The pipeline, its cache key, and whether it was created just now (its validation not yet seen). */
-export function pipelineEntry(
-  device: GPUDevice,
-  shader: string,
-  entry: string,
-  constants: Record<string, number> | undefined,
-  slots: number[],
-): { pipeline: GPUComputePipeline; key: string; check: Promise<GPUError | null> | null } {
+/**
+ * A shader entry point with its override constants, interned (equal ones are one object), so that an op
+ * that dispatches the same kernel again finds its pipeline by identity instead of by a key string.
+ */
+export interface Kernel {
+  readonly shader: string;
+  readonly entry: string;
+  readonly constants: Readonly<Record<string, number>> | undefined;
+  /** The constants' part of the pipeline's key. */
+  readonly suffix: string;
+}
+const kernels = new Map<string, Kernel>();
+
+export function kernelOf(shader: string, entry: string, constants: Record<string, number> | undefined): Kernel {
+  let suffix = "";
+  if (constants) for (const k in constants) suffix += `:${k}=${constants[k]}`;
+  const id = `${shader}:${entry}${suffix}`;
+  let k = kernels.get(id);
+  if (!k) kernels.set(id, (k = { shader, entry, constants: constants && { ...constants }, suffix }));
+  return k;
+}
+
+/** A pipeline, its cache key, and (when it was created just now) the verdict on it still to come. */
+export interface PipelineEntry {
+  readonly pipeline: GPUComputePipeline;
+  readonly key: string;
+  readonly check: Promise<GPUError | null> | null;
+}
+
+/**
+ * The pipeline of `kernel` with operand k bound at binding slot slots[k], given as `slotsCode`: the
+ * slots as the digits of a base-8 number (slots are 1..MAX_BINDINGS), operand 0 first.
+ */
+export function pipelineEntry(device: GPUDevice, kernel: Kernel, slotsCode: number): PipelineEntry {
   const d = perDevice(device);
-  let key = `${shader}:${entry}:${slots.join("")}`;
-  if (constants) for (const k in constants) key += `:${k}=${constants[k]}`;
+  let bySlots = d.byKernel.get(kernel);
+  if (!bySlots) d.byKernel.set(kernel, (bySlots = new Map()));
+  const known = bySlots.get(slotsCode);
+  if (known) return known;
+  const { shader, entry } = kernel;
+  const slots: number[] = [];
+  for (let c = slotsCode; c > 0; c = Math.floor(c / 8)) slots.unshift(c % 8);
+  const key = `${shader}:${entry}:${slots.join("")}${kernel.suffix}`;
   let p = d.pipelines.get(key);
-  if (p) return { pipeline: p, key, check: null };
+  if (p) {
+    const e = { pipeline: p, key, check: null };
+    bySlots.set(slotsCode, e);
+    return e;
+  }
   // A new pipeline comes with Dawn's verdict on it (compiling the shader, checking it against the layout).
   device.pushErrorScope("validation");
-  constants = { ...constants };
-  slots.forEach((s, k) => (constants![`S${k}`] = s));
+  const constants: Record<string, number> = { ...kernel.constants };
+  slots.forEach((s, k) => (constants[`S${k}`] = s));
   let module = d.modules.get(shader);
   if (!module) d.modules.set(shader, (module = device.createShaderModule({ code: shaderSource(shader), label: shader })));
   p = device.createComputePipeline({ layout: d.pipelineLayout, label: key, compute: { module, entryPoint: entry, constants } });
   d.pipelines.set(key, p);
+  bySlots.set(slotsCode, { pipeline: p, key, check: null });
   return { pipeline: p, key, check: device.popErrorScope() };
 }
 
@@ -103,5 +143,6 @@ export function pipelineEntry(
 export function forgetPipeline(device: GPUDevice, key: string): void {
   const d = perDevice(device);
   d.pipelines.delete(key);
+  d.byKernel.clear();
   d.modules.delete(key.slice(0, key.indexOf(":")));
 }

@@ -27,7 +27,7 @@
 // Each submit also has an error scope of its own; an error there that no verdict explains is a GradLab
 // bug: every block written since that submit is marked invalid ("internal WebGPU error").
 
-import type { Block, Segment } from "../memory/allocator.ts";
+import type { Block } from "../memory/allocator.ts";
 
 import { beginWait, currentEpoch, getDevice, lastLossReason, onDeviceLost, onDeviceReady, readyDevice, type DeviceState } from "./backend.ts";
 import { setBacking } from "../memory/backing.ts";
@@ -38,16 +38,13 @@ onDeviceReady((s) => {
   webgpu.allocator.maxBufferSize = (s.facts.limits as Record<string, number>).maxBufferSize ?? null;
 });
 import { RuntimeError } from "../errors.ts";
-import { bindGroupLayout, dummyFor, MAX_BINDINGS, paramsLayout, pipelineEntry } from "./pipelines.ts";
+import { bufferOf, type Command, type Dispatch, encodeAndSubmit, type EncodeState, encodeState, PARAM_WORDS, prepare, type Readback } from "./encode.ts";
 import {
   firstLine,
   idOf,
   invalid,
-  newRisk,
   NOT_COMPUTED,
   pendingBuffers,
-  pendingPipelines,
-  pipelineRisk,
   pruneFreed,
   type Range,
   rangeOf,
@@ -58,46 +55,8 @@ import {
   where,
 } from "./verdicts.ts";
 
-export interface Dispatch {
-  kind: "dispatch";
-  shader: string;
-  entry: string;
-  constants?: Record<string, number>;
-  /** Storage bindings 1..n in order; binding 0 is the params array. */
-  buffers: Range[];
-  params: Uint32Array;
-  workgroups: [number, number, number];
-  /** A drop-in replacement shader (same params and grid) for devices with subgroups. */
-  subgroupShader?: string;
-  /** The op that recorded it (for error messages). */
-  label?: string;
-  /** Operands the kernel writes (default: operand 0). */
-  writes?: number[];
-  /** A windowed run: invocations [first, first + count) of the op (prelude.wgsl, WINDOWED). */
-  window?: { first: number; count: number };
-}
-interface Upload {
-  kind: "upload";
-  block: Range;
-  byteOffset: number;
-  data: Uint8Array;
-}
-interface Readback {
-  kind: "read";
-  block: Range;
-  byteOffset: number;
-  byteLength: number;
-  resolve(data: ArrayBuffer): void;
-  reject(err: unknown): void;
-}
-type Command = Dispatch | Upload | Readback;
-
 const FLUSH_AT = 512;
-/** Each dispatch's params take one 256-byte slot (the storage offset alignment) of a per-device buffer. */
-const PARAM_ALIGN = 256;
-const PARAM_SLOTS = 1024;
-/** Params words a kernel may use; words 56..63 of the slot describe a windowed run (prelude.wgsl). */
-export const PARAM_WORDS = 56;
+
 let queue: Command[] = [];
 
 export function enqueue(
@@ -184,119 +143,11 @@ const lastWrite = new Map<string, number>();
 let submits = 0;
 let unsettledSubmits = 0;
 
-/** A segment's buffer: made now if it does not exist on this device (with the verdict still to come). */
-function bufferOf(dev: DeviceState, seg: Segment): GPUBuffer {
-  if (seg.buffer && seg.generation === dev.epoch) return seg.buffer;
-  const device = dev.device;
-  device.pushErrorScope("out-of-memory");
-  device.pushErrorScope("validation");
-  const buffer = device.createBuffer({ size: seg.size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
-  seg.buffer = buffer;
-  seg.generation = dev.epoch;
-  const v = device.popErrorScope();
-  const o = device.popErrorScope();
-  const check = Promise.all([v, o]).then(([a, b]) => {
-    const e = a ?? b;
-    return e ? `creating a GPU buffer of ${seg.size} bytes for a memory segment failed: ${firstLine(e.message)}` : null;
-  });
-  const risk = newRisk(check, () => {
-    // The next batch that needs the segment makes its buffer again, with bind groups of its own.
-    if (seg.buffer === buffer) seg.buffer = null;
-    buffer.destroy();
-    const groups = encodeState(dev).bindGroups;
-    for (const k of groups.keys()) if (k.split(",").some((e) => e.startsWith(`${seg.id}.`))) groups.delete(k);
-  });
-  pendingBuffers.set(seg, risk);
-  void risk.verdict.then(() => pendingBuffers.get(seg) === risk && pendingBuffers.delete(seg));
-  return buffer;
-}
-
-/** Per-device encoding state: the params buffer with a bind group per slot, and cached data bind groups. */
-interface EncodeState {
-  params: GPUBuffer;
-  paramGroups: GPUBindGroup[];
-  bindGroups: Map<string, GPUBindGroup>;
-}
-const encodeStates = new WeakMap<GPUDevice, EncodeState>();
-
-function encodeState(dev: DeviceState): EncodeState {
-  let st = encodeStates.get(dev.device);
-  if (!st) {
-    const params = dev.device.createBuffer({ size: PARAM_SLOTS * PARAM_ALIGN, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
-    const layout = paramsLayout(dev.device);
-    st = {
-      params,
-      paramGroups: Array.from({ length: PARAM_SLOTS }, (_, i) =>
-        dev.device.createBindGroup({ layout, entries: [{ binding: 0, resource: { buffer: params, offset: i * PARAM_ALIGN, size: PARAM_ALIGN } }] }),
-      ),
-      bindGroups: new Map(),
-    };
-    encodeStates.set(dev.device, st);
-  }
-  return st;
-}
-
-/** A dispatch ready to encode: its pipeline (with the verdict on it when it is new) and bind group. */
-interface Prepared {
-  pipeline: GPUComputePipeline;
-  bindGroup: GPUBindGroup;
-  slots: Range[];
-  risk: Risk | null;
-  /** The pipeline was made for this dispatch: it gets a submit of its own. */
-  alone: boolean;
-}
-
-function slotsOf(c: Dispatch): { slots: Range[]; slotOf: number[] } {
-  // Bind each distinct block once; S<k> tells the kernel which binding holds operand k.
-  const slots: Range[] = [];
-  const slotOf: number[] = [];
-  for (const b of c.buffers) {
-    let s = slots.findIndex((r) => r.segment === b.segment && r.offset === b.offset);
-    if (s < 0) s = slots.push(b) - 1;
-    slotOf.push(s + 1);
-  }
-  return { slots, slotOf };
-}
-
-function prepare(dev: DeviceState, st: EncodeState, c: Dispatch): Prepared {
-  const device = dev.device;
-  const { slots, slotOf } = slotsOf(c);
-  const shader = c.subgroupShader && dev.facts.subgroups ? c.subgroupShader : c.shader;
-  const { pipeline, key, check } = pipelineEntry(device, shader, c.entry, c.constants, slotOf);
-  // A new pipeline's first dispatch is submitted alone. Later ones while its verdict is still pending (a
-  // loop that has not yielded since) join batches, which take on that verdict: one submit per such
-  // dispatch held every submit's bookkeeping and Dawn's per-submit state until the loop ended (+128 KiB
-  // of live heap per training step of a 64-128-10 MLP whose first loop never awaited).
-  const risk = check
-    ? pipelineRisk(device, key, check, `WebGPU rejected the kernel of op '${c.label ?? c.entry}' (${c.shader}.${c.entry})`)
-    : (pendingPipelines.get(key) ?? null);
-  let bindKey = "";
-  for (const b of slots) bindKey += `${b.segment.id}.${b.offset}.${b.size},`;
-  let bindGroup = st.bindGroups.get(bindKey);
-  if (!bindGroup) {
-    const entries: GPUBindGroupEntry[] = [];
-    for (let i = 0; i < MAX_BINDINGS; i++) {
-      const b = slots[i];
-      entries.push({
-        binding: i + 1,
-        resource: b ? { buffer: bufferOf(dev, b.segment), offset: b.offset, size: b.size } : { buffer: dummyFor(device), offset: i * 256, size: 256 },
-      });
-    }
-    bindGroup = device.createBindGroup({ layout: bindGroupLayout(device), entries });
-    // Keys name segments by id, and ids are never reused, so stale entries are only dropped for space
-    // (and when a segment's buffer is rejected: bufferOf).
-    if (st.bindGroups.size > 8192) st.bindGroups.clear();
-    st.bindGroups.set(bindKey, bindGroup);
-  }
-  return { pipeline, bindGroup, slots, risk, alone: check !== null };
-}
-
 /** One submit's worth of commands, in order, with what they need. */
 interface Group {
   /** This submit's number (lastWrite). */
   n: number;
   cmds: Command[];
-  prepared: Map<Dispatch, Prepared>;
   /** Verdicts every write of the group depends on (a new buffer it touches, or its new pipeline). */
   risks: Risk[];
   /** What the group writes so far, to be made suspect of a risk the group takes on later. */
@@ -315,7 +166,7 @@ function submitBatch(dev: DeviceState, cmds: Command[]): void {
   // Errors while objects are made are each judged in their own scope (pipelines, buffers) or follow
   // from those (a bind group of a rejected buffer); this scope keeps them out of the uncaptured errors.
   device.pushErrorScope("validation");
-  const open = (): Group => ({ n: ++submits, cmds: [], prepared: new Map(), risks: [], writes: [], reads: [] });
+  const open = (): Group => ({ n: ++submits, cmds: [], risks: [], writes: [], reads: [] });
   let group = open();
   const close = () => {
     if (group.cmds.length > 0) submitGroup(dev, st, group);
@@ -346,9 +197,9 @@ function submitBatch(dev: DeviceState, cmds: Command[]): void {
   };
   for (const c of cmds) {
     if (c.kind === "dispatch") {
-      const w = c.writes ?? [0];
-      const reads = c.buffers.filter((_, k) => !w.includes(k));
+      const w = c.writes ?? WRITES_FIRST;
       // (The maps are empty but after a rejected kernel or while a verdict is pending: no lookups then.)
+      const reads = invalid.size > 0 || suspect.size > 0 ? c.buffers.filter((_, k) => !w.includes(k)) : NO_RANGES;
       const bad = invalid.size > 0 ? reads.map((r) => invalid.get(idOf(r))).find((e) => e !== undefined) : undefined;
       if (bad !== undefined) {
         for (const k of w)
@@ -359,16 +210,15 @@ function submitBatch(dev: DeviceState, cmds: Command[]): void {
           }
         continue;
       }
-      const p = prepare(dev, st, c);
-      if (p.alone) close();
-      if (p.risk) take(p.risk);
+      const { risk, alone } = prepare(dev, st, c);
+      if (alone) close();
+      if (risk) take(risk);
       touch(c.buffers);
       let risks = group.risks;
       if (suspect.size > 0) for (const r of reads) risks = union(risks, risksOf(idOf(r)));
       for (const k of w) if (c.buffers[k]) write(c.buffers[k], risks);
-      group.prepared.set(c, p);
       group.cmds.push(c);
-      if (p.alone) close();
+      if (alone) close();
     } else {
       bufferOf(dev, c.block.segment);
       touch([c.block]);
@@ -396,7 +246,7 @@ function submitGroup(dev: DeviceState, st: EncodeState, group: Group): void {
   const waits = group.reads.map(({ cmd, risks }) => ({ cmd, risks: union(risks, groupRisks) }));
   unsettledSubmits++;
   device.pushErrorScope("validation");
-  const reads = encodeAndSubmit(dev, st, group.cmds, group.prepared);
+  const reads = encodeAndSubmit(dev, st, group.cmds);
   beginWait();
   const scope = device.popErrorScope();
   // The submit's own verdict: an error that no pending verdict explains is a GradLab bug. (The closures
@@ -428,111 +278,8 @@ function submitGroup(dev: DeviceState, st: EncodeState, group: Group): void {
   void done.finally(() => inFlight.delete(done));
 }
 
-/** Encodes the commands (in submits of at most PARAM_SLOTS dispatches) and returns the pending readbacks. */
-function encodeAndSubmit(
-  dev: DeviceState,
-  st: EncodeState,
-  cmds: Command[],
-  prepared: Map<Dispatch, Prepared>,
-): Array<{ cmd: Readback; data: Promise<ArrayBuffer> }> {
-  const reads: Array<{ cmd: Readback; data: Promise<ArrayBuffer> }> = [];
-  let start = 0;
-  while (start < cmds.length) {
-    let end = start;
-    let dispatches = 0;
-    while (end < cmds.length && (cmds[end].kind !== "dispatch" || dispatches < PARAM_SLOTS)) {
-      if (cmds[end].kind === "dispatch") dispatches++;
-      end++;
-    }
-    reads.push(...encodeChunk(dev, st, cmds.slice(start, end), dispatches, prepared));
-    start = end;
-  }
-  return reads;
-}
-
-function encodeChunk(
-  dev: DeviceState,
-  st: EncodeState,
-  cmds: Command[],
-  dispatches: number,
-  prepared: Map<Dispatch, Prepared>,
-): Array<{ cmd: Readback; data: Promise<ArrayBuffer> }> {
-  const device = dev.device;
-  if (dispatches > 0) {
-    const staging = new Uint8Array(dispatches * PARAM_ALIGN);
-    const words = new Uint32Array(staging.buffer);
-    let i = 0;
-    for (const c of cmds) {
-      if (c.kind !== "dispatch") continue;
-      staging.set(new Uint8Array(c.params.buffer, c.params.byteOffset, c.params.byteLength), PARAM_ALIGN * i);
-      if (c.window) {
-        const w = (PARAM_ALIGN / 4) * i;
-        words[w + 56] = c.window.count;
-        words[w + 57] = c.window.first;
-        prepared.get(c)!.slots.forEach((r, s) => (words[w + 58 + s] = r.base));
-      }
-      i++;
-    }
-    // Safe: writeBuffer is ordered after every earlier submit (which read the previous contents).
-    device.queue.writeBuffer(st.params, 0, staging);
-  }
-
-  const encoder = device.createCommandEncoder();
-  let pass: GPUComputePassEncoder | null = null;
-  let lastPipeline: GPUComputePipeline | null = null;
-  const endPass = () => {
-    pass?.end();
-    pass = null;
-    lastPipeline = null;
-  };
-  const temporaries: GPUBuffer[] = [];
-  const reads: Array<{ cmd: Readback; staging: GPUBuffer; start: number }> = [];
-  let di = 0;
-  for (const c of cmds) {
-    if (c.kind === "dispatch") {
-      const p = prepared.get(c)!;
-      pass ??= encoder.beginComputePass();
-      if (p.pipeline !== lastPipeline) pass.setPipeline((lastPipeline = p.pipeline));
-      pass.setBindGroup(0, st.paramGroups[di++]);
-      pass.setBindGroup(1, p.bindGroup);
-      pass.dispatchWorkgroups(...c.workgroups);
-    } else if (c.kind === "upload") {
-      endPass();
-      const size = Math.ceil(c.data.byteLength / 4) * 4;
-      const staging = device.createBuffer({ size, usage: GPUBufferUsage.COPY_SRC, mappedAtCreation: true });
-      new Uint8Array(staging.getMappedRange()).set(c.data);
-      staging.unmap();
-      temporaries.push(staging);
-      encoder.copyBufferToBuffer(staging, 0, bufferOf(dev, c.block.segment), c.block.offset + c.byteOffset, size);
-    } else {
-      endPass();
-      const start = c.block.offset + c.byteOffset;
-      const alignedStart = start - (start % 4);
-      const aligned = Math.ceil((start + c.byteLength - alignedStart) / 4) * 4;
-      const staging = device.createBuffer({ size: Math.max(aligned, 4), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-      if (aligned > 0) encoder.copyBufferToBuffer(bufferOf(dev, c.block.segment), alignedStart, staging, 0, aligned);
-      reads.push({ cmd: c, staging, start: start - alignedStart });
-    }
-  }
-  endPass();
-  device.queue.submit([encoder.finish()]);
-  for (const t of temporaries) t.destroy();
-  return reads.map(({ cmd, staging, start }) => ({
-    cmd,
-    data: staging.mapAsync(GPUMapMode.READ).then(
-      () => {
-        const out = staging.getMappedRange().slice(start, start + cmd.byteLength);
-        staging.unmap();
-        staging.destroy();
-        return out;
-      },
-      (err: unknown) => {
-        staging.destroy();
-        throw err;
-      },
-    ),
-  }));
-}
+const WRITES_FIRST = [0];
+const NO_RANGES: Range[] = [];
 
 /** Destroys a segment's GPU buffer once the work already recorded against it has been submitted. */
 function destroyBuffer(buffer: GPUBuffer): void {

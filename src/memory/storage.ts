@@ -49,8 +49,10 @@ export class Storage {
   readonly device: MemoryDevice = deviceForNewStorage();
 
   /** What is known of each tensor handle that holds this storage (records, never the handles: a
-   *  dropped handle must stay collectable). */
-  readonly handles = new Set<HandleInfo>();
+   *  dropped handle must stay collectable), in the order they were made. An array, not a Set: most
+   *  storages have one or two handles, and a Set costs an allocation to make and another to shrink on
+   *  delete, per op. */
+  readonly handles: HandleInfo[] = [];
 
   private freed = false;
 

@@ -4,8 +4,8 @@
 import { promoteTypes, promoteWithScalar, type DType } from "../dtype.ts";
 import { pyTypeName } from "../pystr.ts";
 import { RuntimeError, TypeError_ } from "../errors.ts";
-import { Tensor, type Scalar, type TensorOrScalar } from "../tensor.ts";
-import { elementwise } from "./launch.ts";
+import { contiguousStrides, Tensor, type Scalar, type TensorOrScalar } from "../tensor.ts";
+import { elementwise } from "./elementwise-launch.ts";
 import { BINARY_CODE, UNARY_CODE, binaryIntMath, binaryResult, floatingResult, type BinaryKernel, type UnaryKernel } from "./kernel-codes.ts";
 
 export type UnaryOp = UnaryKernel;
@@ -42,6 +42,7 @@ function stridesOver(t: Tensor, shape: readonly number[]): number[] {
  */
 function resultStrides(shape: readonly number[], inputs: readonly Tensor[]): number[] {
   const nd = shape.length;
+  if (denseRowMajor(shape, inputs)) return contiguousStrides(shape);
   const strides = inputs.map((t) => stridesOver(t, shape));
   // should_swap in TensorIterator::reorder_dimensions: > 0 when dim0 should come after dim1 (faster first).
   const compare = (d0: number, d1: number): number => {
@@ -74,6 +75,24 @@ function resultStrides(shape: readonly number[], inputs: readonly Tensor[]): num
     acc *= Math.max(shape[d], 1);
   }
   return out;
+}
+
+/**
+ * Whether resultStrides' ordering is row-major without sorting: at most one dim, or every input of
+ * `shape` itself, row-major, with every dim larger than 1 (its strides then strictly decrease, so
+ * TensorIterator's insertion sort swaps nothing).
+ */
+function denseRowMajor(shape: readonly number[], inputs: readonly Tensor[]): boolean {
+  if (shape.length <= 1) return true;
+  for (const t of inputs) {
+    if (t.shape.length !== shape.length) return false;
+    let acc = 1;
+    for (let d = shape.length - 1; d >= 0; d--) {
+      if (shape[d] < 2 || t.shape[d] !== shape[d] || t._strides[d] !== acc) return false;
+      acc *= shape[d];
+    }
+  }
+  return true;
 }
 
 /** A new elementwise result over `shape`, laid out after its inputs (resultStrides). */
@@ -136,8 +155,19 @@ function checkInplaceShape(out: Tensor, shape: readonly number[]): void {
   }
 }
 
+/**
+ * The kernels' constants, one object per combination: launch.ts finds an op's pipeline by this object's
+ * identity (no key string per dispatch).
+ */
+const unaryConstants: Array<Record<string, number>> = [];
+const binaryConstants: Array<Record<string, number>> = [];
+const MSE_BACKWARD = { TERNARY: 1 };
+const SQDIFF = { TERNARY: 2 };
+const WHERE = {};
+
 function unaryInto(op: UnaryOp, out: Tensor, x: Tensor | null, s0 = 0, s1 = 0): void {
-  elementwise("unary", { OP: UNARY_CODE[op] }, out, x ? [{ t: x, strides: stridesOver(x, out.shape) }] : [], [s0, s1]);
+  const code = UNARY_CODE[op];
+  elementwise("unary", (unaryConstants[code] ??= { OP: code }), out, x ? [{ t: x, strides: stridesOver(x, out.shape) }] : [], [s0, s1]);
 }
 
 export function unary(op: UnaryOp, x: Tensor): Tensor {
@@ -208,10 +238,13 @@ function resultType(op: BinaryOp, a: Tensor, b: TensorOrScalar): DType {
 
 function binaryInto(op: BinaryOp, out: Tensor, a: Tensor, b: TensorOrScalar, alpha: number, compute: DType): void {
   const intMath = compute !== "float32" && binaryIntMath(op) ? 1 : 0;
+  const code = BINARY_CODE[op];
+  const bScalar = b instanceof Tensor ? 0 : 1;
+  const constants = (binaryConstants[code * 4 + bScalar * 2 + intMath] ??= { OP: code, B_SCALAR: bScalar, INT_MATH: intMath });
   if (b instanceof Tensor) {
     elementwise(
       "binary",
-      { OP: BINARY_CODE[op], B_SCALAR: 0, INT_MATH: intMath },
+      constants,
       out,
       [
         { t: a, strides: stridesOver(a, out.shape) },
@@ -220,7 +253,7 @@ function binaryInto(op: BinaryOp, out: Tensor, a: Tensor, b: TensorOrScalar, alp
       [0, alpha],
     );
   } else {
-    elementwise("binary", { OP: BINARY_CODE[op], B_SCALAR: 1, INT_MATH: intMath }, out, [{ t: a, strides: stridesOver(a, out.shape) }], [Number(b), alpha]);
+    elementwise("binary", constants, out, [{ t: a, strides: stridesOver(a, out.shape) }], [Number(b), alpha]);
   }
 }
 
@@ -341,7 +374,7 @@ export function mseKernel(kind: "mse_backward" | "sqdiff", a: Tensor, b: Tensor,
   const third = g ?? b;
   elementwise(
     "where3",
-    { TERNARY: kind === "mse_backward" ? 1 : 2 },
+    kind === "mse_backward" ? MSE_BACKWARD : SQDIFF,
     out,
     [a, b, third].map((t) => ({ t, strides: stridesOver(t, shape) })),
     [norm, 0],
@@ -369,7 +402,7 @@ export function where(cond: Tensor, a: TensorOrScalar, b: TensorOrScalar): Tenso
     const out = emptyResult(shape, promoteTypes(ta.dtype, tb.dtype), [cond, ta, tb]);
     elementwise(
       "where3",
-      {},
+      WHERE,
       out,
       [cond, ta, tb].map((t) => ({ t, strides: stridesOver(t, shape) })),
     );

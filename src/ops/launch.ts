@@ -1,23 +1,24 @@
-// Turning an op into a recorded dispatch: workgroup counts, and the strided operand description that
-// kernels-wgsl/elementwise.wgsl reads (dims coalesced so contiguous operands cost one div per element).
+// Turning an op into a recorded dispatch: workgroup counts, checks against the adapter's limits, and
+// windowed runs for blocks larger than one binding (elementwise ops: ops/elementwise-launch.ts).
 
-import { dtypeCode } from "../dtype.ts";
-import { enqueue, record, PARAM_WORDS } from "../device/scheduler.ts";
+import { enqueue, record } from "../device/scheduler.ts";
+import { PARAM_WORDS } from "../device/encode.ts";
+import type { Kernel } from "../device/pipelines.ts";
 import { rangeOf, type Range } from "../device/verdicts.ts";
 import { readyDevice } from "../device/backend.ts";
 import type { Block } from "../memory/allocator.ts";
 import { RuntimeError } from "../errors.ts";
 import { checkSameDevice } from "../memory/devices.ts";
 import { formatBytes } from "../memory/format-bytes.ts";
-import { contiguousStrides, type Tensor } from "../tensor.ts";
+import type { Tensor } from "../tensor.ts";
 import { opName } from "./op-context.ts";
 
-const MAX_RANK = 8;
+export const MAX_RANK = 8;
 const WG = 64;
 const MAX_GROUPS = 65535;
 
 /** A 2-D grid of 1-D workgroups covering n invocations (kernels use prelude's linear_id). */
-function grid(n: number): [number, number, number] {
+export function grid(n: number): [number, number, number] {
   const groups = Math.max(1, Math.ceil(n / WG));
   if (groups <= MAX_GROUPS) return [groups, 1, 1];
   return [MAX_GROUPS, Math.ceil(groups / MAX_GROUPS), 1];
@@ -31,13 +32,13 @@ export function f32bits(v: number): number {
   return scratchU[0];
 }
 
-function blockOf(t: Tensor): Block {
+export function blockOf(t: Tensor): Block {
   const b = t.check().storage.liveBlock();
   return b;
 }
 
 /** Operands must share a device; on a simulated device nothing is computed (returns false). */
-function computes(operands: Tensor[]): boolean {
+export function computes(operands: Tensor[]): boolean {
   return !checkSameDevice(operands.map((t) => t.check().storage.device)).simulated;
 }
 
@@ -45,7 +46,7 @@ function computes(operands: Tensor[]): boolean {
  * The elements operand k touches for invocations [i0, i1): an inclusive [lo, hi] range of element
  * offsets from the start of its block. A bound is enough (a window may be larger than what is read).
  */
-type Extent = (k: number, i0: number, i1: number) => [number, number];
+export type Extent = (k: number, i0: number, i1: number) => [number, number];
 export interface DispatchOpts {
   /** How invocations map to elements: lets a dispatch over a block larger than one binding run in windows. */
   extent?: Extent;
@@ -60,7 +61,7 @@ let bindingOverride: number | null = null;
 export function _set_max_binding_size(bytes: number | null): void {
   bindingOverride = bytes;
 }
-function limits(): { binding: number; buffer: number | null } {
+export function limits(): { binding: number; buffer: number | null } {
   const l = readyDevice()?.facts.limits;
   const binding = bindingOverride ?? l?.maxStorageBufferBindingSize ?? DEFAULT_BINDING;
   return { binding, buffer: l?.maxBufferSize ?? null };
@@ -72,8 +73,8 @@ const WINDOW_ALIGN = 256; // bytes: the largest minStorageBufferOffsetAlignment 
  * when the event loop turns, and lavapipe crashed the process (SIGSEGV in vkCreateDescriptorPool) after
  * some 40,000 in one synchronous job. An op over the limit raises before recording anything.
  */
-const MAX_RUNS = 4096;
-function tooManyRuns(op: string, runs: number, binding: number): RuntimeError {
+export const MAX_RUNS = 4096;
+export function tooManyRuns(op: string, runs: number, binding: number): RuntimeError {
   return new RuntimeError(
     `${op}: this op would need ${runs} windowed dispatches to stay within this adapter's maxStorageBufferBindingSize ` +
       `(${formatBytes(binding)}) (at most ${MAX_RUNS}); use smaller tensors`,
@@ -91,7 +92,7 @@ interface Run {
  * dispatch into runs of invocations whose accesses fit one binding per block when a block is larger
  * than maxStorageBufferBindingSize. Returns null when one plain dispatch does.
  */
-function plan(op: string, blocks: Block[], n: number, opts: DispatchOpts | undefined): Run[] | null {
+export function plan(op: string, blocks: Block[], n: number, opts: DispatchOpts | undefined): Run[] | null {
   const lim = limits();
   for (const b of blocks) {
     if (lim.buffer !== null && b.segment.size > lim.buffer) {
@@ -171,6 +172,7 @@ function plan(op: string, blocks: Block[], n: number, opts: DispatchOpts | undef
  * beside the other kernels' so that their dispatches split over several bindings too.
  */
 const DEFAULTS: Record<string, (p: Uint32Array) => DispatchOpts> = {
+  __proto__: null as never,
   // rows.wgsl layer_norm_backward: operands dx, g, x, weight, mean, rstd; params [rows, n, g offset,
   // x offset, has weight, w offset, mean offset, rstd offset]. An absent weight binds x, unread.
   "rows.layer_norm_backward": (p) => ({
@@ -201,6 +203,9 @@ const DEFAULTS: Record<string, (p: Uint32Array) => DispatchOpts> = {
   }),
 };
 
+/** Shaders with window extents declared in DEFAULTS (the lookup builds a key only for these). */
+const WITH_DEFAULTS = new Set(Object.keys(DEFAULTS).map((k) => k.slice(0, k.indexOf("."))));
+
 export function dispatch(
   shader: string,
   entry: string,
@@ -209,15 +214,30 @@ export function dispatch(
   invocations: number,
   constants?: Record<string, number>,
   opts?: DispatchOpts,
+  /** shader, entry and constants interned, for a caller that dispatches the same kernel often. */
+  kernel?: Kernel,
 ): void {
   if (invocations === 0 || !computes(operands)) return;
   const blocks = operands.map(blockOf);
   const p = params instanceof Uint32Array ? params : Uint32Array.from(params);
   const label = opName() ?? entry;
-  opts ??= DEFAULTS[`${shader}.${entry}`]?.(p);
+  if (!opts && WITH_DEFAULTS.has(shader)) opts = DEFAULTS[`${shader}.${entry}`]?.(p);
   const runs = plan(label, blocks, invocations, opts);
   if (!runs) {
-    if (opts?.writes)
+    if (kernel)
+      record({
+        kind: "dispatch",
+        shader,
+        entry,
+        constants,
+        kernel,
+        buffers: blocks.map(rangeOf),
+        params: p,
+        workgroups: grid(invocations),
+        label,
+        writes: opts?.writes,
+      });
+    else if (opts?.writes)
       record({
         kind: "dispatch",
         shader,
@@ -277,37 +297,6 @@ export function fitsOneBinding(operands: Tensor[]): boolean {
 }
 
 /**
- * The extent of a strided operand over a row-major index space `shape` (coalesced): invocation i is
- * the element at multi-index(i); the operand reads offset + sum(idx_d * strides_d). Strides are >= 0.
- */
-function stridedExtent(shape: readonly number[], strides: readonly number[], offset: number): (i0: number, i1: number) => [number, number] {
-  const r = shape.length;
-  return (i0, i1) => {
-    if (r === 0) return [offset, offset];
-    const a: number[] = new Array(r);
-    const z: number[] = new Array(r);
-    let x = i0;
-    let y = i1 - 1;
-    for (let d = r - 1; d >= 0; d--) {
-      a[d] = x % shape[d];
-      x = Math.floor(x / shape[d]);
-      z[d] = y % shape[d];
-      y = Math.floor(y / shape[d]);
-    }
-    let d = 0;
-    let base = offset;
-    while (d < r && a[d] === z[d]) {
-      base += a[d] * strides[d];
-      d++;
-    }
-    if (d === r) return [base, base];
-    let hi = base + z[d] * strides[d];
-    for (let e = d + 1; e < r; e++) hi += (shape[e] - 1) * strides[e];
-    return [base + a[d] * strides[d], hi];
-  };
-}
-
-/**
  * Merges adjacent dims that are contiguous with each other in every operand, and drops size-1 dims.
  * Returns the coalesced shape and per-operand strides (stride 0 = broadcast).
  */
@@ -327,138 +316,4 @@ export function coalesce(shape: readonly number[], strides: number[][]): { shape
     }
   }
   return { shape: outShape, strides: outStrides };
-}
-
-/**
- * Records an elementwise dispatch: operand 0 is the output, the rest inputs, each given with the
- * strides it is read with over the output's shape (0 on broadcast dims).
- */
-export function elementwise(
-  entry: "unary" | "binary" | "where3",
-  constants: Record<string, number>,
-  out: Tensor,
-  inputs: Array<{ t: Tensor; strides: number[] }>,
-  scalars: [number, number] = [0, 0],
-): void {
-  const c = coalesce(out.shape, [out._strides, ...inputs.map((i) => i.strides)]);
-  if (c.shape.length > MAX_RANK) throw new RuntimeError(`GradLab kernels support tensors of at most ${MAX_RANK} non-trivial dims`);
-  const ops = [out, ...inputs.map((i) => i.t)];
-  if (out.numel() === 0 || !computes(ops)) return;
-  const sizes = ops.map((t) => blockOf(t).size);
-  const binding = limits().binding;
-  const boxes: Array<{ shape: number[]; offsets: number[] }> = [];
-  splitBoxes(
-    c.shape,
-    c.strides,
-    ops.map((t) => t._offset),
-    sizes,
-    binding,
-    boxes,
-  );
-  if (boxes.length > MAX_RUNS) throw tooManyRuns(opName() ?? entry, boxes.length, binding);
-  for (const box of boxes) {
-    const n = box.shape.reduce((a, b) => a * b, 1);
-    const p = new Uint32Array(56);
-    p[0] = n;
-    p[1] = box.shape.length;
-    p[2] = f32bits(scalars[0]);
-    p[3] = f32bits(scalars[1]);
-    box.shape.forEach((s, d) => (p[4 + d] = s));
-    // The pipeline is specialised on each operand's dtype and layout (elementwise.wgsl: D<k>, M<k>).
-    const spec: Record<string, number> = { ...constants };
-    ops.forEach((t, k) => {
-      p[12 + k] = box.offsets[k];
-      c.strides[k].forEach((s, d) => (p[16 + k * 8 + d] = s));
-      p[48 + k] = dtypeCode[t.dtype];
-      spec[`D${k}`] = dtypeCode[t.dtype];
-      const [mode, divisor] = layoutOf(box.shape, c.strides[k]);
-      spec[`M${k}`] = mode;
-      p[52 + k] = divisor;
-    });
-    // Several elements per invocation where no operand needs windows (those runs map invocation i to
-    // element i): the lanes of a CPU adapter such as lavapipe then share each invocation's fixed cost.
-    if (n >= 4096 && boxes.length === 1 && fitsOneBinding(ops)) {
-      spec.EPT = 4;
-      dispatch("elementwise", entry, ops, p, Math.ceil(n / 4), spec);
-      continue;
-    }
-    // Built only if an operand needs windows (see plan).
-    let ext: Array<(i0: number, i1: number) => [number, number]> | null = null;
-    const extent: Extent = (k, i0, i1) => (ext ??= ops.map((_, j) => stridedExtent(box.shape, c.strides[j], box.offsets[j])))[k](i0, i1);
-    dispatch("elementwise", entry, ops, p, n, spec, { extent });
-  }
-}
-
-/**
- * Splits an elementwise index space into boxes over each of which every operand larger than one
- * binding spans at most one binding, halving the dim along which some operand spans the most. A
- * strided operand (a transpose) over the limit would otherwise need one windowed run per few
- * elements: tens of thousands of bind groups for one op, which exhausted lavapipe's descriptor pools
- * inside Dawn (a segmentation fault in vkCreateDescriptorPool, issue 21).
- */
-function splitBoxes(
-  shape: number[],
-  strides: number[][],
-  offsets: number[],
-  sizes: number[],
-  binding: number,
-  out: Array<{ shape: number[]; offsets: number[] }>,
-): void {
-  let worst = -1;
-  let worstSpan = 0;
-  for (let k = 0; k < strides.length; k++) {
-    if (sizes[k] <= binding) continue;
-    let span = 0;
-    for (let d = 0; d < shape.length; d++) span += (shape[d] - 1) * strides[k][d];
-    if ((span + 1) * 4 <= binding) continue;
-    for (let d = 0; d < shape.length; d++) {
-      const s = (shape[d] - 1) * strides[k][d];
-      if (shape[d] > 1 && s > worstSpan) {
-        worstSpan = s;
-        worst = d;
-      }
-    }
-  }
-  if (worst < 0) {
-    out.push({ shape, offsets });
-    return;
-  }
-  const half = Math.floor(shape[worst] / 2);
-  const a = [...shape];
-  a[worst] = half;
-  const b = [...shape];
-  b[worst] = shape[worst] - half;
-  splitBoxes(a, strides, offsets, sizes, binding, out);
-  splitBoxes(
-    b,
-    strides,
-    offsets.map((o, k) => o + half * strides[k][worst]),
-    sizes,
-    binding,
-    out,
-  );
-}
-
-/**
- * How an operand is laid out over the (coalesced) index space, as elementwise.wgsl's M<k> and the
- * divisor its layout needs: 1 contiguous, 2 one element, 3 repeated over leading dims (i % divisor),
- * 4 repeated over trailing dims (i / divisor), 0 anything else (the general strided walk).
- */
-function layoutOf(shape: readonly number[], strides: readonly number[]): [number, number] {
-  if (strides.every((s) => s === 0)) return [2, 0];
-  const r = shape.length;
-  const row = contiguousStrides(shape);
-  if (strides.every((s, d) => s === row[d])) return [1, 0];
-  // Leading dims broadcast, trailing dims contiguous among themselves: offset + i % inner.
-  let j = 0;
-  while (j < r && strides[j] === 0) j++;
-  if (j > 0 && strides.slice(j).every((s, d) => s === row[j + d])) return [3, row[j - 1]];
-  // Trailing dims broadcast, leading dims contiguous among themselves: offset + i / inner.
-  let k = r;
-  while (k > 0 && strides[k - 1] === 0) k--;
-  if (k < r) {
-    const lead = contiguousStrides(shape.slice(0, k));
-    if (strides.slice(0, k).every((s, d) => s === lead[d])) return [4, row[k - 1]];
-  }
-  return [0, 0];
 }

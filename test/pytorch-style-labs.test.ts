@@ -227,3 +227,26 @@ describe("a forward written in nested calls, as the article's DeepBlock, peaks a
     });
   }
 });
+
+// Notebook 09's own measure() cell (its DeepBlock is written in nested calls), run as the kernel runs it:
+// activations after forward and the step's peak equal torch 1.13's for the same program, at the
+// article's 16 rows and at 16 x 512 (test/fixtures/gen_checkpointing_peaks.py). Issue 21 found the kernel
+// adding 64 MiB to the full-checkpointing figure.
+describe("notebook 09's measure() prints torch 1.13's activations and peaks", () => {
+  const want = JSON.parse(readFileSync(new URL("./fixtures/checkpointing-peaks.json", import.meta.url), "utf8")) as Record<
+    string,
+    { acts: number; peak: number }
+  >;
+  const nb = JSON.parse(readFileSync(new URL("../notebooks/09_checkpointing.ipynb", import.meta.url), "utf8")) as {
+    cells: { cell_type: string; source: string[] }[];
+  };
+  const measureCell = nb.cells.map((c) => c.source.join("")).find((s) => s.includes("function measure("))!;
+  for (const key of Object.keys(want)) {
+    it(key, async () => {
+      const [rows, mode] = key.split(" ");
+      await runCell(measureCell, { torch });
+      await runCell(`figures = measure(${rows}, ${JSON.stringify(mode)})`);
+      expect(g.figures).toEqual(want[key]);
+    });
+  }
+});

@@ -2,7 +2,7 @@
 // the weights directly (p *= 1 - lr * weight_decay) instead of adding weight_decay * p to the gradient.
 
 import type { Tensor } from "../tensor.ts";
-import { Optimizer, checkHyper, stateTensor, type ParamGroup, type ParamState, type ParamsArg } from "./optimizer.ts";
+import { Optimizer, checkHyper, stateTensor, type Carried, type ParamGroup, type ParamState, type ParamsArg } from "./optimizer.ts";
 import { zeros_like } from "../ops/creation.ts";
 
 export interface AdamOptions {
@@ -40,16 +40,26 @@ export class Adam extends Optimizer {
     if (g.amsgrad) state.max_exp_avg_sq = stateTensor(() => zeros_like(p));
   }
 
-  protected update(p: Tensor, gradIn: Tensor, state: ParamState, g: ParamGroup): void {
+  /**
+   * torch 1.13's loop, variable for variable: `grad` and `denom` stay bound until the next parameter's
+   * update binds them again (the previous `denom` lives through the next one's sqrt and division, a
+   * parameter-sized tensor in the step's peak), and die when the group's function returns.
+   */
+  protected update(p: Tensor, gradIn: Tensor, state: ParamState, g: ParamGroup, carried: Carried): Carried {
     const [beta1, beta2] = g.betas as [number, number];
     let grad = g.maximize ? gradIn.neg() : gradIn;
+    carried.grad?.dispose(); // `grad = grads[i] if not maximize else -grads[i]`
     this.initState(p, state, g);
     const expAvg: Tensor = state.exp_avg;
     const expAvgSq: Tensor = state.exp_avg_sq;
     state.step += 1;
     if (g.weight_decay !== 0) {
       if (this.decoupled) p.mul_(1 - g.lr * g.weight_decay);
-      else grad = grad.add(p, { alpha: g.weight_decay });
+      else {
+        const negated = grad;
+        grad = grad.add(p, { alpha: g.weight_decay });
+        if (negated !== gradIn) negated.dispose(); // rebound: the -grad temporary goes
+      }
     }
     // Temporaries are freed as soon as they are used, so an update holds at most two parameter-sized
     // ones at a time, as PyTorch's single-tensor Adam does (its addcmul_/addcdiv_ make none).
@@ -71,10 +81,11 @@ export class Adam extends Optimizer {
     const root = second.sqrt();
     const denom = root.div(bias2Sqrt).add_(g.eps);
     root.dispose();
+    carried.denom?.dispose(); // `denom = ...` rebound
     const ratio = expAvg.div(denom);
     p.add_(ratio, { alpha: -stepSize });
     ratio.dispose();
-    denom.dispose();
+    return { grad: grad === gradIn ? undefined : grad, denom };
   }
 }
 

@@ -26,6 +26,9 @@ export function stateTensor(fn: () => Tensor): Tensor {
   return owned(() => withCategory("optimizer_state", fn));
 }
 
+/** Tensors an update leaves bound to the loop's variables, by variable name. */
+export type Carried = Record<string, Tensor | undefined>;
+
 export abstract class Optimizer {
   readonly defaults: Record<string, any>;
   param_groups: ParamGroup[] = [];
@@ -77,12 +80,18 @@ export abstract class Optimizer {
               if (!this.state.has(p)) this.state.set(p, {});
               this.initState(p, this.state.get(p)!, group);
             }
+            // What an update leaves bound for the next (torch's loop variables): freed when the group's
+            // single-tensor function returns.
+            let carried: Carried = {};
             for (const p of group.params) {
               const grad = p.grad;
               if (!grad) continue;
-              // Temporaries of the update die with this scope; state tensors are made with stateTensor.
-              scope(() => this.update(p, grad, this.state.get(p)!, group));
+              // Temporaries of the update die with this scope, except what it carries to the next;
+              // state tensors are made with stateTensor.
+              const c: Carried = carried;
+              carried = scope(() => this.update(p, grad, this.state.get(p)!, group, c)) ?? {};
             }
+            for (const t of Object.values(carried)) t?.dispose();
           }
         }),
       ),
@@ -93,8 +102,13 @@ export abstract class Optimizer {
   /** State a parameter's first update needs, made before the group's updates (none by default). */
   protected initState(_p: Tensor, _state: ParamState, _group: ParamGroup): void {}
 
-  /** The single-tensor update of one parameter (PyTorch's _single_tensor_* functions). */
-  protected abstract update(p: Tensor, grad: Tensor, state: ParamState, group: ParamGroup): void;
+  /**
+   * The single-tensor update of one parameter (PyTorch's _single_tensor_* functions). `carried`: the
+   * tensors the previous parameter's update left bound to the loop's variables, which PyTorch frees only
+   * when the variable is bound again in this one (Adam's `denom`); the update frees them at that point
+   * and returns its own.
+   */
+  protected abstract update(p: Tensor, grad: Tensor, state: ParamState, group: ParamGroup, carried: Carried): Carried | void;
 
   state_dict(): OptimizerStateDict {
     const index = new Map<Tensor, number>();

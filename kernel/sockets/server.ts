@@ -10,6 +10,7 @@ import { endpoint, restrictChannel, type ConnectionInfo } from "./connection.ts"
 import { SendQueue } from "./queue.ts";
 import { createShared, type FromWorker, type SharedState, type ToWorker } from "./shared.ts";
 import { startWorker } from "./ts-worker.ts";
+import { createRing, RingWriter, STDERR, STDOUT } from "./ring.ts";
 import { log } from "../log.ts";
 import type { KernelInfo } from "../info.ts";
 
@@ -35,6 +36,8 @@ export class SocketServer {
   private readonly shell = new zmq.Router({ linger: 0, sendHighWaterMark: 0, receiveHighWaterMark: 0 });
   private readonly shellOut = new SendQueue(this.shell);
   private readonly worker: Worker;
+  /** what cells print, read by the socket thread (ring.ts) */
+  private readonly ring: RingWriter;
   private readonly workerReady: Promise<void>;
   private workerClosed: (() => void) | null = null;
 
@@ -45,8 +48,14 @@ export class SocketServer {
   ) {
     const { sab, state } = createShared();
     this.shared = state;
+    const ring = createRing();
+    this.ring = new RingWriter(
+      ring,
+      () => this.post({ type: "streams" }),
+      (n) => log(`dropped ${n} characters of output: the socket thread has not read its stream ring for 5 s`),
+    );
     this.worker = startWorker("control-worker", {
-      workerData: { conn, session: opts.session, sab, kernelInfo: opts.kernelInfo },
+      workerData: { conn, session: opts.session, sab, ring, kernelInfo: opts.kernelInfo },
     });
     this.workerReady = new Promise((resolve, reject) => {
       this.worker.on("message", (m: FromWorker) => {
@@ -113,17 +122,17 @@ export class SocketServer {
 
   /** Publishes signed frames on iopub, after everything posted before them. */
   iopub(frames: Buffer[]): void {
-    this.post({ type: "iopub", frames });
+    this.post({ type: "iopub", frames, upTo: this.ring.head });
   }
 
   /** Text a cell wrote; the socket thread coalesces it into stream messages (parent: header JSON). */
   stream(name: "stdout" | "stderr", text: string, parent: string): void {
-    this.post({ type: "stream", name, text, parent });
+    this.ring.write(name === "stderr" ? STDERR : STDOUT, text, parent);
   }
 
   /** Asks the client on stdin; the reply arrives in `shared.stdinData` (see Kernel.prompt). */
   inputRequest(prompt: string, password: boolean, parent: object, identities: Uint8Array[]): void {
-    this.post({ type: "input_request", prompt, password, parent, identities });
+    this.post({ type: "input_request", prompt, password, parent, identities, upTo: this.ring.head });
   }
 
   /** Closes every socket in both threads (exiting with zeromq sockets open aborts). What is queued
@@ -132,7 +141,7 @@ export class SocketServer {
     await Promise.race([this.shellOut.flushed(), delay(500)]);
     const closed = new Promise<void>((r) => (this.workerClosed = r));
     const exited = new Promise<void>((r) => this.worker.once("exit", () => r()));
-    this.post({ type: "close" });
+    this.post({ type: "close", upTo: this.ring.head });
     await Promise.race([closed, delay(1500)]);
     // With its sockets closed and its port closed, the socket thread ends by itself once zeromq has
     // let go of them; terminate() only if it does not (terminating it while zeromq still closed its

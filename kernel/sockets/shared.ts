@@ -48,16 +48,17 @@ export type FromWorker =
   | { type: "control"; frames: Uint8Array[] };
 
 /** Messages the main thread posts to the socket thread. iopub lives there, so that what a cell prints
- *  or displays leaves the kernel while the main thread is still busy in the cell; everything published
- *  goes through this one port, so it leaves in the order the cell produced it. */
+ *  or displays leaves the kernel while the main thread is still busy in the cell. Printed text goes
+ *  through the stream ring; every other message names the ring position it was posted at, and the
+ *  text before that position leaves first, so everything leaves in the order the cell produced it. */
 export type ToWorker =
-  | { type: "input_request"; prompt: string; password: boolean; parent: object; identities: Uint8Array[] }
-  /** text a cell wrote: coalesced by the socket thread into stream messages (parent: JSON) */
-  | { type: "stream"; name: "stdout" | "stderr"; text: string; parent: string }
-  /** a signed iopub message, ready to send (pending stream text leaves first) */
-  | { type: "iopub"; frames: Uint8Array[] }
+  | { type: "input_request"; prompt: string; password: boolean; parent: object; identities: Uint8Array[]; upTo: number }
+  /** text a cell wrote is in the stream ring (ring.ts), which was empty: drain it soon */
+  | { type: "streams" }
+  /** a signed iopub message, ready to send; the stream ring's text up to `upTo` leaves first */
+  | { type: "iopub"; frames: Uint8Array[]; upTo: number }
   | { type: "control-send"; frames: Uint8Array[] }
-  | { type: "close" };
+  | { type: "close"; upTo: number };
 
 /** A protocol header date (ISO 8601, up to microseconds, Z or an offset) in µs since the epoch; NaN
  *  when it is not one. */

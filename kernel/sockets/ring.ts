@@ -61,7 +61,8 @@ export class RingWriter extends Ring {
   constructor(
     sab: SharedArrayBuffer,
     private readonly wake: () => void,
-    private readonly onDrop: (bytes: number) => void = () => {},
+    private readonly onDrop: (chars: number) => void = () => {},
+    private readonly fullWaitMs = FULL_WAIT_MS,
   ) {
     super(sab);
   }
@@ -70,7 +71,7 @@ export class RingWriter extends Ring {
    *  are cut into pieces the ring holds (the reader joins them again); waits while the ring is full. */
   write(kind: typeof STDOUT | typeof STDERR, text: string, parent: string): void {
     if (parent !== this.lastParent) {
-      if (!this.put(PARENT, parent)) return;
+      if (!this.put(PARENT, parent)) return this.dropped(text.length);
       this.lastParent = parent;
     }
     // a piece's UTF-8 (at most 3 bytes per UTF-16 unit) must fit a quarter of the ring
@@ -79,9 +80,15 @@ export class RingWriter extends Ring {
       let end = Math.min(text.length, i + max);
       // never cut a surrogate pair in two
       if (end < text.length && (text.charCodeAt(end - 1) & 0xfc00) === 0xd800) end--;
-      if (!this.put(kind, i === 0 && end === text.length ? text : text.slice(i, end))) return;
+      if (!this.put(kind, i === 0 && end === text.length ? text : text.slice(i, end))) return this.dropped(text.length - i);
       i = end;
     }
+  }
+
+  private dropped(chars: number): void {
+    // the parent record may be the one lost: write it again before the next text
+    this.lastParent = null;
+    this.onDrop(chars);
   }
 
   private put(kind: number, text: string): boolean {
@@ -92,12 +99,7 @@ export class RingWriter extends Ring {
     const room = this.size - pos;
     // the record must be contiguous: if it may not fit before the end, mark the rest unused
     const skip = room < need ? room : 0;
-    if (!this.waitForRoom(head, skip + need)) {
-      // the parent record may be the one lost: write it again before the next text
-      this.lastParent = null;
-      this.onDrop(text.length);
-      return false;
-    }
+    if (!this.waitForRoom(head, skip + need)) return false;
     if (skip) {
       this.ints[pos / 4] = WRAP;
       head = (head + skip) | 0;
@@ -118,11 +120,12 @@ export class RingWriter extends Ring {
     for (;;) {
       const tail = Atomics.load(this.ctl, TAIL);
       if (this.size - this.used(head, tail) >= need) return true;
-      if (waited >= FULL_WAIT_MS) return false;
+      if (waited >= this.fullWaitMs) return false;
       // the reader drains within its flush interval of a wake-up, which was sent when the ring was
       // empty; it notifies on tail after each drain
-      Atomics.wait(this.ctl, TAIL, tail, 50);
-      waited += 50;
+      const step = Math.min(50, this.fullWaitMs);
+      Atomics.wait(this.ctl, TAIL, tail, step);
+      waited += step;
     }
   }
 }

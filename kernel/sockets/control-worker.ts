@@ -12,7 +12,7 @@ import { SendQueue } from "./queue.ts";
 import { StreamCoalescer } from "./streams.ts";
 import { RingReader, STDERR } from "./ring.ts";
 import { answerFor, controlTable } from "./control.ts";
-import { fromSab, hash32, type FromWorker, type ToWorker } from "./shared.ts";
+import { fromSab, hash32, unpackFrames, type FromWorker, type ToWorker } from "./shared.ts";
 import { log } from "../log.ts";
 import type { Replies, ReplyType } from "../wire/protocol.ts";
 import type { KernelInfo } from "../info.ts";
@@ -188,7 +188,7 @@ function fromMain(m: ToWorker): void {
     if (m.type === "streams") drainSoon();
     else if (m.type === "iopub") {
       flushStreams(m.upTo);
-      iopubOut.send(m.frames.map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength)));
+      iopubOut.send(unpackFrames(m.frames));
     } else if (m.type === "input_request") {
       flushStreams(m.upTo); // what the cell printed before asking comes first, as in ipykernel
       stdinOut.send(
@@ -202,7 +202,7 @@ function fromMain(m: ToWorker): void {
         ),
       );
     } else if (m.type === "control-send") {
-      controlOut.send(m.frames.map((b) => Buffer.from(b)));
+      controlOut.send(unpackFrames(m.frames));
     } else if (m.type === "close") {
       flushStreams(m.upTo);
       if (drainTimer) clearTimeout(drainTimer);

@@ -8,7 +8,7 @@ import { parse, type Message, type Signer } from "../wire/message.ts";
 import type { Channel } from "../wire/protocol.ts";
 import { endpoint, restrictChannel, type ConnectionInfo } from "./connection.ts";
 import { SendQueue } from "./queue.ts";
-import { createShared, type FromWorker, type SharedState, type ToWorker } from "./shared.ts";
+import { createShared, packFrames, type FromWorker, type SharedState, type ToWorker } from "./shared.ts";
 import { startWorker } from "./ts-worker.ts";
 import { createRing, RingWriter, STDERR, STDOUT } from "./ring.ts";
 import { log } from "../log.ts";
@@ -117,12 +117,16 @@ export class SocketServer {
   /** Sends a signed reply on the channel its request came on. */
   send(channel: Channel, frames: Buffer[]): void {
     if (channel === "shell") this.shellOut.send(frames);
-    else this.post({ type: "control-send", frames });
+    else {
+      const packed = packFrames(frames);
+      this.post({ type: "control-send", frames: packed }, [packed.bytes]);
+    }
   }
 
   /** Publishes signed frames on iopub, after everything posted before them. */
   iopub(frames: Buffer[]): void {
-    this.post({ type: "iopub", frames, upTo: this.ring.head });
+    const packed = packFrames(frames);
+    this.post({ type: "iopub", frames: packed, upTo: this.ring.head }, [packed.bytes]);
   }
 
   /** Text a cell wrote; the socket thread coalesces it into stream messages (parent: header JSON). */
@@ -150,9 +154,9 @@ export class SocketServer {
     this.shell.close();
   }
 
-  private post(m: ToWorker): void {
+  private post(m: ToWorker, transfer: ArrayBuffer[] = []): void {
     try {
-      this.worker.postMessage(m);
+      this.worker.postMessage(m, transfer);
     } catch (e) {
       log(`cannot post to the socket thread: ${(e as Error)?.message ?? e}`);
     }

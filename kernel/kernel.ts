@@ -115,6 +115,7 @@ export class Kernel implements HandlerContext {
     this.warmed = true;
     const t0 = Date.now();
     setImmediate(() => {
+      void this.history.prepare();
       languageService().warm();
       void loadTorch().then(async () => {
         const t = loadedTorch() as { webgpu?: { init?: () => unknown } } | null;
@@ -123,7 +124,7 @@ export class Kernel implements HandlerContext {
         } catch (e) {
           log(`warm-up: WebGPU initialisation failed (${(e as Error)?.message ?? e}); cells will report it`);
         }
-        log(`warm-up: runtime ready in ${Date.now() - t0} ms`);
+        log(`warm-up: runtime ready in ${Date.now() - t0} ms (at ${performance.now().toFixed(0)})`);
       });
     });
   }
@@ -155,6 +156,7 @@ export class Kernel implements HandlerContext {
   private readonly onSigterm = () => void this.shutdown(false);
 
   private async handle(msg: Message): Promise<void> {
+    const T0 = performance.now(); if (process.env.H13T) log(`H13 ${msg.header.msg_type} start ${T0.toFixed(0)}`);
     this.session.current = msg;
     const cell = msg.header.msg_type === "execute_request";
     if (cell) process.off("SIGTERM", this.onSigterm);
@@ -173,6 +175,7 @@ export class Kernel implements HandlerContext {
         log(`cannot publish idle: ${(e as Error)?.message ?? e}`);
       }
       this.session.current = null;
+      if (process.env.H13T) log(`H13 ${msg.header.msg_type} end ${performance.now().toFixed(0)}`);
     }
   }
 

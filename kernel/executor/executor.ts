@@ -11,7 +11,7 @@
 import { runInThisContext } from "node:vm";
 import { transformCell, CellSyntaxError, IRQ, LAST, RT } from "./transform.ts";
 import { errorContent, installUserStackFormatter, InterruptError, registerCell, syntaxErrorContent, type ErrorContent } from "./errors.ts";
-import { importForCell, loadTorch, torchOrThrow, loadedTorch } from "./modules.ts";
+import { importForCell, loadTorch, torchOrThrow, loadedTorch, mayReachRuntime } from "./modules.ts";
 import { saveRuntimeState, type RestoreRuntimeState } from "./runtime-state.ts";
 import type { CellContext, OutputCapture } from "./output.ts";
 
@@ -132,7 +132,9 @@ export class Executor {
     for (const n of t.names) if (!(n in g)) g[n] = undefined;
     const cell = this.current;
     try {
-      await this.guard(loadTorch());
+      // the import starts now if the warm-up has not started it; only a cell that can reach it waits
+      const runtime = loadTorch();
+      await this.guard(mayReachRuntime(source) ? runtime : Promise.resolve());
     } catch (e) {
       return { status: "error", error: errorContent(e), interrupted: true };
     }

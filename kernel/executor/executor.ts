@@ -132,9 +132,8 @@ export class Executor {
     for (const n of t.names) if (!(n in g)) g[n] = undefined;
     const cell = this.current;
     try {
-      // the import starts now if the warm-up has not started it; only a cell that can reach it waits
-      const runtime = loadTorch();
-      await this.guard(mayReachRuntime(source) ? runtime : Promise.resolve());
+      // only a cell that can reach the runtime waits for it (and starts its import if the warm-up has not)
+      if (mayReachRuntime(source)) await this.guard(loadTorch());
     } catch (e) {
       return { status: "error", error: errorContent(e), interrupted: true };
     }

@@ -38,13 +38,19 @@ export class SocketServer {
   private readonly worker: Worker;
   /** what cells print, read by the socket thread (ring.ts) */
   private readonly ring: RingWriter;
-  private readonly workerReady: Promise<void>;
+  /** resolves once the socket thread has bound its channels (a client can then see iopub) */
+  readonly workerReady: Promise<void>;
   private workerClosed: (() => void) | null = null;
+  private events: ServerEvents | null = null;
+  /** what the socket thread sent before listen() */
+  private early: Exclude<FromWorker, { type: "ready" | "closed" }>[] = [];
 
+  /** Starts the socket thread at once: the kernel's entry creates this before it imports the rest of
+   *  the kernel, so that the thread loads zeromq and binds its channels meanwhile (clients wait for
+   *  iopub; a restart's first cell waited for this thread, issue 22). */
   constructor(
     private readonly conn: ConnectionInfo,
-    private readonly opts: ServerOptions,
-    private readonly events: ServerEvents,
+    readonly opts: ServerOptions,
   ) {
     const { sab, state } = createShared();
     this.shared = state;
@@ -73,6 +79,14 @@ export class SocketServer {
     this.worker.unref();
   }
 
+  /** Where requests, interrupts and shutdowns go from now on (and those that came before). */
+  listen(events: ServerEvents): void {
+    this.events = events;
+    const early = this.early;
+    this.early = [];
+    for (const m of early) this.fromWorker(m);
+  }
+
   /** Binds shell and waits for the socket thread to bind the other four. */
   async start(): Promise<void> {
     try {
@@ -88,6 +102,10 @@ export class SocketServer {
   }
 
   private fromWorker(m: Exclude<FromWorker, { type: "ready" | "closed" }>): void {
+    if (!this.events) {
+      this.early.push(m);
+      return;
+    }
     if (m.type === "interrupt") this.events.interrupt(m.cell);
     else if (m.type === "shutdown") this.events.shutdown(m.restart);
     else if (m.type === "control") {
@@ -107,7 +125,7 @@ export class SocketServer {
           log(`shell: dropped message: ${r.reason}`);
           continue;
         }
-        this.events.request(r.msg, "shell");
+        this.events?.request(r.msg, "shell");
       }
     } catch (e) {
       if (!this.shell.closed) log(`shell loop: ${(e as Error).stack}`);

@@ -40,7 +40,7 @@ async function main(): Promise<number> {
         import("node:crypto"),
       ]);
       const server = new SocketServer(conn, { session: randomUUID(), signer: new Signer(conn.key, conn.signature_scheme), kernelInfo: kernelInfo() });
-      let kernel;
+      let kernel: InstanceType<typeof import("../kernel.ts").Kernel>;
       try {
         kernel = new (await import("../kernel.ts")).Kernel(conn, server);
       } catch (e) {

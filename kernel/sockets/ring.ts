@@ -10,7 +10,7 @@
 // then records aligned to 8 bytes: [Int32 payload bytes, or -1: the rest of the ring is unused, go to
 // its start][Int32 kind][payload, UTF-8]. Kinds: stdout text, stderr text, or the parent header (JSON)
 // of the text records that follow it.
-export const RING_BYTES = 1 << 20;
+const RING_BYTES = 1 << 20;
 const HEAD = 0;
 const TAIL = 1;
 const CTL_BYTES = 8;
@@ -18,7 +18,7 @@ const REC = 8;
 const WRAP = -1;
 export const STDOUT = 0;
 export const STDERR = 1;
-export const PARENT = 2;
+const PARENT = 2;
 
 /** How long a writer waits for room, in all, before it gives up on a write (only a dead socket
  *  thread, which can publish nothing any more, leaves the ring full that long). */
@@ -71,7 +71,10 @@ export class RingWriter extends Ring {
    *  are cut into pieces the ring holds (the reader joins them again); waits while the ring is full. */
   write(kind: typeof STDOUT | typeof STDERR, text: string, parent: string): void {
     if (parent !== this.lastParent) {
-      if (!this.put(PARENT, parent)) return this.dropped(text.length);
+      if (!this.put(PARENT, parent)) {
+        this.dropped(text.length);
+        return;
+      }
       this.lastParent = parent;
     }
     // a piece's UTF-8 (at most 3 bytes per UTF-16 unit) must fit a quarter of the ring
@@ -80,7 +83,10 @@ export class RingWriter extends Ring {
       let end = Math.min(text.length, i + max);
       // never cut a surrogate pair in two
       if (end < text.length && (text.charCodeAt(end - 1) & 0xfc00) === 0xd800) end--;
-      if (!this.put(kind, i === 0 && end === text.length ? text : text.slice(i, end))) return this.dropped(text.length - i);
+      if (!this.put(kind, i === 0 && end === text.length ? text : text.slice(i, end))) {
+        this.dropped(text.length - i);
+        return;
+      }
       i = end;
     }
   }

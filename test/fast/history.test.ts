@@ -26,7 +26,7 @@ describe("history", () => {
   it("a new kernel's session is one past the highest in the file, whatever the entries' texts hold", async () => {
     const file = join(tmp(), "history.jsonl");
     // an input holding what looks like a later session's line, and a line torn by a killed kernel
-    writeFileSync(file, line(1, 1, "a") + line(3, 1, 'x = `\n{"s":99,"l":1}`') + line(2, 5, "b", "out") + '{"s":77');
+    writeFileSync(file, [line(1, 1, "a"), line(3, 1, 'x = `\n{"s":99,"l":1}`'), line(2, 5, "b", "out"), '{"s":77'].join(""));
     const h = new History(file);
     await h.prepare();
     expect(h.session).toBe(4);

@@ -59,9 +59,14 @@ describe("stream ring", () => {
       const t = `${i}:${"ü".repeat(i % 13)}\n`;
       w.write(STDOUT, t, "P");
       sent += t;
-      if (i % 3 === 2) got += drain(r).map((g) => g[1]).join("");
+      if (i % 3 === 2)
+        got += drain(r)
+          .map((g) => g[1])
+          .join("");
     }
-    got += drain(r).map((g) => g[1]).join("");
+    got += drain(r)
+      .map((g) => g[1])
+      .join("");
     expect(got).toBe(sent);
   });
 
@@ -81,7 +86,12 @@ describe("stream ring", () => {
   it("gives a write up when nothing reads the ring (a dead socket thread), and says how much; the next write after a read carries its parent again", () => {
     const sab = createRing(256);
     const dropped: number[] = [];
-    const w = new RingWriter(sab, () => {}, (n) => dropped.push(n), 20);
+    const w = new RingWriter(
+      sab,
+      () => {},
+      (n) => dropped.push(n),
+      20,
+    );
     const r = new RingReader(sab);
     let sent = "";
     for (let i = 0; !dropped.length; i++) {

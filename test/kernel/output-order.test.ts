@@ -22,7 +22,7 @@ test("every stdout line, once and in order, then the large write whole", () => {
   expect(r.status).toBe("ok");
   const lines = Array.from({ length: N }, (_, i) => `o${i}\n`).join("");
   expect(r.stdout.length).toBe(lines.length + "é😀x".length * 400_000 + 1 + "end\n".length);
-  expect(r.stdout).toBe(lines + "é😀x".repeat(400_000) + "\nend\n");
+  expect(r.stdout).toBe(`${lines}${"é😀x".repeat(400_000)}\nend\n`);
 });
 
 test("stderr keeps its own order, none lost", () => {

@@ -18,6 +18,19 @@ N = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 20
 CELL = "--no-cell" not in sys.argv
 
 
+def restart_once(km, kc, code):
+    """One restart: seconds from restart_kernel(now=False) to the reply of `code` in the new kernel (to
+    wait_for_ready when code is None), and the old process's exit status."""
+    proc = km.provisioner.process
+    t0 = time.perf_counter()
+    km.restart_kernel(now=False)
+    kc.wait_for_ready(timeout=60)
+    if code is not None:
+        r = kc.execute_interactive(code, timeout=60, output_hook=lambda m: None)
+        assert r["content"]["status"] == "ok"
+    return time.perf_counter() - t0, proc.wait(timeout=10)
+
+
 def measure(name, code, rounds=N):
     km = KernelManager(kernel_name=name)
     km.start_kernel()
@@ -26,15 +39,9 @@ def measure(name, code, rounds=N):
     kc.wait_for_ready(timeout=60)
     times, ends = [], []
     for _ in range(rounds):
-        proc = km.provisioner.process
-        t0 = time.perf_counter()
-        km.restart_kernel(now=False)
-        kc.wait_for_ready(timeout=60)
-        if code is not None:
-            r = kc.execute_interactive(code, timeout=60, output_hook=lambda m: None)
-            assert r["content"]["status"] == "ok"
-        times.append(time.perf_counter() - t0)
-        ends.append(proc.wait(timeout=10))
+        t, end = restart_once(km, kc, code)
+        times.append(t)
+        ends.append(end)
     kc.stop_channels()
     km.shutdown_kernel()
     return {

@@ -14,6 +14,7 @@ usage: JUPYTER_PATH=<dir with the gradlab kernelspec>:<ipykernel's> python3 benc
 - roundtrip_ms: an empty cell, request to reply (median of 50);
 - restart_s: restart_kernel(now=False) to the reply of a cell in the new kernel (median of ROUNDS,
   default 10; bench/restart.py), and how each old process ended (anything but exit 0 is unclean).
+Printed output, round trips and restarts are measured with the kernels taking turns, cell by cell.
 The first-Tab figure is measured for ROUNDS fresh kernels too (median and max), since one start says
 little on a loaded machine.
 """
@@ -25,7 +26,7 @@ import time
 
 from jupyter_client import KernelManager
 
-from restart import measure as measure_restarts
+from restart import restart_once
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 10
 KERNELS = ["gradlab", "python3"] + ([sys.argv[sys.argv.index("--also") + 1]] if "--also" in sys.argv else [])
@@ -97,41 +98,56 @@ def first_tabs():
     return tabs, matched, kept
 
 
-def measure(name, tabs, matched, km, kc):
-    c = case(name)
-    prints = []
+def interleaved(kept):
+    """Printed output, round trips and restarts, the kernels taking turns cell by cell (and restart by
+    restart), so that a machine whose load changes by the minute weighs on each kernel alike."""
+    prints = {n: [] for n in kept}
+    trips = {n: [] for n in kept}
     for _ in range(5):
-        t = time.perf_counter()
-        printed = run_until_idle(kc, c["print"])
-        # a figure only for a cell that printed everything (an error would be fast, and wrong)
-        assert printed == 10_000, f"{name} printed {printed} lines, not 10000"
-        prints.append(time.perf_counter() - t)
-    trips = []
+        for name, (km, kc) in kept.items():
+            t = time.perf_counter()
+            printed = run_until_idle(kc, case(name)["print"])
+            # a figure only for a cell that printed everything (an error would be fast, and wrong)
+            assert printed == 10_000, f"{name} printed {printed} lines, not 10000"
+            prints[name].append(time.perf_counter() - t)
     for _ in range(50):
-        t = time.perf_counter()
-        kc.execute_interactive(c["empty"], timeout=60, output_hook=lambda m: None)
-        trips.append((time.perf_counter() - t) * 1000)
-    kc.stop_channels()
-    km.shutdown_kernel()
-    restarts = measure_restarts(name, "1 + 1", ROUNDS)
+        for name, (km, kc) in kept.items():
+            t = time.perf_counter()
+            kc.execute_interactive(case(name)["empty"], timeout=60, output_hook=lambda m: None)
+            trips[name].append((time.perf_counter() - t) * 1000)
+    restarts = {n: [] for n in kept}
+    ends = {n: [] for n in kept}
+    for _ in range(ROUNDS):
+        for name, (km, kc) in kept.items():
+            t, end = restart_once(km, kc, "1 + 1")
+            restarts[name].append(t)
+            ends[name].append(end)
+    for km, kc in kept.values():
+        kc.stop_channels()
+        km.shutdown_kernel()
+    return prints, trips, restarts, ends
+
+
+def figures(tabs, matched, prints, trips, restarts, ends):
     return {
         "first_tab_s": round(statistics.median(tabs), 3),
         "first_tab_max_s": round(max(tabs), 3),
         "first_tab_matched": f"{matched.count(True)}/{len(matched)}",
         "print_s": round(statistics.median(prints), 3),
         "roundtrip_ms": round(statistics.median(trips), 2),
-        "restart_s": restarts["median_s"],
-        "restart_max_s": restarts["max_s"],
-        "restart_exits": restarts["exits"],
+        "restart_s": round(statistics.median(restarts), 3),
+        "restart_max_s": round(max(restarts), 3),
+        "restart_exits": {str(k): ends.count(k) for k in sorted(set(ends))},
     }
 
 
 if __name__ == "__main__":
     load_before = os.getloadavg()
     tabs, matched, kept = first_tabs()
+    prints, trips, restarts, ends = interleaved(kept)
     out = {"rounds": ROUNDS}
     for name in KERNELS:
-        out["ipykernel" if name == "python3" else name] = measure(name, tabs[name], matched[name], *kept[name])
+        out["ipykernel" if name == "python3" else name] = figures(tabs[name], matched[name], prints[name], trips[name], restarts[name], ends[name])
     metrics = ("first_tab_s", "first_tab_max_s", "print_s", "roundtrip_ms", "restart_s")
     for name in KERNELS:
         if name != "python3":

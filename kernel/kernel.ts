@@ -23,13 +23,15 @@ import { languageService } from "./language/client.ts";
 import { loadTorch, loadedTorch } from "./executor/modules.ts";
 
 const realExit = process.exit.bind(process);
+/** How long the main thread must have been free before the runtime's warm-up starts (see warmUp). */
+const RUNTIME_WARM_IDLE_MS = Number(process.env.GRADLAB_WARMUP_IDLE_MS ?? 500);
 
 export class Kernel implements HandlerContext {
   readonly capture: OutputCapture;
   readonly executor: Executor;
   readonly history = new History(defaultHistoryFile());
   readonly comms = new CommManager();
-  readonly kernelInfo = kernelInfo();
+  readonly kernelInfo: ReturnType<typeof kernelInfo>;
   executionCount = 0;
   cellEndHooks: (() => void)[] = [];
   pendingDisplays: Promise<unknown>[] = [];
@@ -45,21 +47,15 @@ export class Kernel implements HandlerContext {
   private processing = false;
   private shuttingDown = false;
 
+  /** `server`: the socket server, when the entry started it already (see SocketServer). */
   constructor(
     private readonly conn: ConnectionInfo,
+    server?: SocketServer,
     readonly baseDir = process.cwd(),
   ) {
-    const id = randomUUID();
-    const signer = new Signer(conn.key, conn.signature_scheme);
-    this.server = new SocketServer(
-      conn,
-      { session: id, signer, kernelInfo: this.kernelInfo },
-      {
-        request: (msg, channel) => this.enqueue(msg, channel),
-        interrupt: (cell) => this.executor.interrupt(cell),
-        shutdown: (restart) => void this.shutdown(restart),
-      },
-    );
+    this.server = server ?? new SocketServer(conn, { session: randomUUID(), signer: new Signer(conn.key, conn.signature_scheme), kernelInfo: kernelInfo() });
+    this.kernelInfo = this.server.opts.kernelInfo;
+    const { session: id, signer } = this.server.opts;
     this.session = new Session(id, signer, this.server);
     const shared = this.server.shared;
     this.capture = new OutputCapture((ctx, name, text) => this.session.stream(ctx.parent, name, text));
@@ -69,6 +65,12 @@ export class Kernel implements HandlerContext {
       () =>
       (type, content, metadata = {}, buffers = []) =>
         this.publish(type, content, this.currentParent(), metadata, buffers);
+    // last: what the socket thread forwarded before now is handled at once
+    this.server.listen({
+      request: (msg, channel) => this.enqueue(msg, channel),
+      interrupt: (cell) => this.executor.interrupt(cell),
+      shutdown: (restart) => void this.shutdown(restart),
+    });
   }
 
   async start(): Promise<void> {
@@ -107,15 +109,32 @@ export class Kernel implements HandlerContext {
   }
 
   private warmed = false;
-  /** Loads the runtime (and its WebGPU device) and the language service in the background, once: the
-   *  first cell and the first Tab then wait for neither. Started after the first kernel_info_reply
-   *  (what a client waits for at start-up), so it does not delay that. */
+  private runtimeWarm: ReturnType<typeof setTimeout> | null = null;
+  /** Loads the language service at once (a worker thread) and, once the main thread has been free for
+   *  RUNTIME_WARM_IDLE_MS (counted from when iopub is up), the runtime and its WebGPU device; once. The first cell and the first Tab
+   *  then wait for neither. Started after the first kernel_info_reply (what a client waits for at
+   *  start-up), so it does not delay that. The runtime's import runs on this thread (module evaluation,
+   *  Dawn's device), so it waits for a quiet moment: the cell a client sends right after start-up
+   *  (after a restart, say) is answered first, rather than queued behind up to a second of import under
+   *  load (issue 22); a cell that uses `torch` before then starts the import itself. */
   warmUp(): void {
     if (this.warmed || process.env.GRADLAB_WARMUP === "0") return;
     this.warmed = true;
-    const t0 = Date.now();
-    setImmediate(() => {
-      languageService().warm();
+    setImmediate(() => languageService().warm());
+    // clients wait for iopub (wait_for_ready) before they send a cell: count from when it is up
+    void this.server.workerReady.then(
+      () => this.warmRuntimeWhenIdle(),
+      () => {},
+    );
+  }
+
+  private warmRuntimeWhenIdle(): void {
+    if (this.runtimeWarm) clearTimeout(this.runtimeWarm);
+    this.runtimeWarm = setTimeout(() => {
+      if (this.processing) return this.warmRuntimeWhenIdle();
+      this.runtimeWarm = null;
+      const t0 = Date.now();
+      void this.history.prepare();
       void loadTorch().then(async () => {
         const t = loadedTorch() as { webgpu?: { init?: () => unknown } } | null;
         try {
@@ -125,10 +144,13 @@ export class Kernel implements HandlerContext {
         }
         log(`warm-up: runtime ready in ${Date.now() - t0} ms`);
       });
-    });
+    }, RUNTIME_WARM_IDLE_MS);
+    this.runtimeWarm.unref();
   }
 
   private enqueue(msg: Message, channel: Channel): void {
+    // the runtime's warm-up waits for a quiet moment: a request that comes first pushes it back
+    if (this.runtimeWarm) this.warmRuntimeWhenIdle();
     this.session.received(msg, channel);
     this.queue.push({ msg, seq: ++this.seq });
     if (!this.processing) void this.process();

@@ -31,8 +31,23 @@ async function main(): Promise<number> {
       const file = i >= 0 ? args[i + 1] : args.find((a) => a.startsWith("--f="))?.slice(4);
       if (!file) throw new Error("gradlab kernel needs -f CONNECTION_FILE");
       const { readConnectionFile } = await import("../sockets/connection.ts");
-      const { Kernel } = await import("../kernel.ts");
-      await new Kernel(readConnectionFile(file)).start();
+      const conn = readConnectionFile(file);
+      // the socket thread starts loading now, while this thread imports the rest of the kernel
+      const [{ SocketServer }, { Signer }, { kernelInfo }, { randomUUID }] = await Promise.all([
+        import("../sockets/server.ts"),
+        import("../wire/message.ts"),
+        import("../info.ts"),
+        import("node:crypto"),
+      ]);
+      const server = new SocketServer(conn, { session: randomUUID(), signer: new Signer(conn.key, conn.signature_scheme), kernelInfo: kernelInfo() });
+      let kernel: InstanceType<typeof import("../kernel.ts").Kernel>;
+      try {
+        kernel = new (await import("../kernel.ts")).Kernel(conn, server);
+      } catch (e) {
+        await server.close(); // exiting with the socket thread's sockets open aborts the process
+        throw e;
+      }
+      await kernel.start();
       return -1; // keep running
     }
     case "install": {

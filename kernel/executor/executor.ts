@@ -11,7 +11,7 @@
 import { runInThisContext } from "node:vm";
 import { transformCell, CellSyntaxError, IRQ, LAST, RT } from "./transform.ts";
 import { errorContent, installUserStackFormatter, InterruptError, registerCell, syntaxErrorContent, type ErrorContent } from "./errors.ts";
-import { importForCell, loadTorch, torchOrThrow, loadedTorch } from "./modules.ts";
+import { importForCell, loadTorch, torchOrThrow, loadedTorch, mayReachRuntime } from "./modules.ts";
 import { saveRuntimeState, type RestoreRuntimeState } from "./runtime-state.ts";
 import type { CellContext, OutputCapture } from "./output.ts";
 
@@ -132,7 +132,8 @@ export class Executor {
     for (const n of t.names) if (!(n in g)) g[n] = undefined;
     const cell = this.current;
     try {
-      await this.guard(loadTorch());
+      // only a cell that can reach the runtime waits for it (and starts its import if the warm-up has not)
+      if (mayReachRuntime(source)) await this.guard(loadTorch());
     } catch (e) {
       return { status: "error", error: errorContent(e), interrupted: true };
     }

@@ -25,6 +25,20 @@ export async function loadTorch(): Promise<void> {
   await torchState.promise;
 }
 
+/** Whether a cell's source may reach the runtime: it names `torch` or "gradlab", or something that
+ *  reaches globals or modules by a computed name (globalThis, eval, Function, a constructor's
+ *  constructor, import, require, process...). A cell that names none of these cannot get to the
+ *  runtime, nor can a function an earlier cell declared without naming them, so it need not wait for
+ *  the runtime's import and WebGPU device (the warm-up starts them at the first kernel_info_reply):
+ *  after a restart, `1 + 1` answers at once (issue 22). A cell that does reach `torch` by a name built
+ *  at run time before the import ended gets torchOrThrow's error, which says what to do. */
+const MAY_REACH_RUNTIME =
+  /torch|gradlab|global|eval|Function|constructor|Reflect|\bthis\b|import|require|process|getOwnProperty|\bwindow\b|\bself\b|\bmodule\b|\bvm\b/;
+
+export function mayReachRuntime(source: string): boolean {
+  return MAY_REACH_RUNTIME.test(source);
+}
+
 /** The runtime module once loaded, else null. */
 export function loadedTorch(): unknown {
   return torchState.mod ?? null;

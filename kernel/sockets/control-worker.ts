@@ -10,16 +10,18 @@ import { makeHeader, parse, serialize, serializeJson, Signer, type Message } fro
 import { endpoint, restrictChannel, type ConnectionInfo } from "./connection.ts";
 import { SendQueue } from "./queue.ts";
 import { StreamCoalescer } from "./streams.ts";
+import { RingReader, STDERR } from "./ring.ts";
 import { answerFor, controlTable } from "./control.ts";
-import { fromSab, hash32, type FromWorker, type ToWorker } from "./shared.ts";
+import { fromSab, hash32, unpackFrames, type FromWorker, type ToWorker } from "./shared.ts";
 import { log } from "../log.ts";
 import type { Replies, ReplyType } from "../wire/protocol.ts";
 import type { KernelInfo } from "../info.ts";
 
-const { conn, session, sab, kernelInfo } = workerData as {
+const { conn, session, sab, ring, kernelInfo } = workerData as {
   conn: ConnectionInfo;
   session: string;
   sab: SharedArrayBuffer;
+  ring: SharedArrayBuffer;
   kernelInfo: KernelInfo;
 };
 const shared = fromSab(sab);
@@ -51,7 +53,24 @@ const streams = new StreamCoalescer(({ parent, name, text }) => {
   const header = JSON.stringify(makeHeader("stream", session));
   iopubOut.send(serializeJson(signer, [header, parent, "{}", JSON.stringify({ name, text })], [topic("stream")]));
 });
-const flushStreams = () => streams.flush();
+// Text arrives in the stream ring; the main thread posts "streams" when it writes to a drained ring.
+// The drain waits the coalescer's interval after that, so a burst of writes becomes few messages.
+const streamRing = new RingReader(ring);
+let drainTimer: ReturnType<typeof setTimeout> | null = null;
+const toCoalescer = (kind: number, text: string, parent: string) => streams.write(kind === STDERR ? "stderr" : "stdout", text, parent);
+/** Publishes the ring's text up to `upTo` (default: all of it) and whatever the coalescer holds. */
+function flushStreams(upTo?: number): void {
+  streamRing.read(toCoalescer, upTo);
+  streams.flush();
+  // text written after `upTo`, or while this drained, gets its own drain
+  if (streamRing.pending) drainSoon();
+}
+function drainSoon(): void {
+  drainTimer ??= setTimeout(() => {
+    drainTimer = null;
+    flushStreams();
+  }, streams.flushMs);
+}
 
 function publish(type: string, content: object, parent: object): void {
   flushStreams();
@@ -166,12 +185,12 @@ parentPort!.on("message", (m: ToWorker) => {
 
 function fromMain(m: ToWorker): void {
   try {
-    if (m.type === "stream") streams.write(m.name, m.text, m.parent);
+    if (m.type === "streams") drainSoon();
     else if (m.type === "iopub") {
-      flushStreams();
-      iopubOut.send(m.frames.map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength)));
+      flushStreams(m.upTo);
+      iopubOut.send(unpackFrames(m.frames));
     } else if (m.type === "input_request") {
-      flushStreams(); // what the cell printed before asking comes first, as in ipykernel
+      flushStreams(m.upTo); // what the cell printed before asking comes first, as in ipykernel
       stdinOut.send(
         serialize(
           signer,
@@ -183,9 +202,10 @@ function fromMain(m: ToWorker): void {
         ),
       );
     } else if (m.type === "control-send") {
-      controlOut.send(m.frames.map((b) => Buffer.from(b)));
+      controlOut.send(unpackFrames(m.frames));
     } else if (m.type === "close") {
-      flushStreams();
+      flushStreams(m.upTo);
+      if (drainTimer) clearTimeout(drainTimer);
       // the bound on flushing must not keep this thread alive once it is done (unref)
       void Promise.race([Promise.all([controlOut.flushed(), iopubOut.flushed()]), new Promise((r) => setTimeout(r, 500).unref())]).then(() => {
         for (const s of [hb, control, stdin, iopub]) s.close();

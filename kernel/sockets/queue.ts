@@ -6,11 +6,17 @@ export class SendQueue {
   private q: Buffer[][] = [];
   private draining = false;
   private idleWaiters: (() => void)[] = [];
+  /** `ready` has resolved: a send then starts in the caller's turn (zeromq sends at once when it can),
+   *  not a microtask later, after whatever synchronous work follows it (issue 22: a reply waited for
+   *  the history file to be read) */
+  private open = false;
   /** `ready`: nothing is sent before it resolves (iopub waits for its first subscriber). */
   constructor(
     private readonly sock: zmq.Writable & { closed: boolean },
     private readonly ready: Promise<void> = Promise.resolve(),
-  ) {}
+  ) {
+    void ready.then(() => (this.open = true));
+  }
 
   send(frames: Buffer[]): void {
     this.q.push(frames);
@@ -26,7 +32,7 @@ export class SendQueue {
   private async drain(): Promise<void> {
     this.draining = true;
     try {
-      await this.ready;
+      if (!this.open) await this.ready;
       while (this.q.length) {
         const frames = this.q.shift()!;
         if (this.sock.closed) continue;

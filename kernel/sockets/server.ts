@@ -8,8 +8,9 @@ import { parse, type Message, type Signer } from "../wire/message.ts";
 import type { Channel } from "../wire/protocol.ts";
 import { endpoint, restrictChannel, type ConnectionInfo } from "./connection.ts";
 import { SendQueue } from "./queue.ts";
-import { createShared, type FromWorker, type SharedState, type ToWorker } from "./shared.ts";
+import { createShared, packFrames, type FromWorker, type SharedState, type ToWorker } from "./shared.ts";
 import { startWorker } from "./ts-worker.ts";
+import { createRing, RingWriter, STDERR, STDOUT } from "./ring.ts";
 import { log } from "../log.ts";
 import type { KernelInfo } from "../info.ts";
 
@@ -35,18 +36,32 @@ export class SocketServer {
   private readonly shell = new zmq.Router({ linger: 0, sendHighWaterMark: 0, receiveHighWaterMark: 0 });
   private readonly shellOut = new SendQueue(this.shell);
   private readonly worker: Worker;
-  private readonly workerReady: Promise<void>;
+  /** what cells print, read by the socket thread (ring.ts) */
+  private readonly ring: RingWriter;
+  /** resolves once the socket thread has bound its channels (a client can then see iopub) */
+  readonly workerReady: Promise<void>;
   private workerClosed: (() => void) | null = null;
+  private events: ServerEvents | null = null;
+  /** what the socket thread sent before listen() */
+  private early: Exclude<FromWorker, { type: "ready" | "closed" }>[] = [];
 
+  /** Starts the socket thread at once: the kernel's entry creates this before it imports the rest of
+   *  the kernel, so that the thread loads zeromq and binds its channels meanwhile (clients wait for
+   *  iopub; a restart's first cell waited for this thread, issue 22). */
   constructor(
     private readonly conn: ConnectionInfo,
-    private readonly opts: ServerOptions,
-    private readonly events: ServerEvents,
+    readonly opts: ServerOptions,
   ) {
     const { sab, state } = createShared();
     this.shared = state;
+    const ring = createRing();
+    this.ring = new RingWriter(
+      ring,
+      () => this.post({ type: "streams" }),
+      (n) => log(`dropped ${n} characters of output: the socket thread has not read its stream ring for 5 s`),
+    );
     this.worker = startWorker("control-worker", {
-      workerData: { conn, session: opts.session, sab, kernelInfo: opts.kernelInfo },
+      workerData: { conn, session: opts.session, sab, ring, kernelInfo: opts.kernelInfo },
     });
     this.workerReady = new Promise((resolve, reject) => {
       this.worker.on("message", (m: FromWorker) => {
@@ -64,6 +79,14 @@ export class SocketServer {
     this.worker.unref();
   }
 
+  /** Where requests, interrupts and shutdowns go from now on (and those that came before). */
+  listen(events: ServerEvents): void {
+    this.events = events;
+    const early = this.early;
+    this.early = [];
+    for (const m of early) this.fromWorker(m);
+  }
+
   /** Binds shell and waits for the socket thread to bind the other four. */
   async start(): Promise<void> {
     try {
@@ -79,6 +102,10 @@ export class SocketServer {
   }
 
   private fromWorker(m: Exclude<FromWorker, { type: "ready" | "closed" }>): void {
+    if (!this.events) {
+      this.early.push(m);
+      return;
+    }
     if (m.type === "interrupt") this.events.interrupt(m.cell);
     else if (m.type === "shutdown") this.events.shutdown(m.restart);
     else if (m.type === "control") {
@@ -98,7 +125,7 @@ export class SocketServer {
           log(`shell: dropped message: ${r.reason}`);
           continue;
         }
-        this.events.request(r.msg, "shell");
+        this.events?.request(r.msg, "shell");
       }
     } catch (e) {
       if (!this.shell.closed) log(`shell loop: ${(e as Error).stack}`);
@@ -108,22 +135,26 @@ export class SocketServer {
   /** Sends a signed reply on the channel its request came on. */
   send(channel: Channel, frames: Buffer[]): void {
     if (channel === "shell") this.shellOut.send(frames);
-    else this.post({ type: "control-send", frames });
+    else {
+      const packed = packFrames(frames);
+      this.post({ type: "control-send", frames: packed }, [packed.bytes]);
+    }
   }
 
   /** Publishes signed frames on iopub, after everything posted before them. */
   iopub(frames: Buffer[]): void {
-    this.post({ type: "iopub", frames });
+    const packed = packFrames(frames);
+    this.post({ type: "iopub", frames: packed, upTo: this.ring.head }, [packed.bytes]);
   }
 
   /** Text a cell wrote; the socket thread coalesces it into stream messages (parent: header JSON). */
   stream(name: "stdout" | "stderr", text: string, parent: string): void {
-    this.post({ type: "stream", name, text, parent });
+    this.ring.write(name === "stderr" ? STDERR : STDOUT, text, parent);
   }
 
   /** Asks the client on stdin; the reply arrives in `shared.stdinData` (see Kernel.prompt). */
   inputRequest(prompt: string, password: boolean, parent: object, identities: Uint8Array[]): void {
-    this.post({ type: "input_request", prompt, password, parent, identities });
+    this.post({ type: "input_request", prompt, password, parent, identities, upTo: this.ring.head });
   }
 
   /** Closes every socket in both threads (exiting with zeromq sockets open aborts). What is queued
@@ -132,7 +163,7 @@ export class SocketServer {
     await Promise.race([this.shellOut.flushed(), delay(500)]);
     const closed = new Promise<void>((r) => (this.workerClosed = r));
     const exited = new Promise<void>((r) => this.worker.once("exit", () => r()));
-    this.post({ type: "close" });
+    this.post({ type: "close", upTo: this.ring.head });
     await Promise.race([closed, delay(1500)]);
     // With its sockets closed and its port closed, the socket thread ends by itself once zeromq has
     // let go of them; terminate() only if it does not (terminating it while zeromq still closed its
@@ -141,9 +172,9 @@ export class SocketServer {
     this.shell.close();
   }
 
-  private post(m: ToWorker): void {
+  private post(m: ToWorker, transfer: ArrayBuffer[] = []): void {
     try {
-      this.worker.postMessage(m);
+      this.worker.postMessage(m, transfer);
     } catch (e) {
       log(`cannot post to the socket thread: ${(e as Error)?.message ?? e}`);
     }

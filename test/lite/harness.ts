@@ -58,6 +58,12 @@ export async function openNotebook(browser: Browser, site: Site, path: string): 
   page.on("worker", (w) => w.on("console", () => {}));
   const t0 = Date.now();
   await page.goto(`${site.url}/lab/index.html?path=${encodeURIComponent(path)}`);
+  await kernelIdle(page);
+  return { page, requests, errors, openMs: Date.now() - t0 };
+}
+
+/** Waits until the page shows a notebook whose kernel is idle (after opening or reloading it). */
+export async function kernelIdle(page: Page): Promise<void> {
   await page.waitForFunction(
     () => {
       const w = (window as any).jupyterapp?.shell.currentWidget;
@@ -66,7 +72,6 @@ export async function openNotebook(browser: Browser, site: Site, path: string): 
     null,
     { timeout: 120_000, polling: 200 },
   );
-  return { page, requests, errors, openMs: Date.now() - t0 };
 }
 
 export interface CellOut {

@@ -90,4 +90,30 @@ describe("GradLab Lite between two visits", () => {
     expect(errors).toEqual([]);
     await page.close();
   });
+
+  it("works offline once loaded: with the server gone, a reload opens another notebook and runs it", async () => {
+    // a server of its own (the same site), cut in the middle of the test
+    const own = await serve(site.dir, 0);
+    const here: Site = { ...site, url: `http://127.0.0.1:${own.port}`, close: own.close };
+    const { page, requests, errors } = await openNotebook(browser, here, "smoke.ipynb");
+    // the site's service worker has copied the site and serves this page
+    await page.waitForFunction(() => navigator.serviceWorker.controller?.state === "activated", null, { timeout: 120_000, polling: 200 });
+    own.close();
+    await expect(fetch(`${here.url}/lab/index.html`)).rejects.toThrow(); // the server is really gone
+    const before = requests.length;
+    // the next visit, offline: a notebook never opened before, whose first cell imports ./check.ts
+    await page.goto(`${here.url}/lab/index.html?path=01_dynamic_graph.ipynb`);
+    await kernelIdle(page, "01_dynamic_graph.ipynb");
+    const out = await runNewCell(
+      page,
+      ['import { check } from "./check.ts";', "const t = torch.ones(3).mul(2);", "console.log(await t.sum().item(), typeof check.equal);"].join("\n"),
+    );
+    expect(textOf(out).split("\n").at(-2)).toBe("6 function"); // after the first figure's warning (reclaim)
+    await page.screenshot({ path: join(SHOTS, "student-offline.png") });
+    expect(errors).toEqual([]);
+    // offline, every request was answered from the site's copy in the browser: none left the origin
+    expect(requests.length).toBeGreaterThan(before + 20);
+    expect(foreign(here, requests)).toEqual([]);
+    await page.close();
+  });
 });

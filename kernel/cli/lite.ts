@@ -133,7 +133,12 @@ async function serviceWorker(out: string): Promise<void> {
   };
   walk(out);
   const hash = createHash("sha256");
-  for (const f of files) hash.update(f).update("\0").update(readFileSync(join(out, f))).update("\0");
+  for (const f of files)
+    hash
+      .update(f)
+      .update("\0")
+      .update(readFileSync(join(out, f)))
+      .update("\0");
   // a folder's index.html is also asked for by the folder's URL (the site's root, lab/)
   const urls = files.flatMap((f) => (f === "index.html" ? ["", f] : f.endsWith("/index.html") ? [f.slice(0, -"index.html".length), f] : [f]));
   await build({

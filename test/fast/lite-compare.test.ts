@@ -17,7 +17,12 @@ describe("Lite text comparison", () => {
     expect(sameLine("tensor([0.1234, -1.0000])", "tensor([0.1234, -1.0000], grad)")).toBe(false);
     expect(sameLine("✓ loss: 0.25", "✗ loss: 0.25")).toBe(false);
     // an exercise check's line, cut at a length: the cut falls elsewhere when the digits differ
-    expect(sameLine("✗ got null, expected [[168.643,-149.751],[55.5127,-78.1205,190.855,14....", "✗ got null, expected [[168.622,-149.715],[55.4941,-78.132,190.805,14.1...")).toBe(true);
+    expect(
+      sameLine(
+        "✗ got null, expected [[168.643,-149.751],[55.5127,-78.1205,190.855,14....",
+        "✗ got null, expected [[168.622,-149.715],[55.4941,-78.132,190.805,14.1...",
+      ),
+    ).toBe(true);
     expect(sameLine("✗ got null, expected [[168.643,-149.751,...", "✗ got null, expected [[-168.643,-149.751,...")).toBe(false);
   });
 

@@ -7,7 +7,7 @@
 const NUMBER = /[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?/g;
 
 /** Relative tolerance for numbers with a decimal point or an exponent, plus this many units of the last printed decimal (a rounding of the last digit). */
-export const RTOL = 5e-3;
+const RTOL = 5e-3;
 const LAST_DIGIT_UNITS = 2;
 
 function decimals(s: string): number {
@@ -87,7 +87,10 @@ export function textDifferences(server: string[], browser: string[]): Difference
       // a server-only line followed by a browser-only one: the same line, printed differently
       const next = pairs[k + 1];
       if (i !== null && next && next[0] === null && next[1] !== null) {
-        out.push({ cell: c, text: `cell ${c + 1}: server line ${i + 1}: ${s[i]}\n${" ".repeat(String(c + 1).length + 7)}browser line ${next[1] + 1}: ${b[next[1]]}` });
+        out.push({
+          cell: c,
+          text: `cell ${c + 1}: server line ${i + 1}: ${s[i]}\n${" ".repeat(String(c + 1).length + 7)}browser line ${next[1] + 1}: ${b[next[1]]}`,
+        });
         k++;
       } else if (i !== null) out.push({ cell: c, text: `cell ${c + 1}: server only, line ${i + 1}: ${s[i]}` });
       else out.push({ cell: c, text: `cell ${c + 1}: browser only, line ${j! + 1}: ${b[j!]}` });

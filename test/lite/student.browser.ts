@@ -40,7 +40,8 @@ async function menu(page: Page, top: string, item: string): Promise<void> {
 }
 
 /** The first code cell's index in the teacher's notebook. */
-const firstCode = () => (JSON.parse(readFileSync(join(REPO, "notebooks", NB), "utf8")).cells as { cell_type: string }[]).findIndex((c) => c.cell_type === "code");
+const firstCode = () =>
+  (JSON.parse(readFileSync(join(REPO, "notebooks", NB), "utf8")).cells as { cell_type: string }[]).findIndex((c) => c.cell_type === "code");
 
 /** How many entries the course's top folder has (what the file browser lists). */
 const courseEntries = () => (JSON.parse(readFileSync(join(site.dir, "api", "contents", "all.json"), "utf8")).content as unknown[]).length;

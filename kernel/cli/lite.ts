@@ -10,9 +10,11 @@
 //   DIR/build/schemas/all.json           every extension's settings schema (JupyterLite reads it)
 //   DIR/build/themes/<pkg>/index.css     the light and dark themes
 //   DIR/files/, DIR/api/contents/        the course notebooks and check.ts, with their listings
+//   DIR/service-worker.js                every file above, cached by the browser: offline once loaded
 // No Python and no package index are needed; nothing in the site refers to another origin.
 // `serve` serves such a folder on 127.0.0.1 for a try-out; any static host serves it in production.
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { extname, join, relative, resolve, sep } from "node:path";
@@ -87,6 +89,7 @@ export async function buildSite(out: string, notebooks: string): Promise<number>
   translations(out);
   course(notebooks, out);
   page(out, cfg);
+  await serviceWorker(out); // last: it lists every file of the site
   return folderSize(out);
 }
 
@@ -115,6 +118,36 @@ function page(out: string, cfg: LiteConfig): void {
     join(out, "index.html"),
     `<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0; url=lab/index.html"><a href="lab/index.html">GradLab Lite</a>\n`,
   );
+}
+
+/** service-worker.js at the site's root (lite/src/service-worker.ts): the site offline once loaded. It
+ *  carries the list of the site's files and a hash of their content, so a rebuilt site replaces it. */
+async function serviceWorker(out: string): Promise<void> {
+  const files: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of readdirSync(dir).sort()) {
+      const p = join(dir, e);
+      if (statSync(p).isDirectory()) walk(p);
+      else files.push(relative(out, p).split(sep).join("/"));
+    }
+  };
+  walk(out);
+  const hash = createHash("sha256");
+  for (const f of files)
+    hash
+      .update(f)
+      .update("\0")
+      .update(readFileSync(join(out, f)))
+      .update("\0");
+  // a folder's index.html is also asked for by the folder's URL (the site's root, lab/)
+  const urls = files.flatMap((f) => (f === "index.html" ? ["", f] : f.endsWith("/index.html") ? [f.slice(0, -"index.html".length), f] : [f]));
+  await build({
+    ...esbuildCommon,
+    format: "iife",
+    entryPoints: [join(LITE_DIR, "src", "service-worker.ts")],
+    outfile: join(out, "service-worker.js"),
+    define: { __GRADLAB_PRECACHE__: JSON.stringify(urls), __GRADLAB_BUILD__: JSON.stringify(hash.digest("hex").slice(0, 16)) },
+  });
 }
 
 const esbuildCommon = {
@@ -338,7 +371,12 @@ export function serve(root: string, port: number): Promise<{ port: number; close
     server.once("error", fail);
     server.listen(port, "127.0.0.1", () => {
       const a = server.address();
-      ok({ port: typeof a === "object" && a ? a.port : port, close: () => server.close() });
+      // close: the server is gone at once, kept-alive connections too (the Lite tier cuts it to go offline)
+      const close = () => {
+        server.close();
+        server.closeAllConnections();
+      };
+      ok({ port: typeof a === "object" && a ? a.port : port, close });
     });
   });
 }

@@ -167,7 +167,10 @@ function compileBarrier(): () => void {
 export const platform: Platform = {
   name: "node",
   env: (name) => process.env[name],
-  warn: (message, type) => process.emitWarning(message, type),
+  // on stderr at once, as Python prints a warning: the kernel's output capture puts it in the cell that
+  // caused it (process.emitWarning prints on a later tick, outside the capture, so a notebook never
+  // showed PyTorch's UserWarnings); the browser's console.warn prints the same line
+  warn: (message, type) => void process.stderr.write(`${type}: ${message}\n`),
   hostMemory: () => os.totalmem(),
   shaderText: (name) => readFileSync(`${shaderDir}${name}.wgsl`, "utf8"),
   engineHooks,

@@ -24,7 +24,7 @@ export interface Platform {
   readonly name: "node" | "browser";
   /** an environment setting (GRADLAB_*); undefined where the platform has none */
   env(name: string): string | undefined;
-  /** a warning for the user (Node: process.emitWarning; browser: console.warn) */
+  /** a warning for the user, printed at once as "Type: message" (Node: stderr; browser: console.warn) */
   warn(message: string, type: string): void;
   /** the host's memory in bytes, or null where the platform does not say */
   hostMemory(): number | null;

@@ -137,3 +137,27 @@ test("a kernel that exits before it is ready over tcp is started again on fresh 
   const failing = ["/bin/sh", "-c", "exit 3"];
   await expect(startKernel(failing, { env: e.env, transport: "ipc" })).rejects.toThrow("the kernel exited with status 3 before it was ready");
 }, 120_000);
+
+test("the runtime's warnings show in the cell that caused them, before what it prints next, as PyTorch's do", async () => {
+  const nbPath = join(e.dir, "warning.ipynb");
+  const cell = (source: string) => ({ cell_type: "code", metadata: {}, execution_count: null, outputs: [], source });
+  writeFileSync(
+    nbPath,
+    JSON.stringify({
+      cells: [cell('torch.autograd.set_detect_anomaly(true);\nconsole.log("after");'), cell('console.log("next");')],
+      metadata: { kernelspec: { name: "gradlab", display_name: "GradLab", language: "typescript" } },
+      nbformat: 4,
+      nbformat_minor: 5,
+    }),
+  );
+  const out = join(e.dir, "warning-out.ipynb");
+  // the real runtime (the tier's kernels use a stand-in unless told)
+  const r = await run(process.execPath, [GRADLAB, "run", nbPath, "-o", out], { env: { ...noPythonEnv(), GRADLAB_RUNTIME: "" }, cwd: e.dir });
+  expect(r.code, r.stderr).toBe(0);
+  const [c1, c2] = outputsOf(JSON.parse(readFileSync(out, "utf8")));
+  expect(c1.map((o: any) => [o.name, joinText(o.text)])).toEqual([
+    ["stderr", "UserWarning: Anomaly Detection has been enabled. This mode will increase the runtime and should only be enabled for debugging.\n"],
+    ["stdout", "after\n"],
+  ]);
+  expect(c2.map((o: any) => joinText(o.text))).toEqual(["next\n"]);
+}, 60_000);

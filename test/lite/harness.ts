@@ -41,7 +41,7 @@ export async function startChromium(webgpu: boolean): Promise<Browser> {
 
 export interface Opened {
   page: Page;
-  /** every URL the page (and its Workers) requested */
+  /** every URL the page, its Workers and the site's service worker requested */
   requests: string[];
   errors: string[];
   /** ms from navigation to a notebook with a kernel */
@@ -53,11 +53,28 @@ export async function openNotebook(browser: Browser, site: Site, path: string): 
   const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
   const requests: string[] = [];
   const errors: string[] = [];
-  page.on("request", (r) => void requests.push(r.url()));
+  // the context sees the page's requests, its Workers' and the service worker's (the site's offline copy)
+  page.context().on("request", (r) => void requests.push(r.url()));
   page.on("pageerror", (e) => void errors.push(e.message));
   page.on("worker", (w) => w.on("console", () => {}));
   const t0 = Date.now();
   await page.goto(`${site.url}/lab/index.html?path=${encodeURIComponent(path)}`);
+  await kernelIdle(page);
+  return { page, requests, errors, openMs: Date.now() - t0 };
+}
+
+/** Waits until the page shows a notebook whose kernel is idle (after opening or reloading it). With
+ *  `path`, that notebook: a reload also reopens the tabs of the last visit (JupyterLab's workspace, kept
+ *  in the browser), which may come to the front after it, so its tab is brought back to the front. */
+export async function kernelIdle(page: Page, path?: string): Promise<void> {
+  if (path) {
+    await page.waitForFunction(() => (window as any).jupyterapp?.restored, null, { timeout: 120_000, polling: 200 });
+    await page.evaluate(async (p) => {
+      const app = (window as any).jupyterapp;
+      await app.restored;
+      if (app.shell.currentWidget?.context?.path !== p) await app.commands.execute("docmanager:open", { path: p });
+    }, path);
+  }
   await page.waitForFunction(
     () => {
       const w = (window as any).jupyterapp?.shell.currentWidget;
@@ -66,7 +83,6 @@ export async function openNotebook(browser: Browser, site: Site, path: string): 
     null,
     { timeout: 120_000, polling: 200 },
   );
-  return { page, requests, errors, openMs: Date.now() - t0 };
 }
 
 export interface CellOut {

@@ -1,0 +1,64 @@
+// GradLab Lite's service worker: the site works offline once it has been loaded. On install it copies
+// every file of the site (the list `gradlab lite build` writes into it, __GRADLAB_PRECACHE__) into a
+// cache named after the site's folder and the build's content hash; then it answers the site's
+// requests (the page's, the kernel Worker's: worker.js, esbuild.wasm, check.ts) from that cache and
+// goes to the network only for what the build did not make. A republished site has another hash, so
+// the browser installs the new worker, which fetches the new files and drops the old cache.
+// The notebooks a student edits are not here: JupyterLite keeps them in IndexedDB.
+// Hand-written rather than Workbox: a fixed list, cache-first, ~50 lines, no runtime dependency.
+
+/** Site files, relative to the site's root (this file's folder); "" is the root's index.html. */
+declare const __GRADLAB_PRECACHE__: string[];
+/** A hash of every file's path and content. */
+declare const __GRADLAB_BUILD__: string;
+
+// The service worker scope's types (lib "WebWorker" clashes with "DOM", which the rest of lite/ uses).
+interface ExtendableEvent extends Event {
+  waitUntil(p: Promise<unknown>): void;
+}
+interface FetchEvent extends ExtendableEvent {
+  readonly request: Request;
+  respondWith(r: Response | Promise<Response>): void;
+}
+interface ServiceWorkerScope {
+  readonly registration: { readonly scope: string };
+  skipWaiting(): Promise<void>;
+  readonly clients: { claim(): Promise<void> };
+  addEventListener(type: "install" | "activate", fn: (e: ExtendableEvent) => void): void;
+  addEventListener(type: "fetch", fn: (e: FetchEvent) => void): void;
+}
+const sw = self as unknown as ServiceWorkerScope;
+
+const scope = sw.registration.scope; // the site's root URL, ending in "/"
+// caches are shared by the whole origin: two courses published in two folders keep theirs apart
+const prefix = `gradlab-lite ${scope} `;
+const cacheName = prefix + __GRADLAB_BUILD__;
+
+sw.addEventListener("install", (e) => {
+  // cache: "reload": the files themselves, not what the HTTP cache kept of a former version
+  const requests = __GRADLAB_PRECACHE__.map((p) => new Request(new URL(p, scope), { cache: "reload" }));
+  e.waitUntil(
+    caches
+      .open(cacheName)
+      .then((c) => c.addAll(requests))
+      .then(() => sw.skipWaiting()),
+  );
+});
+
+sw.addEventListener("activate", (e) => {
+  e.waitUntil(
+    caches
+      .keys()
+      .then((keys) => Promise.all(keys.filter((k) => k.startsWith(prefix) && k !== cacheName).map((k) => caches.delete(k))))
+      .then(() => sw.clients.claim()), // the page that installed it is served offline too, without a reload
+  );
+});
+
+sw.addEventListener("fetch", (e) => {
+  const req = e.request;
+  if (req.method !== "GET" || !req.url.startsWith(scope)) return;
+  e.respondWith(
+    // the query is not part of a static file's name (lab/index.html?path=01_dynamic_graph.ipynb)
+    caches.match(req, { cacheName, ignoreSearch: true }).then((hit) => hit ?? fetch(req)),
+  );
+});

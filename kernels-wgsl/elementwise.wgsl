@@ -28,6 +28,14 @@ override M3: u32 = 0u;
 // neighbouring invocations still touch neighbouring elements and the per-invocation cost is shared.
 // 1 in windowed runs, whose plan maps invocation i to element i.
 override EPT: u32 = 1u;
+// RUN = 1 (CPU adapters such as lavapipe, with a strided operand): invocation t does a run of up to
+// EPT consecutive elements of one row of the innermost (coalesced) dim, and neighbouring invocations
+// take the same run of neighbouring rows. The multi-index is divided out once per run, then each
+// element adds the innermost strides. Neighbouring lanes thus read neighbouring addresses of a
+// transposed operand (one page, one cache line) while each lane streams its own row of the others.
+// Measured on lavapipe (docs/performance.md): the per-element walk (one division per dim, not
+// vectorised) and a page per element of a transposed operand were what the strided path paid for.
+override RUN: u32 = 0u;
 // where3's three-input kernels: 0 where(c, a, b); fused MSE kernels (one allocation each, as ATen's
 // mse_stub / mse_backward_stub): 1 s0 * (x1 - x2) * x3 (mse_loss_backward: input, target, grad),
 // 2 (x1 - x2)^2 (the unreduced mse_loss; operand 3 unread).
@@ -43,8 +51,12 @@ fn dt(k: u32) -> u32 { return array<u32, 4>(D0, D1, D2, D3)[k]; }
 
 /// Offsets of every operand for element i, sharing one walk over the dims (strided operands only).
 fn strided(i: u32) -> vec4<u32> {
+  if (M0 != L_STRIDED && M1 != L_STRIDED && M2 != L_STRIDED && M3 != L_STRIDED) { return vec4<u32>(P[12], P[13], P[14], P[15]); }
+  return walk(i);
+}
+/// Every operand's offset for element i through its strides (whatever its layout mode).
+fn walk(i: u32) -> vec4<u32> {
   var o = vec4<u32>(P[12], P[13], P[14], P[15]);
-  if (M0 != L_STRIDED && M1 != L_STRIDED && M2 != L_STRIDED && M3 != L_STRIDED) { return o; }  // no walk at all
   var rem = i;
   for (var d = P[1]; d > 0u; d--) {
     let s = P[3u + d];
@@ -55,12 +67,24 @@ fn strided(i: u32) -> vec4<u32> {
   return o;
 }
 fn off(o: vec4<u32>, k: u32, i: u32) -> u32 {
+  if (RUN != 0u) { return o[k]; }  // a run walks every operand through its strides, then steps them
   let m = mode(k);
   if (m == L_CONTIGUOUS) { return P[12u + k] + i; }
   if (m == L_ONE) { return P[12u + k]; }
   if (m == L_INNER) { return P[12u + k] + i % P[52u + k]; }
   if (m == L_OUTER) { return P[12u + k] + i / P[52u + k]; }
   return o[k];
+}
+
+fn inner_strides(d: u32) -> vec4<u32> { return vec4<u32>(P[16u + d], P[24u + d], P[32u + d], P[40u + d]); }
+/// RUN mode: the first element and the length of invocation t's run (length 0 past the last run).
+/// Invocation t takes row t % rows, run t / rows of that row (rows = elements / innermost size).
+fn run_of(t: u32) -> vec2<u32> {
+  let n1 = P[3u + P[1]];
+  let rows = P[0] / n1;
+  if (t >= rows * ((n1 + EPT - 1u) / EPT)) { return vec2<u32>(0u, 0u); }
+  let j0 = (t / rows) * EPT;
+  return vec2<u32>((t % rows) * n1 + j0, min(EPT, n1 - j0));
 }
 
 fn erf_approx(x: f32) -> f32 {
@@ -113,15 +137,23 @@ fn unary_op(x: f32) -> f32 {
 @compute @workgroup_size(64)
 fn unary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
   let i0 = linear_id(g, n, 64u);
+  if (RUN == 1u) {
+    let run = run_of(i0);
+    var o = walk(run.x);
+    for (var e = 0u; e < run.y; e++) {
+      unary_at(run.x + e, o);
+      o += inner_strides(P[1] - 1u);
+    }
+    return;
+  }
   for (var e = 0u; e < EPT; e++) {
     let i = i0 + e * n.x * n.y * 64u;
     if (i >= P[0]) { return; }
-    unary_at(i);
+    unary_at(i, strided(i));
   }
 }
 
-fn unary_at(i: u32) {
-  let o = strided(i);
+fn unary_at(i: u32, o: vec4<u32>) {
   if (OP == U_FILL) { st(S0, off(o, 0u, i), from_f32(pf(2u), dt(0u))); return; }
   let bits = ld(S1, off(o, 1u, i));
   if (OP == U_COPY && dt(0u) == dt(1u)) { st(S0, off(o, 0u, i), bits); return; }  // exact copy
@@ -212,15 +244,23 @@ fn binary_i(a: i32, b: i32) -> i32 {
 @compute @workgroup_size(64)
 fn binary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
   let i0 = linear_id(g, n, 64u);
+  if (RUN == 1u) {
+    let run = run_of(i0);
+    var o = walk(run.x);
+    for (var e = 0u; e < run.y; e++) {
+      binary_at(run.x + e, o);
+      o += inner_strides(P[1] - 1u);
+    }
+    return;
+  }
   for (var e = 0u; e < EPT; e++) {
     let i = i0 + e * n.x * n.y * 64u;
     if (i >= P[0]) { return; }
-    binary_at(i);
+    binary_at(i, strided(i));
   }
 }
 
-fn binary_at(i: u32) {
-  let o = strided(i);
+fn binary_at(i: u32, o: vec4<u32>) {
   let abits = ld(S1, off(o, 1u, i));
   var bbits = P[2u];
   var bdt = F32;
@@ -239,15 +279,23 @@ fn binary_at(i: u32) {
 @compute @workgroup_size(64)
 fn where3(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
   let i0 = linear_id(g, n, 64u);
+  if (RUN == 1u) {
+    let run = run_of(i0);
+    var o = walk(run.x);
+    for (var e = 0u; e < run.y; e++) {
+      where3_at(run.x + e, o);
+      o += inner_strides(P[1] - 1u);
+    }
+    return;
+  }
   for (var e = 0u; e < EPT; e++) {
     let i = i0 + e * n.x * n.y * 64u;
     if (i >= P[0]) { return; }
-    where3_at(i);
+    where3_at(i, strided(i));
   }
 }
 
-fn where3_at(i: u32) {
-  let o = strided(i);
+fn where3_at(i: u32, o: vec4<u32>) {
   if (TERNARY != 0u) {
     let d = as_f32(ld(S1, off(o, 1u, i)), dt(1u)) - as_f32(ld(S2, off(o, 2u, i)), dt(2u));
     var r = d * d;

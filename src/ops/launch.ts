@@ -378,6 +378,15 @@ export function elementwise(
     // Several elements per invocation where no operand needs windows (those runs map invocation i to
     // element i): the lanes of a CPU adapter such as lavapipe then share each invocation's fixed cost.
     if (n >= 4096 && boxes.length === 1 && fitsOneBinding(ops)) {
+      // On a CPU adapter, an operand read through general strides (a transpose) is walked in runs
+      // along rows (elementwise.wgsl RUN): one division per run, neighbouring lanes on neighbouring rows.
+      if (cpuAdapter() && ops.some((_, k) => spec[`M${k}`] === 0)) {
+        const n1 = box.shape[box.shape.length - 1];
+        spec.RUN = 1;
+        spec.EPT = RUN_LENGTH;
+        dispatch("elementwise", entry, ops, p, (n / n1) * Math.ceil(n1 / RUN_LENGTH), spec);
+        continue;
+      }
       spec.EPT = 4;
       dispatch("elementwise", entry, ops, p, Math.ceil(n / 4), spec);
       continue;
@@ -387,6 +396,19 @@ export function elementwise(
     const extent: Extent = (k, i0, i1) => (ext ??= ops.map((_, j) => stridedExtent(box.shape, c.strides[j], box.offsets[j])))[k](i0, i1);
     dispatch("elementwise", entry, ops, p, n, spec, { extent });
   }
+}
+
+/** Elements per run in RUN mode (8, 16 and 32 measured on lavapipe: docs/performance.md). */
+const RUN_LENGTH = 16;
+
+/**
+ * Whether the adapter runs kernels on the CPU (lavapipe/llvmpipe, SwiftShader): its invocations are SIMD
+ * lanes of CPU threads, so it favours other kernel shapes than a GPU. False while no device is ready.
+ */
+function cpuAdapter(): boolean {
+  const f = readyDevice()?.facts;
+  if (!f) return false;
+  return f.is_fallback_adapter || /llvmpipe|lavapipe|swiftshader/i.test(`${f.device} ${f.description} ${f.architecture} ${f.vendor}`);
 }
 
 /**

@@ -66,14 +66,51 @@ fn walk(i: u32) -> vec4<u32> {
   }
   return o;
 }
-fn off(o: vec4<u32>, k: u32, i: u32) -> u32 {
-  if (RUN != 0u) { return o[k]; }  // a run walks every operand through its strides, then steps them
+fn off(o: vec4<u32>, k: u32, i: u32) -> u32 { return o[k]; }  // offsets come precomputed (Step, runs)
+
+/// The offset of operand k for element i by its layout, given the strided walk w of element i.
+fn by_layout(k: u32, w: vec4<u32>, i: u32) -> u32 {
   let m = mode(k);
   if (m == L_CONTIGUOUS) { return P[12u + k] + i; }
   if (m == L_ONE) { return P[12u + k]; }
   if (m == L_INNER) { return P[12u + k] + i % P[52u + k]; }
   if (m == L_OUTER) { return P[12u + k] + i / P[52u + k]; }
-  return o[k];
+  return w[k];
+}
+/// Offsets of element i, and i % divisor for the operands of layouts 3 and 4 (a bias, a per-row value).
+struct Step { o: vec4<u32>, r: vec4<u32> }
+fn rem_of(k: u32, i: u32) -> u32 {
+  if (mode(k) == L_INNER || mode(k) == L_OUTER) { return i % P[52u + k]; }
+  return 0u;
+}
+fn start(i: u32) -> Step {
+  let w = strided(i);
+  return Step(vec4<u32>(by_layout(0u, w, i), by_layout(1u, w, i), by_layout(2u, w, i), by_layout(3u, w, i)),
+              vec4<u32>(rem_of(0u, i), rem_of(1u, i), rem_of(2u, i), rem_of(3u, i)));
+}
+/// Operand k's offset and remainder for element i, from those of element i - N: layouts 3 and 4 add
+/// N % divisor to the remainder and carry, instead of dividing per element (lavapipe divides lane by lane).
+fn step_one(k: u32, o: u32, r: u32, i: u32, N: u32, w: vec4<u32>) -> vec2<u32> {
+  let m = mode(k);
+  if (m == L_CONTIGUOUS) { return vec2<u32>(o + N, 0u); }
+  if (m == L_ONE) { return vec2<u32>(o, 0u); }
+  if (m == L_INNER || m == L_OUTER) {
+    let d = P[52u + k];
+    var r2 = r + N % d;
+    var carry = 0u;
+    if (r2 >= d) { r2 -= d; carry = 1u; }
+    if (m == L_INNER) { return vec2<u32>(P[12u + k] + r2, r2); }
+    return vec2<u32>(o + N / d + carry, r2);
+  }
+  return vec2<u32>(w[k], 0u);
+}
+fn step(s: Step, i: u32, N: u32) -> Step {
+  let w = strided(i);
+  let a = step_one(0u, s.o[0], s.r[0], i, N, w);
+  let b = step_one(1u, s.o[1], s.r[1], i, N, w);
+  let c = step_one(2u, s.o[2], s.r[2], i, N, w);
+  let d = step_one(3u, s.o[3], s.r[3], i, N, w);
+  return Step(vec4<u32>(a.x, b.x, c.x, d.x), vec4<u32>(a.y, b.y, c.y, d.y));
 }
 
 fn inner_strides(d: u32) -> vec4<u32> { return vec4<u32>(P[16u + d], P[24u + d], P[32u + d], P[40u + d]); }
@@ -146,10 +183,14 @@ fn unary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n
     }
     return;
   }
+  let N = n.x * n.y * 64u;
+  if (i0 >= P[0]) { return; }
+  var s = start(i0);
   for (var e = 0u; e < EPT; e++) {
-    let i = i0 + e * n.x * n.y * 64u;
+    let i = i0 + e * N;
     if (i >= P[0]) { return; }
-    unary_at(i, strided(i));
+    if (e > 0u) { s = step(s, i, N); }
+    unary_at(i, s.o);
   }
 }
 
@@ -253,10 +294,14 @@ fn binary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) 
     }
     return;
   }
+  let N = n.x * n.y * 64u;
+  if (i0 >= P[0]) { return; }
+  var s = start(i0);
   for (var e = 0u; e < EPT; e++) {
-    let i = i0 + e * n.x * n.y * 64u;
+    let i = i0 + e * N;
     if (i >= P[0]) { return; }
-    binary_at(i, strided(i));
+    if (e > 0u) { s = step(s, i, N); }
+    binary_at(i, s.o);
   }
 }
 
@@ -288,10 +333,14 @@ fn where3(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) 
     }
     return;
   }
+  let N = n.x * n.y * 64u;
+  if (i0 >= P[0]) { return; }
+  var s = start(i0);
   for (var e = 0u; e < EPT; e++) {
-    let i = i0 + e * n.x * n.y * 64u;
+    let i = i0 + e * N;
     if (i >= P[0]) { return; }
-    where3_at(i, strided(i));
+    if (e > 0u) { s = step(s, i, N); }
+    where3_at(i, s.o);
   }
 }
 

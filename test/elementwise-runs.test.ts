@@ -53,3 +53,42 @@ describe("elementwise runs over strided operands", () => {
     expect(await flat(torch.where(cond, x, y))).toEqual(await flat(torch.where(cond.contiguous(), xc, y)));
   });
 });
+
+// From 4,096 elements every invocation does 4 elements N apart (N = invocations launched); a bias (i %
+// divisor) or per-row value (i / divisor) steps its remainder by N % divisor instead of dividing again.
+describe("broadcast layouts stepped across an invocation's elements", () => {
+  const cases: Array<[string, number[], number[]]> = [
+    ["bias over rows", [300, 37], [37]],
+    ["a value per row", [300, 37], [300, 1]],
+    ["a value per outer block", [3, 100, 37], [3, 1, 1]],
+    ["bias over the last two dims", [7, 41, 29], [41, 29]],
+  ];
+  const numel = (s: number[]) => s.reduce((x, y) => x * y, 1);
+  for (const [name, as, bs] of cases)
+    it(`${name}: ${JSON.stringify(as)} + ${JSON.stringify(bs)}`, async () => {
+      const av = Array.from({ length: numel(as) }, (_, i) => (i % 1009) - 500);
+      const bv = Array.from({ length: numel(bs) }, (_, i) => (i * 31) % 97);
+      const a = torch.tensor(av).reshape(as);
+      const b = torch.tensor(bv).reshape(bs);
+      // b's element for output element i, by broadcasting b's (right-aligned) shape
+      const pb = [...Array(as.length - bs.length).fill(1), ...bs];
+      const want = av.map((x, i) => {
+        let rem = i;
+        let j = 0;
+        let stride = 1;
+        for (let d = as.length - 1; d >= 0; d--) {
+          const idx = rem % as[d];
+          rem = Math.floor(rem / as[d]);
+          if (pb[d] !== 1) j += idx * stride;
+          stride *= pb[d];
+        }
+        return x + bv[j];
+      });
+      expect(await flat(a.add(b))).toEqual(want);
+      expect(await flat(b.add(a))).toEqual(want);
+      expect(await flat(a.to(torch.int32).add(b.to(torch.int32)))).toEqual(want);
+      const c = a.clone();
+      c.add_(b);
+      expect(await flat(c)).toEqual(want);
+    });
+});

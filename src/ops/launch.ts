@@ -366,6 +366,8 @@ export function elementwise(
     box.shape.forEach((s, d) => (p[4 + d] = s));
     // The pipeline is specialised on each operand's dtype and layout (elementwise.wgsl: D<k>, M<k>).
     const spec: Record<string, number> = { ...constants };
+    // Operand slots the entry does not use: "one element", so no walk or division is made for them.
+    for (let k = ops.length; k < 4; k++) spec[`M${k}`] = 2;
     ops.forEach((t, k) => {
       p[12 + k] = box.offsets[k];
       c.strides[k].forEach((s, d) => (p[16 + k * 8 + d] = s));

@@ -7,8 +7,7 @@ import { describe, expect, it } from "vitest";
 import * as torch from "../src/index.ts";
 
 /** Values with exact float32 sums, distinct per element. */
-const grid = (rows: number, cols: number, k = 1) =>
-  torch.tensor(Array.from({ length: rows * cols }, (_, i) => ((i * k) % 997) - 400)).reshape([rows, cols]);
+const grid = (rows: number, cols: number, k = 1) => torch.tensor(Array.from({ length: rows * cols }, (_, i) => ((i * k) % 997) - 400)).reshape([rows, cols]);
 const flat = async (t: torch.Tensor) => (await t.contiguous().reshape([-1]).tolist()) as number[];
 
 describe("elementwise runs over strided operands", () => {

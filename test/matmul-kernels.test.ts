@@ -75,12 +75,30 @@ async function useKernel(k: (typeof kernels)[number]) {
 
 describe.each(kernels)("matmul kernels: %s", (kernel) => {
   const shapes: Array<[number[], number[]]> = [
-    [[17, 9], [9, 260]], // one row and 4 columns past a tile
-    [[16, 33], [33, 256]], // exactly one tile
-    [[33, 1025], [1025, 12]], // odd K, a narrow N
-    [[1, 5], [5, 4]],
-    [[3, 1, 17, 7], [1, 4, 7, 20]], // broadcast batches
-    [[2, 40, 3], [2, 3, 516]],
+    [
+      [17, 9],
+      [9, 260],
+    ], // one row and 4 columns past a tile
+    [
+      [16, 33],
+      [33, 256],
+    ], // exactly one tile
+    [
+      [33, 1025],
+      [1025, 12],
+    ], // odd K, a narrow N
+    [
+      [1, 5],
+      [5, 4],
+    ],
+    [
+      [3, 1, 17, 7],
+      [1, 4, 7, 20],
+    ], // broadcast batches
+    [
+      [2, 40, 3],
+      [2, 3, 516],
+    ],
   ];
   for (const [as, bs] of shapes)
     it(`${JSON.stringify(as)} @ ${JSON.stringify(bs)}`, async () => {

@@ -83,7 +83,7 @@ fn rem_of(k: u32, i: u32) -> u32 {
   if (mode(k) == L_INNER || mode(k) == L_OUTER) { return i % P[52u + k]; }
   return 0u;
 }
-fn start(i: u32) -> Step {
+fn step_start(i: u32) -> Step {
   let w = strided(i);
   return Step(vec4<u32>(by_layout(0u, w, i), by_layout(1u, w, i), by_layout(2u, w, i), by_layout(3u, w, i)),
               vec4<u32>(rem_of(0u, i), rem_of(1u, i), rem_of(2u, i), rem_of(3u, i)));
@@ -104,7 +104,7 @@ fn step_one(k: u32, o: u32, r: u32, i: u32, N: u32, w: vec4<u32>) -> vec2<u32> {
   }
   return vec2<u32>(w[k], 0u);
 }
-fn step(s: Step, i: u32, N: u32) -> Step {
+fn step_all(s: Step, i: u32, N: u32) -> Step {
   let w = strided(i);
   let a = step_one(0u, s.o[0], s.r[0], i, N, w);
   let b = step_one(1u, s.o[1], s.r[1], i, N, w);
@@ -185,11 +185,11 @@ fn unary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n
   }
   let N = n.x * n.y * 64u;
   if (i0 >= P[0]) { return; }
-  var s = start(i0);
+  var s = step_start(i0);
   for (var e = 0u; e < EPT; e++) {
     let i = i0 + e * N;
     if (i >= P[0]) { return; }
-    if (e > 0u) { s = step(s, i, N); }
+    if (e > 0u) { s = step_all(s, i, N); }
     unary_at(i, s.o);
   }
 }
@@ -296,11 +296,11 @@ fn binary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) 
   }
   let N = n.x * n.y * 64u;
   if (i0 >= P[0]) { return; }
-  var s = start(i0);
+  var s = step_start(i0);
   for (var e = 0u; e < EPT; e++) {
     let i = i0 + e * N;
     if (i >= P[0]) { return; }
-    if (e > 0u) { s = step(s, i, N); }
+    if (e > 0u) { s = step_all(s, i, N); }
     binary_at(i, s.o);
   }
 }
@@ -335,11 +335,11 @@ fn where3(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) 
   }
   let N = n.x * n.y * 64u;
   if (i0 >= P[0]) { return; }
-  var s = start(i0);
+  var s = step_start(i0);
   for (var e = 0u; e < EPT; e++) {
     let i = i0 + e * N;
     if (i >= P[0]) { return; }
-    if (e > 0u) { s = step(s, i, N); }
+    if (e > 0u) { s = step_all(s, i, N); }
     where3_at(i, s.o);
   }
 }

@@ -5,10 +5,11 @@
 // [52..55] the divisor of layouts 3 and 4.
 // The host coalesces dims first and specialises each pipeline on what it knows when it records the
 // op: the operands' dtypes (D0..D3) and layouts (M0..M3), so the per-element path has no run-time
-// dtype branch, and contiguous or single-element operands no index arithmetic at all. A strided or
-// broadcast operand needs the element's multi-index: it is computed once per element (one division
-// per dim), not once per operand. (Integer division is not vectorised on CPU backends such as
-// lavapipe: every lane pays for it.)
+// dtype branch, and contiguous or single-element operands no index arithmetic at all. A strided
+// operand needs the element's multi-index: it is computed once per element (one division per dim),
+// not once per operand, or once per run of elements on CPU adapters (RUN). A broadcast operand (layouts
+// 3 and 4) divides once per invocation and then steps its remainder (Step). (Integer division is not
+// vectorised on CPU backends such as lavapipe: every lane pays for it.)
 
 override OP: u32 = 0u;
 override B_SCALAR: u32 = 0u;   // binary: operand b is the scalar s0

@@ -5,10 +5,11 @@
 // [52..55] the divisor of layouts 3 and 4.
 // The host coalesces dims first and specialises each pipeline on what it knows when it records the
 // op: the operands' dtypes (D0..D3) and layouts (M0..M3), so the per-element path has no run-time
-// dtype branch, and contiguous or single-element operands no index arithmetic at all. A strided or
-// broadcast operand needs the element's multi-index: it is computed once per element (one division
-// per dim), not once per operand. (Integer division is not vectorised on CPU backends such as
-// lavapipe: every lane pays for it.)
+// dtype branch, and contiguous or single-element operands no index arithmetic at all. A strided
+// operand needs the element's multi-index: it is computed once per element (one division per dim),
+// not once per operand, or once per run of elements on CPU adapters (RUN). A broadcast operand (layouts
+// 3 and 4) divides once per invocation and then steps its remainder (Step). (Integer division is not
+// vectorised on CPU backends such as lavapipe: every lane pays for it.)
 
 override OP: u32 = 0u;
 override B_SCALAR: u32 = 0u;   // binary: operand b is the scalar s0
@@ -28,6 +29,14 @@ override M3: u32 = 0u;
 // neighbouring invocations still touch neighbouring elements and the per-invocation cost is shared.
 // 1 in windowed runs, whose plan maps invocation i to element i.
 override EPT: u32 = 1u;
+// RUN = 1 (CPU adapters such as lavapipe, with a strided operand): invocation t does a run of up to
+// EPT consecutive elements of one row of the innermost (coalesced) dim, and neighbouring invocations
+// take the same run of neighbouring rows. The multi-index is divided out once per run, then each
+// element adds the innermost strides. Neighbouring lanes thus read neighbouring addresses of a
+// transposed operand (one page, one cache line) while each lane streams its own row of the others.
+// Measured on lavapipe (docs/performance.md): the per-element walk (one division per dim, not
+// vectorised) and a page per element of a transposed operand were what the strided path paid for.
+override RUN: u32 = 0u;
 // where3's three-input kernels: 0 where(c, a, b); fused MSE kernels (one allocation each, as ATen's
 // mse_stub / mse_backward_stub): 1 s0 * (x1 - x2) * x3 (mse_loss_backward: input, target, grad),
 // 2 (x1 - x2)^2 (the unreduced mse_loss; operand 3 unread).
@@ -43,8 +52,12 @@ fn dt(k: u32) -> u32 { return array<u32, 4>(D0, D1, D2, D3)[k]; }
 
 /// Offsets of every operand for element i, sharing one walk over the dims (strided operands only).
 fn strided(i: u32) -> vec4<u32> {
+  if (M0 != L_STRIDED && M1 != L_STRIDED && M2 != L_STRIDED && M3 != L_STRIDED) { return vec4<u32>(P[12], P[13], P[14], P[15]); }
+  return walk(i);
+}
+/// Every operand's offset for element i through its strides (whatever its layout mode).
+fn walk(i: u32) -> vec4<u32> {
   var o = vec4<u32>(P[12], P[13], P[14], P[15]);
-  if (M0 != L_STRIDED && M1 != L_STRIDED && M2 != L_STRIDED && M3 != L_STRIDED) { return o; }  // no walk at all
   var rem = i;
   for (var d = P[1]; d > 0u; d--) {
     let s = P[3u + d];
@@ -54,13 +67,62 @@ fn strided(i: u32) -> vec4<u32> {
   }
   return o;
 }
-fn off(o: vec4<u32>, k: u32, i: u32) -> u32 {
+fn off(o: vec4<u32>, k: u32, i: u32) -> u32 { return o[k]; }  // offsets come precomputed (Step, runs)
+
+/// The offset of operand k for element i by its layout, given the strided walk w of element i.
+fn by_layout(k: u32, w: vec4<u32>, i: u32) -> u32 {
   let m = mode(k);
   if (m == L_CONTIGUOUS) { return P[12u + k] + i; }
   if (m == L_ONE) { return P[12u + k]; }
   if (m == L_INNER) { return P[12u + k] + i % P[52u + k]; }
   if (m == L_OUTER) { return P[12u + k] + i / P[52u + k]; }
-  return o[k];
+  return w[k];
+}
+/// Offsets of element i, and i % divisor for the operands of layouts 3 and 4 (a bias, a per-row value).
+struct Step { o: vec4<u32>, r: vec4<u32> }
+fn rem_of(k: u32, i: u32) -> u32 {
+  if (mode(k) == L_INNER || mode(k) == L_OUTER) { return i % P[52u + k]; }
+  return 0u;
+}
+fn step_start(i: u32) -> Step {
+  let w = strided(i);
+  return Step(vec4<u32>(by_layout(0u, w, i), by_layout(1u, w, i), by_layout(2u, w, i), by_layout(3u, w, i)),
+              vec4<u32>(rem_of(0u, i), rem_of(1u, i), rem_of(2u, i), rem_of(3u, i)));
+}
+/// Operand k's offset and remainder for element i, from those of element i - N: layouts 3 and 4 add
+/// N % divisor to the remainder and carry, instead of dividing per element (lavapipe divides lane by lane).
+fn step_one(k: u32, o: u32, r: u32, i: u32, N: u32, w: vec4<u32>) -> vec2<u32> {
+  let m = mode(k);
+  if (m == L_CONTIGUOUS) { return vec2<u32>(o + N, 0u); }
+  if (m == L_ONE) { return vec2<u32>(o, 0u); }
+  if (m == L_INNER || m == L_OUTER) {
+    let d = P[52u + k];
+    var r2 = r + N % d;
+    var carry = 0u;
+    if (r2 >= d) { r2 -= d; carry = 1u; }
+    if (m == L_INNER) { return vec2<u32>(P[12u + k] + r2, r2); }
+    return vec2<u32>(o + N / d + carry, r2);
+  }
+  return vec2<u32>(w[k], 0u);
+}
+fn step_all(s: Step, i: u32, N: u32) -> Step {
+  let w = strided(i);
+  let a = step_one(0u, s.o[0], s.r[0], i, N, w);
+  let b = step_one(1u, s.o[1], s.r[1], i, N, w);
+  let c = step_one(2u, s.o[2], s.r[2], i, N, w);
+  let d = step_one(3u, s.o[3], s.r[3], i, N, w);
+  return Step(vec4<u32>(a.x, b.x, c.x, d.x), vec4<u32>(a.y, b.y, c.y, d.y));
+}
+
+fn inner_strides(d: u32) -> vec4<u32> { return vec4<u32>(P[16u + d], P[24u + d], P[32u + d], P[40u + d]); }
+/// RUN mode: the first element and the length of invocation t's run (length 0 past the last run).
+/// Invocation t takes row t % rows, run t / rows of that row (rows = elements / innermost size).
+fn run_of(t: u32) -> vec2<u32> {
+  let n1 = P[3u + P[1]];
+  let rows = P[0] / n1;
+  if (t >= rows * ((n1 + EPT - 1u) / EPT)) { return vec2<u32>(0u, 0u); }
+  let j0 = (t / rows) * EPT;
+  return vec2<u32>((t % rows) * n1 + j0, min(EPT, n1 - j0));
 }
 
 fn erf_approx(x: f32) -> f32 {
@@ -113,15 +175,27 @@ fn unary_op(x: f32) -> f32 {
 @compute @workgroup_size(64)
 fn unary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
   let i0 = linear_id(g, n, 64u);
+  if (RUN == 1u) {
+    let run = run_of(i0);
+    var o = walk(run.x);
+    for (var e = 0u; e < run.y; e++) {
+      unary_at(run.x + e, o);
+      o += inner_strides(P[1] - 1u);
+    }
+    return;
+  }
+  let N = n.x * n.y * 64u;
+  if (i0 >= P[0]) { return; }
+  var s = step_start(i0);
   for (var e = 0u; e < EPT; e++) {
-    let i = i0 + e * n.x * n.y * 64u;
+    let i = i0 + e * N;
     if (i >= P[0]) { return; }
-    unary_at(i);
+    if (e > 0u) { s = step_all(s, i, N); }
+    unary_at(i, s.o);
   }
 }
 
-fn unary_at(i: u32) {
-  let o = strided(i);
+fn unary_at(i: u32, o: vec4<u32>) {
   if (OP == U_FILL) { st(S0, off(o, 0u, i), from_f32(pf(2u), dt(0u))); return; }
   let bits = ld(S1, off(o, 1u, i));
   if (OP == U_COPY && dt(0u) == dt(1u)) { st(S0, off(o, 0u, i), bits); return; }  // exact copy
@@ -213,15 +287,27 @@ fn binary_i(a: i32, b: i32) -> i32 {
 @compute @workgroup_size(64)
 fn binary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
   let i0 = linear_id(g, n, 64u);
+  if (RUN == 1u) {
+    let run = run_of(i0);
+    var o = walk(run.x);
+    for (var e = 0u; e < run.y; e++) {
+      binary_at(run.x + e, o);
+      o += inner_strides(P[1] - 1u);
+    }
+    return;
+  }
+  let N = n.x * n.y * 64u;
+  if (i0 >= P[0]) { return; }
+  var s = step_start(i0);
   for (var e = 0u; e < EPT; e++) {
-    let i = i0 + e * n.x * n.y * 64u;
+    let i = i0 + e * N;
     if (i >= P[0]) { return; }
-    binary_at(i);
+    if (e > 0u) { s = step_all(s, i, N); }
+    binary_at(i, s.o);
   }
 }
 
-fn binary_at(i: u32) {
-  let o = strided(i);
+fn binary_at(i: u32, o: vec4<u32>) {
   let abits = ld(S1, off(o, 1u, i));
   var bbits = P[2u];
   var bdt = F32;
@@ -240,15 +326,27 @@ fn binary_at(i: u32) {
 @compute @workgroup_size(64)
 fn where3(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
   let i0 = linear_id(g, n, 64u);
+  if (RUN == 1u) {
+    let run = run_of(i0);
+    var o = walk(run.x);
+    for (var e = 0u; e < run.y; e++) {
+      where3_at(run.x + e, o);
+      o += inner_strides(P[1] - 1u);
+    }
+    return;
+  }
+  let N = n.x * n.y * 64u;
+  if (i0 >= P[0]) { return; }
+  var s = step_start(i0);
   for (var e = 0u; e < EPT; e++) {
-    let i = i0 + e * n.x * n.y * 64u;
+    let i = i0 + e * N;
     if (i >= P[0]) { return; }
-    where3_at(i);
+    if (e > 0u) { s = step_all(s, i, N); }
+    where3_at(i, s.o);
   }
 }
 
-fn where3_at(i: u32) {
-  let o = strided(i);
+fn where3_at(i: u32, o: vec4<u32>) {
   if (TERNARY != 0u) {
     let d = as_f32(ld(S1, off(o, 1u, i)), dt(1u)) - as_f32(ld(S2, off(o, 2u, i)), dt(2u));
     var r = d * d;

@@ -5,6 +5,7 @@
 
 import { dtypeCode } from "../dtype.ts";
 import { type Kernel, kernelOf } from "../device/pipelines.ts";
+import { readyDevice } from "../device/backend.ts";
 import { record } from "../device/scheduler.ts";
 import { PARAM_WORDS } from "../device/encode.ts";
 import { rangeOf } from "../device/verdicts.ts";
@@ -84,6 +85,7 @@ export function elementwise(
     for (let d = 0; d < box.shape.length; d++) p[4 + d] = box.shape[d];
     // The pipeline is specialised on each operand's dtype and layout (elementwise.wgsl: D<k>, M<k>).
     let sig = 0;
+    let strided = false;
     for (let k = 0; k < ops.length; k++) {
       const code = dtypeCode[ops[k].dtype];
       const strides = c.strides[k];
@@ -92,16 +94,25 @@ export function elementwise(
       p[48 + k] = code;
       const mode = layoutMode(box.shape, strides);
       p[52 + k] = layoutDivisor;
+      if (mode === 0) strided = true;
       sig = sig * 64 + code * 8 + mode;
     }
     // Several elements per invocation where no operand needs windows (those runs map invocation i to
     // element i): the lanes of a CPU adapter such as lavapipe then share each invocation's fixed cost.
     if (n >= 4096 && boxes.length === 1 && fitsOneBinding(ops)) {
-      const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * 2 + 1);
+      // On a CPU adapter, an operand read through general strides (a transpose) is walked in runs
+      // along rows (elementwise.wgsl RUN): one division per run, neighbouring lanes on neighbouring rows.
+      if (strided && cpuAdapter()) {
+        const n1 = box.shape[box.shape.length - 1];
+        const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * 4 + RUNS);
+        dispatch("elementwise", entry, ops, p, (n / n1) * Math.ceil(n1 / RUN_LENGTH), kernel.constants as Record<string, number>, undefined, kernel);
+        continue;
+      }
+      const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * 4 + FOUR);
       dispatch("elementwise", entry, ops, p, Math.ceil(n / 4), kernel.constants as Record<string, number>, undefined, kernel);
       continue;
     }
-    const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * 2);
+    const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * 4 + ONE);
     // Built only if an operand needs windows (see plan).
     let ext: Array<(i0: number, i1: number) => [number, number]> | null = null;
     const extent: Extent = (k, i0, i1) => (ext ??= ops.map((_, j) => stridedExtent(box.shape, c.strides[j], box.offsets[j])))[k](i0, i1);
@@ -163,17 +174,17 @@ function denseElementwise(
     p[48 + k] = code;
     sig = sig * 64 + code * 8 + mode;
   }
-  const ept = n >= 4096 ? 1 : 0;
+  const variant = n >= 4096 ? FOUR : ONE;
   let bySig = elementwiseKernels.get(constants);
   if (!bySig) elementwiseKernels.set(constants, (bySig = new Map()));
-  let kernel = bySig.get(sig * 2 + ept);
+  let kernel = bySig.get(sig * 4 + variant);
   if (!kernel) {
     const ops = [out, ...inputs.map((i) => i.t)];
     const c = coalesce(shape, [strides, ...inputs.map((i) => i.strides)]);
-    kernel = elementwiseKernel(entry, constants, ops, c.shape, c.strides, sig * 2 + ept);
+    kernel = elementwiseKernel(entry, constants, ops, c.shape, c.strides, sig * 4 + variant);
   }
   const label = opName() ?? entry;
-  const invocations = ept ? Math.ceil(n / 4) : n;
+  const invocations = variant === FOUR ? Math.ceil(n / 4) : n;
   if (plan(label, blocks, invocations, undefined)) throw new RuntimeError("internal: a dense elementwise op needs windows");
   record({
     kind: "dispatch",
@@ -206,9 +217,28 @@ function paramsWords(): Uint32Array {
   return paramsPool.subarray(paramsUsed, (paramsUsed += PARAM_WORDS));
 }
 
+/** How many elements an invocation runs (the low two bits of a kernel's number): one, four (EPT), or a
+ *  run of RUN_LENGTH along a row (RUN). */
+const ONE = 0;
+const FOUR = 1;
+const RUNS = 2;
+
+/** Elements per run in RUN mode (8, 16 and 32 measured on lavapipe: docs/performance.md). */
+const RUN_LENGTH = 16;
+
+/**
+ * Whether the adapter runs kernels on the CPU (lavapipe/llvmpipe, SwiftShader): its invocations are SIMD
+ * lanes of CPU threads, so it favours other kernel shapes than a GPU. False while no device is ready.
+ */
+function cpuAdapter(): boolean {
+  const f = readyDevice()?.facts;
+  if (!f) return false;
+  return f.is_fallback_adapter || /llvmpipe|lavapipe|swiftshader/i.test(`${f.device} ${f.description} ${f.architecture} ${f.vendor}`);
+}
+
 /**
  * The elementwise kernels, by the op's constants (interned by the caller: ops/elementwise.ts) and a
- * number that packs each operand's dtype and layout and whether it runs 4 elements per invocation.
+ * number that packs each operand's dtype and layout and how many elements an invocation runs.
  */
 const elementwiseKernels = new WeakMap<object, Map<number, Kernel>>();
 function elementwiseKernel(
@@ -224,11 +254,18 @@ function elementwiseKernel(
   let kernel = bySig.get(sig);
   if (!kernel) {
     const spec: Record<string, number> = { ...constants };
+    // Operand slots the entry does not use: "one element", so no walk or division is made for them.
+    for (let k = ops.length; k < 4; k++) spec[`M${k}`] = 2;
     ops.forEach((t, k) => {
       spec[`D${k}`] = dtypeCode[t.dtype];
       spec[`M${k}`] = layoutMode(shape, strides[k]);
     });
-    if (sig % 2 === 1) spec.EPT = 4;
+    const variant = sig % 4;
+    if (variant === FOUR) spec.EPT = 4;
+    else if (variant === RUNS) {
+      spec.RUN = 1;
+      spec.EPT = RUN_LENGTH;
+    }
     kernel = kernelOf("elementwise", entry, spec);
     bySig.set(sig, kernel);
   }

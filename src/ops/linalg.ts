@@ -86,14 +86,15 @@ function batchedInto(a: Tensor, b: Tensor, out: Tensor): void {
     // Over the binding limit only the plain kernel can run (in windows: it indexes by invocation).
     const oneBinding = fitsOneBinding([out, A, B]);
     if (oneBinding && N % 4 === 0 && (rowMajorB || transposedB)) {
-      // 8 rows per workgroup: what matmul_subgroups needs, chosen at encode time when the device has subgroups.
+      // 16 rows per workgroup: what matmul_subgroups needs, chosen at encode time when the device has subgroups.
+      // Row blocks on x (up to 65,535 x 16 rows), column blocks of 256 on y.
       dispatchGrid(
         "matmul_vec4",
         "mm",
         [out, A, B],
         [M, N, K, batch, A._offset, batchStride(A)!, A._strides[A.ndim - 2], A._strides[A.ndim - 1], B._offset, bStride, 0],
-        [Math.ceil(N / 4 / 64), Math.ceil(M / 8), batch],
-        { TM: 8, B_T: rowMajorB ? 0 : 1 },
+        [Math.ceil(M / 16), Math.ceil(N / 4 / 64), batch],
+        { TM: 16, B_T: rowMajorB ? 0 : 1 },
         "matmul_subgroups",
       );
       return;

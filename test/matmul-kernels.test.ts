@@ -1,0 +1,131 @@
+// The register-blocked matmul kernels (matmul_subgroups.wgsl: 16 rows x 4 columns per lane, row blocks
+// on the grid's x; matmul_vec4.wgsl, the same grid, where the adapter has no subgroups) against sums
+// computed here in float64: sizes one above a tile (16 rows, 256 columns), N a multiple of 4 but not of
+// 256, odd K, batches with broadcasting, transposed weights (x @ w.t()), addmm.
+import { afterEach, describe, expect, it } from "vitest";
+import * as torch from "../src/index.ts";
+import { readyDevice } from "../src/device/backend.ts";
+
+const values = (n: number, seed: number) => Array.from({ length: n }, (_, i) => (((i * 7919 + seed * 104729) % 211) - 105) / 64);
+
+/** C = A @ B over the last two dims, with numpy-style broadcasting of the batch dims (float64). */
+function reference(a: number[], as: number[], b: number[], bs: number[]): { data: number[]; scale: number[] } {
+  const [M, K] = as.slice(-2);
+  const N = bs[bs.length - 1];
+  const ab = as.slice(0, -2);
+  const bb = bs.slice(0, -2);
+  const rank = Math.max(ab.length, bb.length);
+  const pad = (s: number[]) => [...Array(rank - s.length).fill(1), ...s];
+  const [pa, pb] = [pad(ab), pad(bb)];
+  const batch = pa.map((x, i) => Math.max(x, pb[i]));
+  const total = batch.reduce((x, y) => x * y, 1);
+  const data: number[] = [];
+  const scale: number[] = [];
+  for (let t = 0; t < total; t++) {
+    let rem = t;
+    let ia = 0;
+    let ib = 0;
+    let sa = 1;
+    let sb = 1;
+    for (let d = rank - 1; d >= 0; d--) {
+      const idx = rem % batch[d];
+      rem = Math.floor(rem / batch[d]);
+      ia += (pa[d] === 1 ? 0 : idx) * sa;
+      ib += (pb[d] === 1 ? 0 : idx) * sb;
+      sa *= pa[d];
+      sb *= pb[d];
+    }
+    for (let i = 0; i < M; i++)
+      for (let j = 0; j < N; j++) {
+        let s = 0;
+        let m = 0;
+        for (let k = 0; k < K; k++) {
+          const p = a[ia * M * K + i * K + k] * b[ib * K * N + k * N + j];
+          s += p;
+          m += Math.abs(p);
+        }
+        data.push(s);
+        scale.push(m);
+      }
+  }
+  return { data, scale };
+}
+
+async function check(got: torch.Tensor, want: { data: number[]; scale: number[] }) {
+  const g = (await got.reshape([-1]).tolist()) as number[];
+  expect(g.length).toBe(want.data.length);
+  let bad = -1;
+  for (let i = 0; i < g.length && bad < 0; i++) if (!(Math.abs(g[i] - want.data[i]) <= 1e-5 * (want.scale[i] + 1))) bad = i;
+  expect(bad, bad >= 0 ? `element ${bad}: ${g[bad]} vs ${want.data[bad]}` : "").toBe(-1);
+}
+
+const kernels = ["subgroups", "vec4 (no subgroups)"] as const;
+afterEach(() => {
+  const f = readyDevice()?.facts as { subgroups: boolean } | undefined;
+  if (f) f.subgroups = subgroupsBefore ?? f.subgroups;
+});
+let subgroupsBefore: boolean | undefined;
+async function useKernel(k: (typeof kernels)[number]) {
+  await torch.cuda.synchronize();
+  const f = readyDevice()!.facts as { subgroups: boolean };
+  subgroupsBefore = f.subgroups;
+  if (k !== "subgroups") f.subgroups = false;
+  return k === "subgroups" && !subgroupsBefore; // nothing to test: the adapter has no subgroups
+}
+
+describe.each(kernels)("matmul kernels: %s", (kernel) => {
+  const shapes: Array<[number[], number[]]> = [
+    [
+      [17, 9],
+      [9, 260],
+    ], // one row and 4 columns past a tile
+    [
+      [16, 33],
+      [33, 256],
+    ], // exactly one tile
+    [
+      [33, 1025],
+      [1025, 12],
+    ], // odd K, a narrow N
+    [
+      [1, 5],
+      [5, 4],
+    ],
+    [
+      [3, 1, 17, 7],
+      [1, 4, 7, 20],
+    ], // broadcast batches
+    [
+      [2, 40, 3],
+      [2, 3, 516],
+    ],
+  ];
+  for (const [as, bs] of shapes)
+    it(`${JSON.stringify(as)} @ ${JSON.stringify(bs)}`, async () => {
+      if (await useKernel(kernel)) return;
+      const na = as.reduce((x, y) => x * y, 1);
+      const nb = bs.reduce((x, y) => x * y, 1);
+      const av = values(na, 1);
+      const bv = values(nb, 2);
+      const a = torch.tensor(av).reshape(as);
+      const b = torch.tensor(bv).reshape(bs);
+      await check(a.matmul(b), reference(av, as, bv, bs));
+    });
+
+  it("x @ w.t() (a transposed weight read in place), bmm and addmm", async () => {
+    if (await useKernel(kernel)) return;
+    const [M, K, N] = [37, 19, 264];
+    const xv = values(M * K, 3);
+    const wv = values(N * K, 4);
+    const x = torch.tensor(xv).reshape([M, K]);
+    const w = torch.tensor(wv).reshape([N, K]);
+    const wt: number[] = [];
+    for (let k = 0; k < K; k++) for (let n = 0; n < N; n++) wt.push(wv[n * K + k]);
+    const want = reference(xv, [M, K], wt, [K, N]);
+    await check(x.matmul(w.t()), want);
+    await check(torch.bmm(x.unsqueeze(0), w.t().unsqueeze(0)), want);
+    const bias = torch.tensor(values(N, 5));
+    const bv = (await bias.tolist()) as number[];
+    await check(torch.addmm(bias, x, w.t()), { data: want.data.map((v, i) => v + bv[i % N]), scale: want.scale.map((s, i) => s + Math.abs(bv[i % N])) });
+  });
+});

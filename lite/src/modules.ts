@@ -10,6 +10,8 @@ import { transpileModule } from "./shims/esbuild.ts";
 export async function loadTorch(): Promise<void> {}
 export const loadedTorch = (): unknown => runtime;
 export const torchOrThrow = (): unknown => runtime;
+/** The runtime is bundled with this Worker and loaded with it: no cell has a load to wait for. */
+export const mayReachRuntime = (_source: string): boolean => true;
 
 /** The folder of files/ the kernel's notebook sits in (set by the Worker from the kernel's location). */
 let filesBase = new URL("../../files/", self.location.href);

@@ -233,8 +233,15 @@ const RUN_LENGTH = 16;
 function cpuAdapter(): boolean {
   const f = readyDevice()?.facts;
   if (!f) return false;
-  return f.is_fallback_adapter || /llvmpipe|lavapipe|swiftshader/i.test(`${f.device} ${f.description} ${f.architecture} ${f.vendor}`);
+  if (f !== cpuFacts) {
+    // asked per strided dispatch: the answer is worked out once per device
+    cpuFacts = f;
+    cpu = f.is_fallback_adapter || /llvmpipe|lavapipe|swiftshader/i.test(`${f.device} ${f.description} ${f.architecture} ${f.vendor}`);
+  }
+  return cpu;
 }
+let cpuFacts: object | null = null;
+let cpu = false;
 
 /**
  * The elementwise kernels, by the op's constants (interned by the caller: ops/elementwise.ts) and a

@@ -386,35 +386,33 @@ export interface HTMLOptions extends DescribedOptions {
   placeholder?: string;
 }
 
-/** HTML shown as is (ipywidgets.HTML): how a kernel draws pictures inside a widget layout. */
-export class HTML extends DOMWidget {
+/** A string shown in a widget layout (HTML, Label), given as its options or as the string itself. */
+abstract class StringWidget extends DOMWidget {
   declare value: string;
   declare placeholder: string;
   declare description: string;
   declare style: Style;
-  constructor(options: HTMLOptions | string = {}) {
+  constructor(model: "HTML" | "Label", options: HTMLOptions | string) {
     super(
-      controls("HTMLModel", "HTMLView"),
+      controls(`${model}Model`, `${model}View`),
       { ...DESCRIPTION, placeholder: "\u200b", value: "" },
       (typeof options === "string" ? { value: options } : options) as State,
-      "HTMLStyleModel",
+      `${model}StyleModel`,
     );
   }
 }
 
-/** Plain text (ipywidgets.Label). */
-export class Label extends DOMWidget {
-  declare value: string;
-  declare placeholder: string;
-  declare description: string;
-  declare style: Style;
+/** HTML shown as is (ipywidgets.HTML): how a kernel draws pictures inside a widget layout. */
+export class HTML extends StringWidget {
   constructor(options: HTMLOptions | string = {}) {
-    super(
-      controls("LabelModel", "LabelView"),
-      { ...DESCRIPTION, placeholder: "\u200b", value: "" },
-      (typeof options === "string" ? { value: options } : options) as State,
-      "LabelStyleModel",
-    );
+    super("HTML", options);
+  }
+}
+
+/** Plain text (ipywidgets.Label). */
+export class Label extends StringWidget {
+  constructor(options: HTMLOptions | string = {}) {
+    super("Label", options);
   }
 }
 

@@ -912,15 +912,12 @@ def scenario_fuzz(km, kc):
     return res
 
 
-def main():
-    name = sys.argv[1]
+def run_scenario(scenario, **kw):
+    """Runs scenario(km, kc) on a fresh kernel and prints its result as JSON, with the kernel's log."""
     log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
-    kw = {"stderr": log}
-    if os.environ.get("DRIVE_CWD"):
-        kw["cwd"] = os.environ["DRIVE_CWD"]
-    km, kc = start(**kw)
+    km, kc = start(stderr=log, **kw)
     try:
-        res = globals()["scenario_" + name](km, kc)
+        res = scenario(km, kc)
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=False)
@@ -928,6 +925,11 @@ def main():
     res["kernel_log"] = open(log.name).read()
     os.unlink(log.name)
     print(json.dumps(res))
+
+
+def main():
+    kw = {"cwd": os.environ["DRIVE_CWD"]} if os.environ.get("DRIVE_CWD") else {}
+    run_scenario(globals()["scenario_" + sys.argv[1]], **kw)
 
 
 if __name__ == "__main__":

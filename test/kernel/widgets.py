@@ -8,10 +8,9 @@ usage: python3 widgets.py   (JUPYTER_PATH must contain the gradlab kernelspec; t
 import json
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from drive import collect, reply_for, run, result_text, send_shell, start, stdout_text  # noqa: E402
+from drive import collect, reply_for, run, result_text, run_scenario, send_shell, stdout_text  # noqa: E402
 
 
 def comm_opens(outs):
@@ -136,17 +135,7 @@ def scenario(km, kc):
 
 
 def main():
-    log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
-    km, kc = start(stderr=log)
-    try:
-        res = scenario(km, kc)
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=False)
-    log.seek(0)
-    res["kernel_log"] = open(log.name).read()
-    os.unlink(log.name)
-    print(json.dumps(res))
+    run_scenario(scenario)
 
 
 if __name__ == "__main__":

@@ -59,21 +59,25 @@ export async function openNotebook(browser: Browser, site: Site, path: string): 
   page.on("worker", (w) => w.on("console", () => {}));
   const t0 = Date.now();
   await page.goto(`${site.url}/lab/index.html?path=${encodeURIComponent(path)}`);
-  await kernelIdle(page);
+  await kernelIdle(page, path);
   return { page, requests, errors, openMs: Date.now() - t0 };
 }
 
 /** Waits until the page shows a notebook whose kernel is idle (after opening or reloading it). With
- *  `path`, that notebook: a reload also reopens the tabs of the last visit (JupyterLab's workspace, kept
- *  in the browser), which may come to the front after it, so its tab is brought back to the front. */
+ *  `path`, that notebook must be the one in front: a reload also restores the tabs of the last visit
+ *  (JupyterLab's workspace, kept in the browser), and the notebook the link names must stay in front. */
 export async function kernelIdle(page: Page, path?: string): Promise<void> {
   if (path) {
     await page.waitForFunction(() => (window as any).jupyterapp?.restored, null, { timeout: 120_000, polling: 200 });
-    await page.evaluate(async (p) => {
-      const app = (window as any).jupyterapp;
-      await app.restored;
-      if (app.shell.currentWidget?.context?.path !== p) await app.commands.execute("docmanager:open", { path: p });
-    }, path);
+    // JupyterLite opens the linked notebook once the app has started; the restored tabs of the last
+    // visit come up around the same time, one of them briefly in front (measured: within 250 ms of
+    // `restored`): the link's notebook must end in front without help
+    await page
+      .waitForFunction((p) => (window as any).jupyterapp.shell.currentWidget?.context?.path === p, path, { timeout: 60_000, polling: 200 })
+      .catch(async () => {
+        const front = await page.evaluate(() => (window as any).jupyterapp.shell.currentWidget?.context?.path ?? null);
+        throw new Error(`the link named ${path}, but ${front} is in front after the reload`);
+      });
   }
   await page.waitForFunction(
     () => {

@@ -83,7 +83,7 @@ describe("GradLab Lite between two visits", () => {
     await page.screenshot({ path: join(SHOTS, "student-reset-dialog.png") });
     await Promise.all([page.waitForEvent("load"), page.locator(".jp-Dialog button.jp-mod-warn").click()]);
     await page.goto(`${site.url}/lab/index.html?path=${NB}`);
-    await kernelIdle(page);
+    await kernelIdle(page, NB);
     expect(await sources(page)).toEqual(original);
     await page.locator(".jp-DirListing-item", { hasText: "check.ts" }).waitFor({ timeout: 30_000 });
     expect(await page.locator(".jp-DirListing-item").count()).toBe(courseEntries());

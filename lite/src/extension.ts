@@ -3,13 +3,15 @@
 // executor; this side speaks Jupyter's messages to JupyterLab through @jupyterlite/services' BaseKernel.
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
 import { PageConfig, URLExt } from "@jupyterlab/coreutils";
-import type { KernelMessage } from "@jupyterlab/services";
+import type { Contents, KernelMessage } from "@jupyterlab/services";
 import { BaseKernel, IKernelClient, IKernelSpecs, type IKernel } from "@jupyterlite/services";
 import type { FromWorker, ToWorker } from "./protocol.ts";
 
 const workerUrl = () => URLExt.join(PageConfig.getBaseUrl(), "gradlab/dist/worker.js");
 /** The running GradLab kernels by id (for interrupts, which JupyterLite's client does not forward). */
 const running = new Map<string, GradLabKernel>();
+/** JupyterLite's contents (the browser's storage over the site's files), where cells' imports are read. */
+let drive: Contents.IManager | null = null;
 
 class GradLabKernel extends BaseKernel {
   private readonly worker: Worker;
@@ -25,6 +27,7 @@ class GradLabKernel extends BaseKernel {
     this.worker.onmessage = (ev: MessageEvent<FromWorker>) => {
       const m = ev.data;
       if (m.type === "ready") ready(m);
+      else if (m.type === "read") void this.readFile(m.id, m.path);
       else if (m.type === "reply" || m.type === "completed" || m.type === "inspected") {
         this.waiting.get(m.id)?.(m);
         this.waiting.delete(m.id);
@@ -34,6 +37,21 @@ class GradLabKernel extends BaseKernel {
     // the notebook's folder: the course's `./check.ts` is read from there
     this.send({ type: "location", dir: options.location ?? "" });
     running.set(options.id, this);
+  }
+
+  /** Answers a cell's import of a drive file with the student's copy (edited, created) or the site's. */
+  private async readFile(id: number, path: string): Promise<void> {
+    try {
+      if (!drive) throw new Error("the file browser's contents are not available");
+      const model = await drive.get(path, { type: "file", format: "text", content: true });
+      if (typeof model.content !== "string") throw new Error(`${path} is not a text file`);
+      this.send({ type: "file", id, text: model.content });
+    } catch (e) {
+      const status = (e as { response?: { status?: number } }).response?.status;
+      const why =
+        status === 404 || /not found/i.test(String((e as Error).message)) ? `there is no file ${path} in the file browser` : String((e as Error).message ?? e);
+      this.send({ type: "file", id, error: why });
+    }
   }
 
   /** Stops the running cell at its next await (KeyboardInterrupt); a synchronous loop needs a restart. */
@@ -136,7 +154,8 @@ const kernelPlugin: JupyterFrontEndPlugin<void> = {
   description: "The GradLab kernel, in a Web Worker on this browser's WebGPU",
   autoStart: true,
   requires: [IKernelSpecs, IKernelClient],
-  activate: (_app: JupyterFrontEnd, specs: IKernelSpecs, client: IKernelClient) => {
+  activate: (app: JupyterFrontEnd, specs: IKernelSpecs, client: IKernelClient) => {
+    drive = app.serviceManager.contents;
     // JupyterLite 0.8's client answers an interrupt by cancelling the cells queued behind the running
     // one and never tells the kernel: tell ours, so the running cell stops too.
     const interrupt = client.interrupt.bind(client);

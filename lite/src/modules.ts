@@ -1,11 +1,13 @@
 // kernel/executor/modules.ts for the Worker: `gradlab` (and `torch`) is the runtime bundled with this
-// Worker; a relative import (`./check.ts`, as the course's notebooks write) is read from the site's
-// files beside the notebook, transpiled by esbuild-wasm and imported; `node:path` is path-browserify;
-// anything else is refused with a
-// reason, since there is no node_modules and the site requests nothing from other origins.
+// Worker; a relative import (`./check.ts`, as the course's notebooks write, or a file the student made)
+// is read from the student's drive beside the notebook (JupyterLite's contents, asked of the page: the
+// browser's copy where the student edited or created the file, the site's otherwise), transpiled by
+// esbuild-wasm and imported; `node:path` is path-browserify; anything else is refused with a reason,
+// since there is no node_modules and the site requests nothing from other origins.
 import * as runtime from "../../src/index.ts";
 import * as path from "path-browserify";
 import { transpileModule } from "./shims/esbuild.ts";
+import type { FromWorker, ToWorker } from "./protocol.ts";
 
 export async function loadTorch(): Promise<void> {}
 export const loadedTorch = (): unknown => runtime;
@@ -13,12 +15,30 @@ export const torchOrThrow = (): unknown => runtime;
 /** The runtime is bundled with this Worker and loaded with it: no cell has a load to wait for. */
 export const mayReachRuntime = (_source: string): boolean => true;
 
-/** The folder of files/ the kernel's notebook sits in (set by the Worker from the kernel's location). */
-let filesBase = new URL("../../files/", self.location.href);
+/** The drive folder the kernel's notebook sits in (set by the Worker from the kernel's location). */
+let notebookDir = "";
 export function setNotebookDir(dir: string): void {
-  filesBase = new URL(`../../files/${dir ? `${dir.replace(/\/?$/, "/")}` : ""}`, self.location.href);
+  notebookDir = dir.replace(/^\/+|\/+$/g, "");
 }
 
+// Files are read by the page, which holds JupyterLite's contents (the browser's storage over the
+// site's files); the Worker asks with an id and waits for the answer carrying it.
+type FileAnswer = { text: string } | { error: string };
+const reads = new Map<number, (a: FileAnswer) => void>();
+let nextRead = 1;
+function readDriveFile(drivePath: string): Promise<FileAnswer> {
+  const id = nextRead++;
+  const answer = new Promise<FileAnswer>((r) => reads.set(id, r));
+  (self as unknown as Worker).postMessage({ type: "read", id, path: drivePath } satisfies FromWorker);
+  return answer;
+}
+/** The page's answer to a read (worker.ts routes it here). */
+export function fileRead(m: Extract<ToWorker, { type: "file" }>): void {
+  reads.get(m.id)?.("text" in m ? { text: m.text } : { error: m.error });
+  reads.delete(m.id);
+}
+
+// once per kernel, as Node's module cache does on the server: a restart reads edited files again
 const loaded = new Map<string, Promise<unknown>>();
 
 export async function importForCell(spec: string, _baseDir: string): Promise<any> {
@@ -29,13 +49,16 @@ export async function importForCell(spec: string, _baseDir: string): Promise<any
       `Cannot import "${spec}" in GradLab Lite: in the browser a cell can import "gradlab" and the course's own files (./check.ts), nothing else`,
     );
   }
-  const url = new URL(spec, filesBase).href;
-  let p = loaded.get(url);
+  const drivePath = path.normalize(path.join(notebookDir, spec));
+  if (drivePath.startsWith("../") || drivePath === "..") {
+    throw new Error(`Cannot import "${spec}": it is outside the course's folder (the notebook is in "/${notebookDir}")`);
+  }
+  let p = loaded.get(drivePath);
   if (!p) {
     p = (async () => {
-      const res = await fetch(url);
-      if (!res.ok) throw new Error(`Cannot import "${spec}": ${url} answered ${res.status}`);
-      const js = /\.[cm]?js$/.test(url) ? await res.text() : await transpileModule(await res.text(), spec);
+      const file = await readDriveFile(drivePath);
+      if ("error" in file) throw new Error(`Cannot import "${spec}": ${file.error}`);
+      const js = /\.[cm]?js$/.test(drivePath) ? file.text : await transpileModule(file.text, spec);
       const blob = URL.createObjectURL(new Blob([js], { type: "text/javascript" }));
       try {
         return await import(/* @vite-ignore */ blob);
@@ -43,7 +66,9 @@ export async function importForCell(spec: string, _baseDir: string): Promise<any
         URL.revokeObjectURL(blob);
       }
     })();
-    loaded.set(url, p);
+    // a failed import is not kept: the student fixes the file and runs the cell again
+    p.catch(() => loaded.delete(drivePath));
+    loaded.set(drivePath, p);
   }
   return p;
 }

@@ -8,6 +8,8 @@ export type ToWorker =
   | { type: "complete"; id: number; code: string; cursor: number }
   | { type: "inspect"; id: number; code: string; cursor: number }
   | { type: "location"; dir: string }
+  /** the answer to a `read`: the file's text, or why there is none */
+  | ({ type: "file"; id: number } & ({ text: string } | { error: string }))
   | { type: "comm"; msgType: "comm_open" | "comm_msg" | "comm_close"; content: any; metadata: unknown; buffers: any[] };
 
 /** Worker -> main thread */
@@ -24,4 +26,6 @@ export type FromWorker =
     }
   | { type: "reply"; id: number; content: { status: "ok" | "error"; ename?: string; evalue?: string; traceback?: string[] } }
   | { type: "completed"; id: number; start: number; end: number; matches: string[] }
-  | { type: "inspected"; id: number; text: string | null };
+  | { type: "inspected"; id: number; text: string | null }
+  /** a cell imports a file of the drive (`./check.ts`): its path from the drive's root */
+  | { type: "read"; id: number; path: string };

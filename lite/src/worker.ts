@@ -15,7 +15,7 @@ import { CommManager } from "../../kernel/comms.ts";
 import { liveCompletions, liveInspect } from "../../kernel/language/live.ts";
 import { format } from "./shims/inspect.ts";
 import { initialize, prestrip } from "./shims/esbuild.ts";
-import { setNotebookDir } from "./modules.ts";
+import { fileRead, setNotebookDir } from "./modules.ts";
 import type { FromWorker, ToWorker } from "./protocol.ts";
 
 // The runtime's frames come first in a stack and are hidden from tracebacks; Chrome keeps 10 frames by
@@ -126,6 +126,7 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
   else if (m.type === "complete") post({ type: "completed", id: m.id, ...liveCompletions(m.code, m.cursor) });
   else if (m.type === "inspect") post({ type: "inspected", id: m.id, text: liveInspect(m.code, m.cursor)?.text ?? null });
   else if (m.type === "location") setNotebookDir(m.dir);
+  else if (m.type === "file") fileRead(m);
   // from the page's widget manager: handled at once, as the server kernel's control of comms is
   else if (m.type === "comm") {
     if (m.msgType === "comm_open") {

@@ -1,7 +1,8 @@
 // GradLab Lite as a student uses it between two visits (npm run test:lite): an edited notebook is kept
 // in the browser's storage across a reload, File → Download saves the edited notebook, Help → Clear
 // Browser Data resets the course to the teacher's notebooks, and once the site has been loaded it opens
-// and runs with the server gone. Driven through JupyterLab's menus and keyboard in Debian's Chromium, as
+// and runs with the server gone; a cell imports the student's own files (a module they made, their
+// edited check.ts) from the browser's storage. Driven through JupyterLab's menus and keyboard in Debian's Chromium, as
 // lite.browser.ts does; screenshots in test-artifacts/lite/student-*.png.
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -115,6 +116,27 @@ describe("GradLab Lite between two visits", () => {
     // offline, every request was answered from the site's copy in the browser: none left the origin
     expect(requests.length).toBeGreaterThan(before + 20);
     expect(foreign(here, requests)).toEqual([]);
+    await page.close();
+  });
+
+  it("imports the student's files from the browser's storage: a module they made, their edited check.ts", async () => {
+    const { page, errors } = await openNotebook(browser, site, "02_node_and_edge.ipynb");
+    // what the editor's Save writes: a new file, and check.ts with a line the student added
+    await page.evaluate(async () => {
+      const contents = (window as any).jupyterapp.serviceManager.contents;
+      await contents.save("mine.ts", { type: "file", format: "text", content: "export const answer: number = 6 * 7;\n" });
+      const check = await contents.get("check.ts", { type: "file", format: "text", content: true });
+      await contents.save("check.ts", { type: "file", format: "text", content: `${check.content}\nexport const studentNote = "edited";\n` });
+    });
+    const mine = textOf(await runNewCell(page, 'import { answer } from "./mine.ts";\nconsole.log(answer);'));
+    expect(mine.trim().split("\n").at(-1)).toBe("42");
+    const edited = textOf(await runNewCell(page, 'import { studentNote, check } from "./check.ts";\nconsole.log(studentNote, typeof check.equal);'));
+    expect(edited).toContain("edited function");
+    // a file that is not there: an error naming it, and the kernel goes on with what it had
+    const missing = textOf(await runNewCell(page, 'import { x } from "./missing.ts";'));
+    expect(missing).toContain('Cannot import "./missing.ts": there is no file missing.ts in the file browser');
+    expect(textOf(await runNewCell(page, "console.log(answer + 1);")).trim()).toBe("43");
+    expect(errors).toEqual([]);
     await page.close();
   });
 });

@@ -109,7 +109,11 @@ export function notebookOptions(ts: typeof TS, files: Pick<NotebookFiles, "types
 /** The virtual files' names and texts that do not depend on the cells (for collecting typings). */
 export function notebookRoots(files: Pick<NotebookFiles, "baseDir" | "runtimeModule">): { prelude: [string, string]; torch: [string, string]; cells: string } {
   const at = (name: string) => `${files.baseDir.replace(/\/$/, "")}/${name}`;
-  return { prelude: [at("__gradlab_prelude.d.ts"), preludeText], torch: [at("__gradlab_torch.d.ts"), torchText(files.runtimeModule)], cells: at("__gradlab_cells.ts") };
+  return {
+    prelude: [at("__gradlab_prelude.d.ts"), preludeText],
+    torch: [at("__gradlab_torch.d.ts"), torchText(files.runtimeModule)],
+    cells: at("__gradlab_cells.ts"),
+  };
 }
 
 /** A language service over the notebook; `handle` answers one request (null: nothing to say). */

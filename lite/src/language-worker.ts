@@ -51,7 +51,7 @@ service.then(
 );
 
 // requests are answered in the order they came, those sent while loading once loaded
-onmessage = async (ev: MessageEvent<{ id: number } & NotebookRequest>) => {
+self.onmessage = async (ev: MessageEvent<{ id: number } & NotebookRequest>) => {
   const m = ev.data;
   const result = (await service).handle(m);
   if (m.id) post({ id: m.id, result });

@@ -116,7 +116,8 @@ async function execute(m: Extract<ToWorker, { type: "execute" }>): Promise<void>
     label,
     ctx,
     silent: m.silent,
-    result: (b) => post({ type: "iopub", msgType: "execute_result", content: { execution_count: m.count, data: b.data, metadata: b.metadata }, parent: m.parent }),
+    result: (b) =>
+      post({ type: "iopub", msgType: "execute_result", content: { execution_count: m.count, data: b.data, metadata: b.metadata }, parent: m.parent }),
     finish: (error) => {
       if (error && !m.silent) post({ type: "iopub", msgType: "error", content: error, parent: m.parent });
       post({ type: "reply", id: m.id, content: error ? { status: "error", ...error } : { status: "ok" } });

@@ -149,9 +149,15 @@ describe("GradLab Lite", () => {
       const t0 = performance.now();
       const code = "const q = torch.zeros(2);\nq.";
       const r = await k.requestComplete({ code, cursor_pos: code.length });
-      return { ms: performance.now() - t0, matches: r.content.matches as string[], types: r.content.metadata._jupyter_types_experimental as { text: string; type: string }[] };
+      return {
+        ms: performance.now() - t0,
+        matches: r.content.matches as string[],
+        types: r.content.metadata._jupyter_types_experimental as { text: string; type: string }[],
+      };
     });
-    console.log(`first completion from the language service: ${Math.round(first.ms)} ms after the kernel was idle, ${Math.round(openMs + first.ms)} ms after opening the link`);
+    console.log(
+      `first completion from the language service: ${Math.round(first.ms)} ms after the kernel was idle, ${Math.round(openMs + first.ms)} ms after opening the link`,
+    );
     expect(first.matches).toEqual(expect.arrayContaining(["backward", "matmul", "sum", "grad"]));
     expect(first.types.find((t) => t.text === "backward")?.type).toBe("method"); // TypeScript's kind, not "value"
     expect(requests.some((u) => u.endsWith("/gradlab/dist/typings.json"))).toBe(true);
@@ -174,7 +180,7 @@ describe("GradLab Lite", () => {
     await page.keyboard.press("Shift+Tab");
     const tooltip = page.locator(".jp-Tooltip");
     await tooltip.waitFor({ state: "visible", timeout: 60_000 });
-    const tip = await tooltip.innerText();
+    const tip = (await tooltip.textContent()) ?? "";
     await page.screenshot({ path: join(SHOTS, "inspect-ones.png") });
     expect(tip).toContain("const ones: (...args: ShapeArgs) => Tensor");
     // a wrong name a student might type: no completer error, nothing offered, the kernel still answers
@@ -284,10 +290,9 @@ async function typeInNewCell(page: Page, text: string): Promise<void> {
 
 /** The names JupyterLab's completer shows, once it shows `expected` (it renders its list in chunks). */
 async function completerItems(page: Page, expected: string): Promise<string[]> {
-  await page.waitForFunction(
-    (name) => [...document.querySelectorAll(".jp-Completer-item .jp-Completer-match")].some((e) => e.textContent === name),
-    expected,
-    { timeout: 60_000, polling: 100 },
-  );
+  await page.waitForFunction((name) => [...document.querySelectorAll(".jp-Completer-item .jp-Completer-match")].some((e) => e.textContent === name), expected, {
+    timeout: 60_000,
+    polling: 100,
+  });
   return page.$$eval(".jp-Completer-item .jp-Completer-match", (els) => els.map((e) => e.textContent ?? ""));
 }

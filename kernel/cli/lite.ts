@@ -24,7 +24,7 @@ import { build, type Plugin } from "esbuild";
 import { createRequire } from "node:module";
 import type * as TS from "typescript";
 import { REPO, RUNTIME_MODULE } from "../repo.ts";
-import { notebookOptions, notebookRoots } from "../language/service.ts";
+import { notebookOptions, notebookRoots, type Typings } from "../language/service.ts";
 import { LITE_DIR, LITE_WORKER } from "./paths.ts";
 
 const MODULES = join(LITE_DIR, "node_modules");
@@ -257,19 +257,26 @@ async function bundleWorker(dist: string): Promise<void> {
   });
 }
 
-/** The language service's Worker (lite/src/language-worker.ts, with TypeScript) and typings.json: the
- *  files the service reads when it compiles a notebook, as Node reads them for the server kernel, but
- *  without @types/node (a browser has no Node). Paths are relative to the checkout. */
+/** The language service's Worker (lite/src/language-worker.ts, with TypeScript) and typings.json. */
 async function bundleLanguage(dist: string): Promise<void> {
   await build({ ...esbuildCommon, entryPoints: [join(LITE_DIR, "src", "language-worker.ts")], outfile: join(dist, "language.js") });
+  writeFileSync(join(dist, "typings.json"), JSON.stringify(collectTypings()));
+}
+
+/** typings.json: the files the language service reads when it compiles a notebook, as Node reads them
+ *  for the server kernel (TypeScript's lib files, the runtime's typings and the package.json files module
+ *  resolution reads), without @types/node (a browser has no Node). Paths are relative to the checkout.
+ *  The runtime's typings are the built ones (dist/src/*.d.ts, beside the built CLI that builds sites). */
+export function collectTypings(runtimeModule = RUNTIME_MODULE): Typings {
   const ts: typeof TS = createRequire(import.meta.url)("typescript");
-  const where = { baseDir: REPO, runtimeModule: RUNTIME_MODULE, types: [], typeRoots: [] };
+  const where = { baseDir: REPO, runtimeModule, types: [], typeRoots: [] };
   const options = notebookOptions(ts, where);
   const roots = notebookRoots(where);
   const virtual = new Map([roots.prelude, roots.torch, [roots.cells, "export {};\n"]]);
+  const rel = (f: string) => relative(REPO, f).split(sep).join("/");
   const files: Record<string, string> = {};
   const keep = (f: string, text: string | undefined) => {
-    if (text !== undefined && !virtual.has(f)) files[relative(REPO, f).split(sep).join("/")] = text;
+    if (text !== undefined && !virtual.has(f)) files[rel(f)] = text;
     return text;
   };
   const host = ts.createCompilerHost(options);
@@ -282,13 +289,11 @@ async function bundleLanguage(dist: string): Promise<void> {
     keep(f, sf?.text);
     return sf;
   };
-  host.readFile = (f) => virtual.get(f) ?? keep(f, readFile(f)); // package.json files read by module resolution
+  host.readFile = (f) => virtual.get(f) ?? keep(f, readFile(f));
   host.fileExists = (f) => virtual.has(f) || ts.sys.fileExists(f);
-  const program = ts.createProgram([...virtual.keys()], options, host);
-  program.getSemanticDiagnostics(); // resolves every type the cells can reach
-  const rel = (f: string) => relative(REPO, f).split(sep).join("/");
-  const typings = { runtimeModule: rel(RUNTIME_MODULE), defaultLib: rel(ts.getDefaultLibFilePath(options)), files };
-  writeFileSync(join(dist, "typings.json"), JSON.stringify(typings));
+  // creating the program reads every file the cells can reach (imports, references, lib files)
+  ts.createProgram([...virtual.keys()], options, host);
+  return { runtimeModule: rel(runtimeModule), defaultLib: rel(ts.getDefaultLibFilePath(options)), files };
 }
 
 /** Each theme's CSS (package.json jupyterlab.themePath), where JupyterLab's theme manager loads it. */

@@ -24,6 +24,34 @@ export interface NotebookFiles {
   historyBytes: number;
 }
 
+/** The files a browser's language service reads, as `gradlab lite build` collects them (typings.json):
+ *  paths relative to the checkout the site was built from. */
+export interface Typings {
+  runtimeModule: string;
+  defaultLib: string;
+  files: Record<string, string>;
+}
+
+/** NotebookFiles over Typings, at a virtual root: no file system (GradLab Lite's language Worker). */
+export function typingsFiles(typings: Typings, root = "/gradlab"): NotebookFiles {
+  const files = new Map(Object.entries(typings.files).map(([p, text]) => [`${root}/${p}`, text]));
+  const dirs = new Set<string>();
+  for (const p of files.keys()) for (let d = p.slice(0, p.lastIndexOf("/")); d; d = d.slice(0, d.lastIndexOf("/"))) dirs.add(d);
+  return {
+    baseDir: root,
+    runtimeModule: `${root}/${typings.runtimeModule}`,
+    readFile: (p) => files.get(p),
+    fileExists: (p) => files.has(p),
+    directoryExists: (p) => dirs.has(p.replace(/\/$/, "")),
+    getDirectories: () => [],
+    defaultLibFileName: () => `${root}/${typings.defaultLib}`,
+    // no @types/node: there is no Node in a browser
+    types: [],
+    typeRoots: [],
+    historyBytes: 64 * 1024,
+  };
+}
+
 export type NotebookRequest =
   | { op: "addCell"; code: string }
   | { op: "complete"; code: string; cursor: number }

@@ -4,39 +4,12 @@
 // nothing is requested from another origin. Spoken to by the kernel's Worker (worker.ts) through
 // kernel/language/service-client.ts, as the server kernel speaks to its worker thread.
 import * as ts from "typescript";
-import { notebookService, type NotebookFiles, type NotebookRequest } from "../../kernel/language/service.ts";
-
-/** typings.json, as kernel/cli/lite.ts writes it: paths relative to the checkout the site was built from */
-interface Typings {
-  runtimeModule: string;
-  defaultLib: string;
-  files: Record<string, string>;
-}
-
-/** Where the checkout's files sit in the service's virtual file system. */
-const ROOT = "/gradlab";
+import { notebookService, typingsFiles, type NotebookRequest, type Typings } from "../../kernel/language/service.ts";
 
 const service = (async () => {
   const res = await fetch(new URL("typings.json", self.location.href));
   if (!res.ok) throw new Error(`typings.json answered ${res.status}`);
-  const typings = (await res.json()) as Typings;
-  const files = new Map(Object.entries(typings.files).map(([p, text]) => [`${ROOT}/${p}`, text]));
-  const dirs = new Set<string>();
-  for (const p of files.keys()) for (let d = p.slice(0, p.lastIndexOf("/")); d; d = d.slice(0, d.lastIndexOf("/"))) dirs.add(d);
-  const notebook: NotebookFiles = {
-    baseDir: ROOT,
-    runtimeModule: `${ROOT}/${typings.runtimeModule}`,
-    readFile: (p) => files.get(p),
-    fileExists: (p) => files.has(p),
-    directoryExists: (p) => dirs.has(p.replace(/\/$/, "")),
-    getDirectories: () => [],
-    defaultLibFileName: () => `${ROOT}/${typings.defaultLib}`,
-    // no @types/node: there is no Node in a browser
-    types: [],
-    typeRoots: [],
-    historyBytes: 64 * 1024,
-  };
-  return notebookService(ts, notebook);
+  return notebookService(ts, typingsFiles((await res.json()) as Typings));
 })();
 
 const post = (m: { id: number; result?: unknown }) => (self as unknown as Worker).postMessage(m);

@@ -6,6 +6,8 @@
 //   DIR/lab/index.html                   the page (JupyterLab with the file browser and notebooks)
 //   DIR/gradlab/dist/app.js, app.css     JupyterLab, its extensions and the GradLab kernel extension
 //   DIR/gradlab/dist/worker.js           the kernel's Web Worker: runtime + executor, WGSL inlined
+//   DIR/gradlab/dist/language.js         the language service's Web Worker: TypeScript + kernel/language/service.ts
+//   DIR/gradlab/dist/typings.json        the files it reads: TypeScript's lib files and the runtime's .d.ts
 //   DIR/gradlab/dist/esbuild.wasm        the cell transform's esbuild, as WebAssembly
 //   DIR/build/schemas/all.json           every extension's settings schema (JupyterLite reads it)
 //   DIR/build/themes/<pkg>/index.css     the light and dark themes
@@ -19,7 +21,10 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statS
 import { createServer } from "node:http";
 import { extname, join, relative, resolve, sep } from "node:path";
 import { build, type Plugin } from "esbuild";
-import { REPO } from "../repo.ts";
+import { createRequire } from "node:module";
+import type * as TS from "typescript";
+import { REPO, RUNTIME_MODULE } from "../repo.ts";
+import { notebookOptions, notebookRoots, type Typings } from "../language/service.ts";
 import { LITE_DIR, LITE_WORKER } from "./paths.ts";
 
 const MODULES = join(LITE_DIR, "node_modules");
@@ -81,7 +86,7 @@ export async function buildSite(out: string, notebooks: string): Promise<number>
   rmSync(out, { recursive: true, force: true });
   const dist = join(out, "gradlab", "dist");
   mkdirSync(dist, { recursive: true });
-  await Promise.all([bundleApp(cfg, dist), bundleWorker(dist)]);
+  await Promise.all([bundleApp(cfg, dist), bundleWorker(dist), bundleLanguage(dist)]);
   cpSync(join(MODULES, "esbuild-wasm", "esbuild.wasm"), join(dist, "esbuild.wasm"));
   for (const size of [32, 64]) cpSync(join(REPO, "kernel", "assets", `logo-${size}x${size}.png`), join(out, "gradlab", `logo-${size}x${size}.png`));
   await themes(cfg, join(out, "build", "themes"));
@@ -250,6 +255,45 @@ async function bundleWorker(dist: string): Promise<void> {
     define: { ...esbuildCommon.define, __GRADLAB_WGSL__: JSON.stringify(wgsl) },
     plugins: [workerPlugin()],
   });
+}
+
+/** The language service's Worker (lite/src/language-worker.ts, with TypeScript) and typings.json. */
+async function bundleLanguage(dist: string): Promise<void> {
+  await build({ ...esbuildCommon, entryPoints: [join(LITE_DIR, "src", "language-worker.ts")], outfile: join(dist, "language.js") });
+  writeFileSync(join(dist, "typings.json"), JSON.stringify(collectTypings()));
+}
+
+/** typings.json: the files the language service reads when it compiles a notebook, as Node reads them
+ *  for the server kernel (TypeScript's lib files, the runtime's typings and the package.json files module
+ *  resolution reads), without @types/node (a browser has no Node). Paths are relative to the checkout.
+ *  The runtime's typings are the built ones (dist/src/*.d.ts, beside the built CLI that builds sites). */
+export function collectTypings(runtimeModule = RUNTIME_MODULE): Typings {
+  const ts: typeof TS = createRequire(import.meta.url)("typescript");
+  const where = { baseDir: REPO, runtimeModule, types: [], typeRoots: [] };
+  const options = notebookOptions(ts, where);
+  const roots = notebookRoots(where);
+  const virtual = new Map([roots.prelude, roots.torch, [roots.cells, "export {};\n"]]);
+  const rel = (f: string) => relative(REPO, f).split(sep).join("/");
+  const files: Record<string, string> = {};
+  const keep = (f: string, text: string | undefined) => {
+    if (text !== undefined && !virtual.has(f)) files[rel(f)] = text;
+    return text;
+  };
+  const host = ts.createCompilerHost(options);
+  const getSourceFile = host.getSourceFile.bind(host);
+  const readFile = host.readFile.bind(host);
+  host.getSourceFile = (f, lang) => {
+    const text = virtual.get(f);
+    if (text !== undefined) return ts.createSourceFile(f, text, lang);
+    const sf = getSourceFile(f, lang);
+    keep(f, sf?.text);
+    return sf;
+  };
+  host.readFile = (f) => virtual.get(f) ?? keep(f, readFile(f));
+  host.fileExists = (f) => virtual.has(f) || ts.sys.fileExists(f);
+  // creating the program reads every file the cells can reach (imports, references, lib files)
+  ts.createProgram([...virtual.keys()], options, host);
+  return { runtimeModule: rel(runtimeModule), defaultLib: rel(ts.getDefaultLibFilePath(options)), files };
 }
 
 /** Each theme's CSS (package.json jupyterlab.themePath), where JupyterLab's theme manager loads it. */

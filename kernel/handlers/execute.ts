@@ -1,10 +1,10 @@
 // execute_request: execute_input, streams, execute_result / error, reply; stop_on_error aborts the queue.
 import type { HandlerContext, Request } from "./context.ts";
 import { toBundle, plain } from "../display/bundle.ts";
-import { errorContent, type ErrorContent } from "../executor/errors.ts";
+import { runCell } from "../executor/cell.ts";
 import type { CellContext } from "../executor/output.ts";
 import { languageService } from "../language/client.ts";
-import { inspectText } from "./complete.ts";
+import { inspectText } from "../language/answers.ts";
 import { isPlainJs } from "../executor/transform.ts";
 import type { TsDiagnostic } from "../language/client.ts";
 import { dateMicros, hash32 } from "../sockets/shared.ts";
@@ -55,7 +55,7 @@ async function reportTypeErrors(k: HandlerContext, pending: Promise<TsDiagnostic
 /** `name?` shows what inspection knows about name in the pager, as IPython does. */
 async function pageHelp(k: HandlerContext, msg: Request<"execute_request">, name: string, storeHistory: boolean, started: string): Promise<void> {
   if (storeHistory) k.executionCount++;
-  const text = (await inspectText(name, name.length)) ?? `No information about ${name}`;
+  const text = (await inspectText(languageService(), name, name.length)) ?? `No information about ${name}`;
   k.reply(
     msg,
     "execute_reply",
@@ -89,94 +89,36 @@ export async function executeRequest(k: HandlerContext, msg: Request<"execute_re
 
   const ctx: CellContext = { parent: msg.header, identities: msg.identities, executionCount: count, allowStdin: c.allow_stdin !== false };
   const label = storeHistory ? `Cell [${count}]` : "Cell";
-  let interrupted = false;
-  k.executor.begin(dateMicros(msg.header.date), hash32(msg.header.session));
-  k.cellEndHooks = [];
-  k.pendingDisplays = [];
-  try {
-    interrupted = await runCell(k, msg, { code, silent, stopOnError, started, count, ctx, label, storeHistory });
-  } finally {
-    k.executor.end(interrupted);
-  }
-}
-
-const DECLARES =
-  /^\s*(?:export\s+)?(?:declare\s+)?(?:const|let|var|function|async\s+function|class|abstract\s+class|interface|type|enum|namespace|module|import)\b/m;
-
-interface CellRun {
-  code: string;
-  silent: boolean;
-  stopOnError: boolean;
-  started: string;
-  count: number;
-  ctx: CellContext;
-  label: string;
-  storeHistory: boolean;
-}
-
-/** Runs the cell and replies; returns whether it was interrupted. */
-async function runCell(k: HandlerContext, msg: Request<"execute_request">, r: CellRun): Promise<boolean> {
-  const { code, silent, stopOnError, started, count, ctx, label, storeHistory } = r;
-  const c = msg.content ?? {};
   const diagnostics = silent ? null : typeCheck(code);
-  let outcome = await k.executor.run(code, label, ctx);
-  runCellEndHooks(k, ctx);
-  try {
-    await publishedDisplays(k);
-  } catch (e) {
-    if (outcome.status === "ok") outcome = { status: "error", error: errorContent(e), interrupted: true }; // interrupted while waiting
-  }
-  if (diagnostics) await reportTypeErrors(k, diagnostics, label, msg.header);
-
   let resultText: string | null = null;
-  let error: ErrorContent | null = outcome.status === "error" ? outcome.error : null;
-  if (outcome.status === "ok" && outcome.hasValue && !silent) {
-    try {
-      const b = await k.executor.guard(toBundle(outcome.value));
+  await runCell(k, {
+    code,
+    label,
+    ctx,
+    silent,
+    requestedUs: dateMicros(msg.header.date),
+    sessionHash: hash32(msg.header.session),
+    afterDisplays: async () => {
+      if (diagnostics) await reportTypeErrors(k, diagnostics, label, msg.header);
+    },
+    result: (b) => {
       resultText = String(b.data["text/plain"] ?? "");
       k.publish("execute_result", { execution_count: count, data: b.data, metadata: b.metadata }, msg.header);
-    } catch (e) {
-      error = errorContent(e); // the value's display method threw or was interrupted
-    }
-  }
-  if (!error) {
-    const user_expressions = await userExpressions(k, c.user_expressions, ctx);
-    k.reply(msg, "execute_reply", { status: "ok", execution_count: count, payload: [], user_expressions }, { status: "ok", started });
-  } else {
-    if (!silent) k.publish("error", error, msg.header);
-    if (stopOnError) await k.abortQueued();
-    k.reply(msg, "execute_reply", { status: "error", execution_count: count, ...error, payload: [], user_expressions: {} }, { status: "error", started });
-  }
-  if (storeHistory) k.history.add(count, code, resultText);
-  // later cells see this one's declarations; a cell that declares nothing adds nothing to check
-  if (!error && !silent && DECLARES.test(code)) languageService().addCell(code);
-  return error?.ename === "KeyboardInterrupt";
-}
-
-/** Waits (interruptibly) until every display the cell started is published, including those started
- *  by on_cell_end hooks or by displays that finished meanwhile; a display that failed is the display
- *  promise's own error (the cell may have awaited it), not the cell's. */
-async function publishedDisplays(k: HandlerContext): Promise<void> {
-  while (k.pendingDisplays.length) {
-    const pending = k.pendingDisplays;
-    k.pendingDisplays = [];
-    await k.executor.guard(Promise.allSettled(pending));
-  }
-}
-
-/** display.on_cell_end callbacks, in the cell's output context; an error in one goes to stderr. */
-function runCellEndHooks(k: HandlerContext, ctx: CellContext): void {
-  const hooks = k.cellEndHooks;
-  k.cellEndHooks = [];
-  for (const fn of hooks) {
-    k.capture.als.run(ctx, () => {
-      try {
-        fn();
-      } catch (e) {
-        k.capture.write("stderr", `Error in display.on_cell_end callback: ${errorContent(e).traceback.join("\n")}\n`);
+    },
+    finish: async (error) => {
+      if (!error) {
+        const user_expressions = await userExpressions(k, c.user_expressions, ctx);
+        k.reply(msg, "execute_reply", { status: "ok", execution_count: count, payload: [], user_expressions }, { status: "ok", started });
+      } else {
+        if (!silent) k.publish("error", error, msg.header);
+        if (stopOnError) await k.abortQueued();
+        k.reply(msg, "execute_reply", { status: "error", execution_count: count, ...error, payload: [], user_expressions: {} }, { status: "error", started });
       }
-    });
-  }
+      if (storeHistory) k.history.add(count, code, resultText);
+      // later cells see this one's declarations; a cell that declares nothing adds nothing to check
+      if (!error && !silent) languageService().cellRan(code);
+    },
+  });
 }
 
 async function userExpressions(k: HandlerContext, exprs: unknown, ctx: CellContext): Promise<Record<string, unknown>> {

@@ -119,7 +119,7 @@ class GradLabKernel extends BaseKernel {
   async completeRequest(content: KernelMessage.ICompleteRequestMsg["content"]): Promise<KernelMessage.ICompleteReplyMsg["content"]> {
     await this.started;
     const r = await this.ask<FromWorker & { type: "completed" }>({ type: "complete", id: this.nextId++, code: content.code, cursor: content.cursor_pos });
-    return { status: "ok", matches: r.matches, cursor_start: r.start, cursor_end: r.end, metadata: {} };
+    return r.content;
   }
   async inspectRequest(content: KernelMessage.IInspectRequestMsg["content"]): Promise<KernelMessage.IInspectReplyMsg["content"]> {
     await this.started;

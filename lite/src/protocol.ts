@@ -1,5 +1,6 @@
 // Messages between the GradLab Lite kernel (main thread, extension.ts) and its Worker (worker.ts):
 // Jupyter's content shapes, carried by postMessage instead of ZeroMQ.
+import type { CompleteAnswer } from "../../kernel/language/answers.ts";
 
 /** main thread -> Worker */
 export type ToWorker =
@@ -25,7 +26,8 @@ export type FromWorker =
       buffers?: any[];
     }
   | { type: "reply"; id: number; content: { status: "ok" | "error"; ename?: string; evalue?: string; traceback?: string[] } }
-  | { type: "completed"; id: number; start: number; end: number; matches: string[] }
+  /** complete_reply's content, as the server kernel's (kernel/language/answers.ts) */
+  | { type: "completed"; id: number; content: CompleteAnswer }
   | { type: "inspected"; id: number; text: string | null }
   /** a cell imports a file of the drive (`./check.ts`): its path from the drive's root */
   | { type: "read"; id: number; path: string };

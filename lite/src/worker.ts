@@ -9,10 +9,12 @@ import { platform } from "../../src/platform/current.ts";
 import { Executor } from "../../kernel/executor/executor.ts";
 import { OutputCapture, type CellContext } from "../../kernel/executor/output.ts";
 import { errorContent } from "../../kernel/executor/errors.ts";
-import { installPromiseInspect, PROMISE_HINT, toBundle } from "../../kernel/display/bundle.ts";
+import { installPromiseInspect, PROMISE_HINT } from "../../kernel/display/bundle.ts";
+import { runCell } from "../../kernel/executor/cell.ts";
 import { installGlobals } from "../../kernel/display/globals.ts";
 import { CommManager } from "../../kernel/comms.ts";
-import { liveCompletions, liveInspect } from "../../kernel/language/live.ts";
+import { completeAnswer, inspectAnswer } from "../../kernel/language/answers.ts";
+import { LanguageClient } from "../../kernel/language/service-client.ts";
 import { format } from "./shims/inspect.ts";
 import { initialize, prestrip } from "./shims/esbuild.ts";
 import { fileRead, setNotebookDir } from "./modules.ts";
@@ -21,6 +23,10 @@ import type { FromWorker, ToWorker } from "./protocol.ts";
 // The runtime's frames come first in a stack and are hidden from tracebacks; Chrome keeps 10 frames by
 // default, which an error raised deep in an op (a matmul's shape check) fills before the cell's own.
 Error.stackTraceLimit = 50;
+
+/** How long a completion or inspection waits for the language service: TypeScript (3.5 MB) and the
+ *  site's typings load and compile in a few seconds on a laptop, longer on a busy one. */
+const LANGUAGE_TIMEOUT_MS = 60_000;
 
 const post = (m: FromWorker) => (self as unknown as Worker).postMessage(m);
 
@@ -44,6 +50,8 @@ const host = {
   currentParent: () => current?.parent ?? {},
   prompt: () => null, // no synchronous stdin in a Worker
   comms,
+  executor,
+  capture,
   cellEndHooks: [] as (() => void)[],
   pendingDisplays: [] as Promise<unknown>[],
 };
@@ -68,7 +76,29 @@ const gpuProbe: Promise<{ device: string | null; problem: string | null }> = (as
 })();
 let toldProblem = false;
 
-const ready = Promise.all([initialize(new URL("esbuild.wasm", self.location.href).href), gpuProbe]).then(([, gpu]) => post({ type: "ready", ...gpu }));
+/** The server kernel's language service (kernel/language/service.ts) in a Worker of its own
+ *  (language-worker.ts), so that loading TypeScript never holds up a cell; `cells`: the recent ones,
+ *  for a language Worker started again after it failed. */
+const language = new LanguageClient((cells) => {
+  const w = new Worker(new URL("language.js", self.location.href), { type: "module", name: "gradlab-language" });
+  for (const code of cells) w.postMessage({ id: 0, op: "addCell", code });
+  return {
+    post: (m) => w.postMessage(m),
+    onMessage: (fn) => void (w.onmessage = (ev) => fn(ev.data)),
+    onError: (fn) =>
+      void (w.onerror = (ev) => {
+        ev.preventDefault();
+        console.warn(`GradLab's language service failed: ${ev.message}`);
+        fn(new Error(ev.message));
+      }),
+    terminate: async () => w.terminate(),
+  };
+}, LANGUAGE_TIMEOUT_MS);
+
+const ready = Promise.all([initialize(new URL("esbuild.wasm", self.location.href).href), gpuProbe]).then(([, gpu]) => {
+  post({ type: "ready", ...gpu });
+  language.warm(); // as the server kernel does once started: the first Tab finds TypeScript loaded
+});
 
 async function execute(m: Extract<ToWorker, { type: "execute" }>): Promise<void> {
   await ready;
@@ -80,40 +110,20 @@ async function execute(m: Extract<ToWorker, { type: "execute" }>): Promise<void>
     toldProblem = true;
     post({ type: "iopub", msgType: "stream", content: { name: "stderr", text: `GradLab needs WebGPU. ${gpu.problem}\n` }, parent: m.parent });
   }
-  executor.begin();
-  host.cellEndHooks = [];
-  host.pendingDisplays = [];
-  let interrupted = false;
-  try {
-    await prestrip(m.code, label);
-    let outcome = await executor.run(m.code, label, ctx);
-    for (const fn of host.cellEndHooks.splice(0)) {
-      try {
-        fn();
-      } catch (e) {
-        capture.write("stderr", `Error in display.on_cell_end callback: ${errorContent(e).traceback.join("\n")}\n`);
-      }
-    }
-    try {
-      while (host.pendingDisplays.length) await executor.guard(Promise.allSettled(host.pendingDisplays.splice(0)));
-    } catch (e) {
-      if (outcome.status === "ok") outcome = { status: "error", error: errorContent(e), interrupted: true };
-    }
-    let error = outcome.status === "error" ? outcome.error : null;
-    if (outcome.status === "ok" && outcome.hasValue && !m.silent) {
-      try {
-        const b = await executor.guard(toBundle(outcome.value));
-        post({ type: "iopub", msgType: "execute_result", content: { execution_count: m.count, data: b.data, metadata: b.metadata }, parent: m.parent });
-      } catch (e) {
-        error = errorContent(e);
-      }
-    }
-    interrupted = error?.ename === "KeyboardInterrupt";
-    if (error && !m.silent) post({ type: "iopub", msgType: "error", content: error, parent: m.parent });
-    post({ type: "reply", id: m.id, content: error ? { status: "error", ...error } : { status: "ok" } });
-  } finally {
-    executor.end(interrupted);
-  }
+  await prestrip(m.code, label);
+  await runCell(host, {
+    code: m.code,
+    label,
+    ctx,
+    silent: m.silent,
+    result: (b) =>
+      post({ type: "iopub", msgType: "execute_result", content: { execution_count: m.count, data: b.data, metadata: b.metadata }, parent: m.parent }),
+    finish: (error) => {
+      if (error && !m.silent) post({ type: "iopub", msgType: "error", content: error, parent: m.parent });
+      post({ type: "reply", id: m.id, content: error ? { status: "error", ...error } : { status: "ok" } });
+      if (!error && !m.silent) language.cellRan(m.code);
+    },
+  });
 }
 
 // requests run one after another, as the server kernel's shell queue runs them
@@ -121,10 +131,10 @@ let queue: Promise<void> = Promise.resolve();
 self.onmessage = (ev: MessageEvent<ToWorker>) => {
   const m = ev.data;
   if (m.type === "interrupt") executor.interrupt();
-  // completion and inspection from live values (the server kernel's, without its TypeScript language
-  // service, which is too large to load in a browser): answered at once, even while a cell awaits
-  else if (m.type === "complete") post({ type: "completed", id: m.id, ...liveCompletions(m.code, m.cursor) });
-  else if (m.type === "inspect") post({ type: "inspected", id: m.id, text: liveInspect(m.code, m.cursor)?.text ?? null });
+  // completion and inspection as the server kernel answers them (its language service, in a Worker of
+  // its own, and live values), answered even while a cell awaits
+  else if (m.type === "complete") void completeAnswer(language, m.code, m.cursor).then((content) => post({ type: "completed", id: m.id, content }));
+  else if (m.type === "inspect") void inspectAnswer(language, m.code, m.cursor).then((text) => post({ type: "inspected", id: m.id, text }));
   else if (m.type === "location") setNotebookDir(m.dir);
   else if (m.type === "file") fileRead(m);
   // from the page's widget manager: handled at once, as the server kernel's control of comms is

@@ -11,7 +11,7 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Browser } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { textDifferences } from "./compare.ts";
 import { buildAndServe, foreign, openNotebook, REPO, runAll, runNewCell, SHOTS, showFirstDisplay, startChromium, textOf, type Site } from "./harness.ts";
 
@@ -139,6 +139,60 @@ describe("GradLab Lite", () => {
     await page.close();
   });
 
+  it("completes and inspects with the server kernel's language service: Tab after `torch.` and `x.`, Shift+Tab on torch.ones", async () => {
+    const { page, requests, errors, openMs } = await openNotebook(browser, site, "smoke.ipynb");
+    allRequests.push(...requests);
+    // the first answer only TypeScript can give: `q` is declared in the cell being edited, which has not
+    // run, so no live value has it (the server kernel waits for its service on such a request too)
+    const first = await page.evaluate(async () => {
+      const k = (window as any).jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+      const t0 = performance.now();
+      const code = "const q = torch.zeros(2);\nq.";
+      const r = await k.requestComplete({ code, cursor_pos: code.length });
+      return {
+        ms: performance.now() - t0,
+        matches: r.content.matches as string[],
+        types: r.content.metadata._jupyter_types_experimental as { text: string; type: string }[],
+      };
+    });
+    console.log(
+      `first completion from the language service: ${Math.round(first.ms)} ms after the kernel was idle, ${Math.round(openMs + first.ms)} ms after opening the link`,
+    );
+    expect(first.matches).toEqual(expect.arrayContaining(["backward", "matmul", "sum", "grad"]));
+    expect(first.types.find((t) => t.text === "backward")?.type).toBe("method"); // TypeScript's kind, not "value"
+    expect(requests.some((u) => u.endsWith("/gradlab/dist/typings.json"))).toBe(true);
+
+    // what a student does: Tab in a cell after `torch.`, in JupyterLab's completer
+    await runNewCell(page, "const x = torch.ones(2, 3);");
+    await typeInNewCell(page, "torch.");
+    await page.keyboard.press("Tab");
+    expect(await completerItems(page, "zeros")).toEqual(expect.arrayContaining(["ones", "zeros", "matmul", "cuda"]));
+    await page.screenshot({ path: join(SHOTS, "complete-torch.png") });
+    await page.keyboard.press("Escape");
+    // `x.` for the tensor the cell before declared: the tensor's methods, with their kinds
+    await typeInNewCell(page, "x.");
+    await page.keyboard.press("Tab");
+    expect(await completerItems(page, "backward")).toEqual(expect.arrayContaining(["backward", "matmul", "sum", "grad", "shape"]));
+    await page.screenshot({ path: join(SHOTS, "complete-tensor.png") });
+    await page.keyboard.press("Escape");
+    // Shift+Tab on torch.ones: its signature in JupyterLab's tooltip
+    await typeInNewCell(page, "torch.ones");
+    await page.keyboard.press("Shift+Tab");
+    const tooltip = page.locator(".jp-Tooltip");
+    await tooltip.waitFor({ state: "visible", timeout: 60_000 });
+    const tip = (await tooltip.textContent()) ?? "";
+    await page.screenshot({ path: join(SHOTS, "inspect-ones.png") });
+    expect(tip).toContain("const ones: (...args: ShapeArgs) => Tensor");
+    // a wrong name a student might type: no completer error, nothing offered, the kernel still answers
+    const wrong = await page.evaluate(async () => {
+      const k = (window as any).jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+      return (await k.requestComplete({ code: "torch.onez(", cursor_pos: 99 })).content;
+    });
+    expect(wrong.status).toBe("ok");
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it.each(COURSE)("%s: Run All with no error, the server kernel's exercise verdicts and its text", async (nb) => {
     const { page, requests, errors, openMs } = await openNotebook(browser, site, nb);
     const { cells, firstOutputMs, ms } = await runAll(page);
@@ -218,3 +272,27 @@ function serverText(nb: string): string[] {
   return cells.filter((c) => c.cell_type === "code").map((c) => textOf(c.outputs ?? []));
 }
 let serverCopy: string | undefined;
+
+/** Appends an empty code cell to the open notebook and types `text` into its editor, as a student does. */
+async function typeInNewCell(page: Page, text: string): Promise<void> {
+  const index = await page.evaluate(() => {
+    const w = (window as any).jupyterapp.shell.currentWidget;
+    const n = w.content.model.cells.length;
+    w.content.model.sharedModel.insertCell(n, { cell_type: "code", source: "" });
+    w.content.activeCellIndex = n;
+    return n;
+  });
+  const editor = page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".cm-content");
+  await editor.scrollIntoViewIfNeeded();
+  await editor.click();
+  await page.keyboard.type(text);
+}
+
+/** The names JupyterLab's completer shows, once it shows `expected` (it renders its list in chunks). */
+async function completerItems(page: Page, expected: string): Promise<string[]> {
+  await page.waitForFunction((name) => [...document.querySelectorAll(".jp-Completer-item .jp-Completer-match")].some((e) => e.textContent === name), expected, {
+    timeout: 60_000,
+    polling: 100,
+  });
+  return page.$$eval(".jp-Completer-item .jp-Completer-match", (els) => els.map((e) => e.textContent ?? ""));
+}

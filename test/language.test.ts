@@ -1,6 +1,7 @@
 // The kernel's language service: `torch` is a namespace for types and values both, so the
 // notebooks' own style (`torch.Tensor` and `torch.nn.Module` as types) type-checks with no warning.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { completeAnswer } from "../kernel/language/answers.ts";
 import { languageService } from "../kernel/language/client.ts";
 
 // A small window of remembered cells, so that the test can push a cell out of it.
@@ -47,5 +48,18 @@ describe("language service", () => {
     const diags = await ls.diagnostics("alpha.toFixed(1);\nbeta.toFixed(1);");
     // alpha is still declared (as any): no TS2304; beta keeps its type from its recent cell
     expect(diags!.map((d) => `${d.line} TS${d.code}`)).toEqual(["2 TS2551"]); // toFixed does not exist on string
+  }, 60_000);
+
+  it("lists a tensor's public names before its underscored ones, which an underscore brings forward", async () => {
+    const code = "const t = torch.ones(2, { requires_grad: true }).mul(2);\nt.";
+    const all = await completeAnswer(ls, code, code.length);
+    const first = all.matches.findIndex((m) => m.startsWith("_"));
+    expect(all.matches).toContain("backward");
+    expect(first).toBeGreaterThan(0);
+    expect(all.matches.slice(first).every((m) => m.startsWith("_"))).toBe(true);
+    expect(all.metadata._jupyter_types_experimental.map((t) => t.text)).toEqual(all.matches);
+    const under = await completeAnswer(ls, `${code}_`, code.length + 1);
+    expect(under.matches.length).toBeGreaterThan(0);
+    expect(under.matches.every((m) => m.startsWith("_"))).toBe(true);
   }, 60_000);
 });

@@ -61,6 +61,19 @@ export async function completeAnswer(service: LanguageClient, rawCode: unknown, 
     matches.push(m);
     types.push({ start: live.start, end: live.end, text: m, type: "text" });
   }
+  // Names that start with "_" (the runtime's internals beside PyTorch's `_saved_self`, `_version`) come
+  // after the others unless the student typed the underscore, as IPython keeps them out of the way; they
+  // stay listed, since the course reads `grad_fn._saved_*`.
+  if (!code.slice(live.start, cursor).startsWith("_")) {
+    const order = types.map((t, i) => ({ t, i, under: t.text.startsWith("_") })).sort((a, b) => Number(a.under) - Number(b.under) || a.i - b.i);
+    return {
+      status: "ok",
+      matches: order.map((o) => matches[o.i]),
+      cursor_start: live.start,
+      cursor_end: live.end,
+      metadata: { _jupyter_types_experimental: order.map((o) => o.t) },
+    };
+  }
   return { status: "ok", matches, cursor_start: live.start, cursor_end: live.end, metadata: { _jupyter_types_experimental: types } };
 }
 

@@ -13,7 +13,7 @@ describe("bind groups: cached, never stale", () => {
     // would bind too few (or too many) bytes.
     let a = torch.ones(64);
     let b = a.add(1); // binds a's block and b's
-    expect((await b.tolist())[63]).toBe(2);
+    expect(((await b.tolist()) as number[])[63]).toBe(2);
     const at = (t: torch.Tensor) => `${t.storage.block!.segment.id}:${t.storage.block!.offset}`;
     const where = [at(a), at(b)];
     a.dispose();
@@ -21,7 +21,7 @@ describe("bind groups: cached, never stale", () => {
     a = torch.ones(256);
     b = a.add(2);
     expect([at(a), at(b)].some((p) => where.includes(p))).toBe(true); // a block was reused
-    const got = await b.tolist();
+    const got = (await b.tolist()) as number[];
     expect(got.length).toBe(256);
     expect(got.every((v) => v === 3)).toBe(true);
     a.dispose();

@@ -12,8 +12,6 @@ import { platform } from "../platform/current.ts";
 
 const MAX_BINDINGS = 6;
 const sources = new Map<string, string>();
-/** The sources with n bindings, by shader and n. */
-const sourcesWith = new Map<string, string>();
 const shaderConstants = new Map<string, Record<string, number>>();
 
 /**
@@ -60,22 +58,17 @@ function shaderSource(name: string): string {
 /**
  * The shader with its first n storage bindings (1..n) kept: the later ones become private arrays of one
  * element, so that the module needs only n bindings. Their names stay, for the prelude's load and store
- * switches, whose cases past n are never taken (a dispatch's slots are 1..n).
+ * switches, whose cases past n are never taken (a dispatch's slots are 1..n). Not cached: the text is
+ * needed once per module (modules are cached per device), and keeping a copy per n held ~30 KiB each.
  */
 function bindingsOf(name: string, n: number): string {
-  const key = `${name}#${n}`;
-  let src = sourcesWith.get(key);
-  if (src === undefined) {
-    src = shaderSource(name)
-      .split("\n")
-      .map((line) => {
-        const m = /^@group\(1\) @binding\((\d+)\) var<storage, read_write> (\w+): array<(.*)>;\s*$/.exec(line);
-        return m && Number(m[1]) > n ? `var<private> ${m[2]}: array<${m[3]}, 1>;` : line;
-      })
-      .join("\n");
-    sourcesWith.set(key, src);
-  }
-  return src;
+  return shaderSource(name)
+    .split("\n")
+    .map((line) => {
+      const m = /^@group\(1\) @binding\((\d+)\) var<storage, read_write> (\w+): array<(.*)>;\s*$/.exec(line);
+      return m && Number(m[1]) > n ? `var<private> ${m[2]}: array<${m[3]}, 1>;` : line;
+    })
+    .join("\n");
 }
 
 function perDevice(device: GPUDevice): PerDevice {

@@ -146,9 +146,15 @@ console.log(`raw Dawn loop, out of place             ${fmt(fo)}   (y = x + 1, tw
 console.log(`GradLab, synchronize() after every op   ${fmt(e)}`);
 const [cg, ci, co] = [med(g, "cpu"), med(i, "cpu"), med(o, "cpu")];
 if (cg !== null && ci !== null && co !== null) {
-  console.log(`main-thread CPU per op: GradLab batched ${cg.toFixed(1)} µs, raw Dawn loop ${ci.toFixed(1)} µs (${(cg / ci).toFixed(2)}x), out of place ${co.toFixed(1)} µs (${(cg / co).toFixed(2)}x)`);
+  console.log(
+    `main-thread CPU per op: GradLab batched ${cg.toFixed(1)} µs, raw Dawn loop ${ci.toFixed(1)} µs (${(cg / ci).toFixed(2)}x), out of place ${co.toFixed(1)} µs (${(cg / co).toFixed(2)}x)`,
+  );
 }
 const [ag, ai, ao] = [med(g, "all")!, med(i, "all")!, med(o, "all")!];
-console.log(`CPU per op, all threads (host + lavapipe): GradLab ${ag.toFixed(1)} µs, raw in place ${ai.toFixed(1)} µs (${(ag / ai).toFixed(2)}x), out of place ${ao.toFixed(1)} µs (${(ag / ao).toFixed(2)}x)`);
-console.log(`ratios: end-to-end / raw floor = ${(t / f).toFixed(2)}x; end-to-end / raw out of place = ${(t / fo).toFixed(2)}x; submit-per-op / batched = ${(e / t).toFixed(1)}x`);
+console.log(
+  `CPU per op, all threads (host + lavapipe): GradLab ${ag.toFixed(1)} µs, raw in place ${ai.toFixed(1)} µs (${(ag / ai).toFixed(2)}x), out of place ${ao.toFixed(1)} µs (${(ag / ao).toFixed(2)}x)`,
+);
+console.log(
+  `ratios: end-to-end / raw floor = ${(t / f).toFixed(2)}x; end-to-end / raw out of place = ${(t / fo).toFixed(2)}x; submit-per-op / batched = ${(e / t).toFixed(1)}x`,
+);
 process.exit(0);

@@ -6,7 +6,7 @@
 import { Tensor } from "../tensor.ts";
 // Autograd's side of the handle (requires_grad, grad_fn, backward): installed when autograd loads.
 import "../autograd/tensor-autograd.ts";
-import { runOp } from "../ops/op-context.ts";
+import { runOp, runOpCall } from "../ops/op-context.ts";
 import * as functions from "./functions.ts";
 import * as methods from "./methods.ts";
 import { checkOpKwargs, nameOp, type OpDef } from "./op-def.ts";
@@ -36,10 +36,12 @@ for (const [name, def] of OP_TABLE) {
       configurable: true,
     });
   } else {
+    // Made once per op, so that a call passes its arguments through runOpCall instead of a new closure.
+    const call = (self: Tensor, args: unknown[]) => impl(self, ...args);
     Object.defineProperty(Tensor.prototype, name, {
       value: function (this: Tensor, ...args: unknown[]) {
         checkOpKwargs(name, def, args);
-        return runOp(name, this.storage.device, () => impl(this, ...args));
+        return runOpCall(name, this.storage.device, call, this, args);
       },
       writable: true,
       configurable: true,

@@ -3,7 +3,7 @@
 // native_functions.yaml (which function/method exists) with derivatives.yaml (which node, what it saves).
 
 import type { Tensor } from "../tensor.ts";
-import { deviceOfArgs, runOp } from "../ops/op-context.ts";
+import { deviceOfArgs, runOpCall } from "../ops/op-context.ts";
 import { TypeError_ } from "../errors.ts";
 import { pyTypeName } from "../pystr.ts";
 import { checkKwargs, isOpts } from "../kwargs.ts";
@@ -94,11 +94,14 @@ export function op<F extends Impl, M = MethodOf<F>>(def: OpDef & { impl: F }): O
       }
     }
     checkOpKwargs(names.get(def) ?? "op", def, args);
-    return runOp(names.get(def) ?? "op", deviceOfArgs(args), () => def.impl(...(args as [Tensor])));
+    return runOpCall(names.get(def) ?? "op", deviceOfArgs(args), callImpl, def, args);
   }) as unknown as Op<F, M>;
   Object.defineProperty(f, "def", { value: def });
   return f;
 }
+
+/** Calls an op's impl with a call's arguments (passed through runOpCall: no closure per call). */
+const callImpl = (def: OpDef, args: unknown[]) => (def.impl as (...a: unknown[]) => unknown)(...args);
 
 /** A method-only op that reads as a property (x.T, x.mT). */
 export function getter(def: OpDef & { impl: (self: Tensor) => Tensor }): Op<(self: Tensor) => Tensor, Tensor> {

@@ -56,9 +56,17 @@ export class AutogradMeta {
   retains_grad = false;
   /** The leaf's AccumulateGrad while some graph uses it (PyTorch's weak grad_accumulator_). */
   accumulator: AccumulateGrad | null = null;
-  /** A leaf's tensor hooks live here, not on its AccumulateGrad, which comes and goes with graphs. */
-  readonly leafPreHooks: Array<(g: Tensor) => Tensor | void> = [];
-  readonly postAccumulateHooks: Array<(t: Tensor) => void> = [];
+  /** A leaf's tensor hooks live here, not on its AccumulateGrad, which comes and goes with graphs.
+   *  Made on first use: most tensors never have hooks, and two arrays per tensor were two allocations
+   *  per op. Once made, each array stays the same (an AccumulateGrad holds leafPreHooks itself). */
+  private preHooks: Array<(g: Tensor) => Tensor | void> | null = null;
+  private postHooks: Array<(t: Tensor) => void> | null = null;
+  get leafPreHooks(): Array<(g: Tensor) => Tensor | void> {
+    return (this.preHooks ??= []);
+  }
+  get postAccumulateHooks(): Array<(t: Tensor) => void> {
+    return (this.postHooks ??= []);
+  }
   /** Created under inference_mode, or a view of such a tensor: refused by autograd and by in-place ops outside it. */
   inference = false;
   /** detach() of an inference tensor made outside inference_mode: torch 1.13 lets it be written in place. */

@@ -7,7 +7,7 @@
 import type { Segment } from "../memory/allocator.ts";
 
 import type { DeviceState } from "./backend.ts";
-import { bindGroupLayout, dummyFor, type Kernel, kernelOf, MAX_BINDINGS, paramsLayout, pipelineEntry } from "./pipelines.ts";
+import { bindGroupLayout, type Kernel, kernelOf, paramsLayout, pipelineEntry } from "./pipelines.ts";
 import { firstLine, newRisk, pendingBuffers, pendingPipelines, pipelineRisk, type Range, type Risk } from "./verdicts.ts";
 
 export interface Dispatch {
@@ -157,16 +157,14 @@ function bindGroupFor(dev: DeviceState, st: EncodeState, slots: readonly Range[]
   }
   if (node.group) return node.group;
   const device = dev.device;
+  // Only the dispatch's own blocks: its pipeline's layout has n bindings (pipelines.ts).
   const entries: GPUBindGroupEntry[] = [];
-  for (let i = 0; i < MAX_BINDINGS; i++) {
-    const b = i < n ? slots[i] : undefined;
-    entries.push({
-      binding: i + 1,
-      resource: b ? { buffer: bufferOf(dev, b.segment), offset: b.offset, size: b.size } : { buffer: dummyFor(device), offset: i * 256, size: 256 },
-    });
+  for (let i = 0; i < n; i++) {
+    const b = slots[i];
+    entries.push({ binding: i + 1, resource: { buffer: bufferOf(dev, b.segment), offset: b.offset, size: b.size } });
   }
   st.bindGroupCount++;
-  return (node.group = device.createBindGroup({ layout: bindGroupLayout(device), entries }));
+  return (node.group = device.createBindGroup({ layout: bindGroupLayout(device, n), entries }));
 }
 
 export function prepare(dev: DeviceState, st: EncodeState, c: Dispatch): typeof prepared {

@@ -2,11 +2,15 @@
 // bindings, loads and stores by slot, dtype conversion, dispatch indexing). Pipelines are specialised
 // with WGSL `override` constants (op codes, dtypes, binding slots, tile sizes) instead of text
 // templates, so every shader stays a plain, valid WGSL file; they are cached per device.
-// All kernels share one explicit pipeline layout: group 0 = params, group 1 = MAX_BINDINGS storage buffers.
+// Kernels share explicit pipeline layouts: group 0 = params, group 1 = the n storage buffers a dispatch
+// binds (n = its distinct blocks, at most MAX_BINDINGS). A prelude declares all MAX_BINDINGS; for n < 6
+// the declarations past n become private placeholders (bindingsOf), never reached since the slots S<k>
+// are 1..n: each dispatch then binds only its own blocks, where binding all six (the unused ones to a
+// dummy buffer) cost Dawn and lavapipe ~1 µs per dispatch on the host and as much on lavapipe's threads.
 
 import { platform } from "../platform/current.ts";
 
-export const MAX_BINDINGS = 6;
+const MAX_BINDINGS = 6;
 const sources = new Map<string, string>();
 const shaderConstants = new Map<string, Record<string, number>>();
 
@@ -21,9 +25,10 @@ export function defineShaderConstants(name: string, consts: Record<string, numbe
 
 interface PerDevice {
   paramsLayout: GPUBindGroupLayout;
-  layout: GPUBindGroupLayout;
-  pipelineLayout: GPUPipelineLayout;
-  dummy: GPUBuffer;
+  /** Group 1's layout with n storage bindings (1..n), by n (0..MAX_BINDINGS). */
+  layouts: GPUBindGroupLayout[];
+  pipelineLayouts: GPUPipelineLayout[];
+  /** Shader modules by shader and binding count (`name#n`). */
   modules: Map<string, GPUShaderModule>;
   pipelines: Map<string, GPUComputePipeline>;
   /** The same pipelines by kernel and binding slots: found per dispatch without building a key string. */
@@ -50,21 +55,38 @@ function shaderSource(name: string): string {
   return src;
 }
 
+/**
+ * The shader with its first n storage bindings (1..n) kept: the later ones become private arrays of one
+ * element, so that the module needs only n bindings. Their names stay, for the prelude's load and store
+ * switches, whose cases past n are never taken (a dispatch's slots are 1..n). Not cached: the text is
+ * needed once per module (modules are cached per device), and keeping a copy per n held ~30 KiB each.
+ */
+function bindingsOf(name: string, n: number): string {
+  return shaderSource(name)
+    .split("\n")
+    .map((line) => {
+      const m = /^@group\(1\) @binding\((\d+)\) var<storage, read_write> (\w+): array<(.*)>;\s*$/.exec(line);
+      return m && Number(m[1]) > n ? `var<private> ${m[2]}: array<${m[3]}, 1>;` : line;
+    })
+    .join("\n");
+}
+
 function perDevice(device: GPUDevice): PerDevice {
   let d = cache.get(device);
   if (!d) {
     const paramsLayout = device.createBindGroupLayout({
       entries: [{ binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: "read-only-storage" } }],
     });
-    const entries: GPUBindGroupLayoutEntry[] = [];
-    for (let i = 1; i <= MAX_BINDINGS; i++) entries.push({ binding: i, visibility: GPUShaderStage.COMPUTE, buffer: { type: "storage" } });
-    const layout = device.createBindGroupLayout({ entries });
+    const layouts: GPUBindGroupLayout[] = [];
+    for (let n = 0; n <= MAX_BINDINGS; n++) {
+      const entries: GPUBindGroupLayoutEntry[] = [];
+      for (let i = 1; i <= n; i++) entries.push({ binding: i, visibility: GPUShaderStage.COMPUTE, buffer: { type: "storage" } });
+      layouts.push(device.createBindGroupLayout({ entries }));
+    }
     d = {
       paramsLayout,
-      layout,
-      pipelineLayout: device.createPipelineLayout({ bindGroupLayouts: [paramsLayout, layout] }),
-      // Unused bindings point at disjoint 256-byte ranges of this buffer, so they never alias.
-      dummy: device.createBuffer({ size: 256 * MAX_BINDINGS, usage: GPUBufferUsage.STORAGE }),
+      layouts,
+      pipelineLayouts: layouts.map((layout) => device.createPipelineLayout({ bindGroupLayouts: [paramsLayout, layout] })),
       modules: new Map(),
       pipelines: new Map(),
       byKernel: new Map(),
@@ -74,9 +96,9 @@ function perDevice(device: GPUDevice): PerDevice {
   return d;
 }
 
-export const bindGroupLayout = (device: GPUDevice) => perDevice(device).layout;
+/** Group 1's layout for a dispatch that binds n distinct blocks. */
+export const bindGroupLayout = (device: GPUDevice, n: number) => perDevice(device).layouts[n];
 export const paramsLayout = (device: GPUDevice) => perDevice(device).paramsLayout;
-export const dummyFor = (device: GPUDevice) => perDevice(device).dummy;
 
 /**
  * A shader entry point with its override constants, interned (equal ones are one object), so that an op
@@ -131,9 +153,11 @@ export function pipelineEntry(device: GPUDevice, kernel: Kernel, slotsCode: numb
   device.pushErrorScope("validation");
   const constants: Record<string, number> = { ...kernel.constants };
   slots.forEach((s, k) => (constants[`S${k}`] = s));
-  let module = d.modules.get(shader);
-  if (!module) d.modules.set(shader, (module = device.createShaderModule({ code: shaderSource(shader), label: shader })));
-  p = device.createComputePipeline({ layout: d.pipelineLayout, label: key, compute: { module, entryPoint: entry, constants } });
+  // The slots are 1..n in order of first use, so the largest is the number of bindings.
+  const n = slots.length > 0 ? Math.max(...slots) : 0;
+  let module = d.modules.get(`${shader}#${n}`);
+  if (!module) d.modules.set(`${shader}#${n}`, (module = device.createShaderModule({ code: bindingsOf(shader, n), label: shader })));
+  p = device.createComputePipeline({ layout: d.pipelineLayouts[n], label: key, compute: { module, entryPoint: entry, constants } });
   d.pipelines.set(key, p);
   bySlots.set(slotsCode, { pipeline: p, key, check: null });
   return { pipeline: p, key, check: device.popErrorScope() };
@@ -144,5 +168,6 @@ export function forgetPipeline(device: GPUDevice, key: string): void {
   const d = perDevice(device);
   d.pipelines.delete(key);
   d.byKernel.clear();
-  d.modules.delete(key.slice(0, key.indexOf(":")));
+  const shader = key.slice(0, key.indexOf(":"));
+  for (const m of [...d.modules.keys()]) if (m.startsWith(`${shader}#`)) d.modules.delete(m);
 }

@@ -27,7 +27,7 @@
 // Each submit also has an error scope of its own; an error there that no verdict explains is a GradLab
 // bug: every block written since that submit is marked invalid ("internal WebGPU error").
 
-import type { Block } from "../memory/allocator.ts";
+import type { Block, Segment } from "../memory/allocator.ts";
 
 import { beginWait, currentEpoch, getDevice, lastLossReason, onDeviceLost, onDeviceReady, readyDevice, type DeviceState } from "./backend.ts";
 import { setBacking } from "../memory/backing.ts";
@@ -138,8 +138,11 @@ export async function flush(): Promise<void> {
 
 // ---- verdicts still to come ----
 
-/** The last submit that wrote each block, kept while some submit's own error scope is pending. */
-const lastWrite = new Map<string, number>();
+/**
+ * The last submit that wrote each block (by segment, then block offset: numbers, so that a write costs no
+ * key string), kept while some submit's own error scope is pending. Bounded by the blocks in use.
+ */
+const lastWrite = new Map<Segment, Map<number, number>>();
 let submits = 0;
 let unsettledSubmits = 0;
 
@@ -151,7 +154,7 @@ interface Group {
   /** Verdicts every write of the group depends on (a new buffer it touches, or its new pipeline). */
   risks: Risk[];
   /** What the group writes so far, to be made suspect of a risk the group takes on later. */
-  writes: string[];
+  writes: Range[];
   reads: Array<{ cmd: Readback; risks: Risk[] }>;
 }
 
@@ -175,7 +178,10 @@ function submitBatch(dev: DeviceState, cmds: Command[]): void {
   const take = (r: Risk) => {
     if (group.risks.includes(r)) return;
     group.risks.push(r);
-    for (const id of group.writes) suspect.set(id, union(suspect.get(id) ?? [], [r]));
+    for (const w of group.writes) {
+      const id = idOf(w);
+      suspect.set(id, union(suspect.get(id) ?? [], [r]));
+    }
   };
   const touch = (ranges: Range[]) => {
     if (pendingBuffers.size > 0)
@@ -186,14 +192,19 @@ function submitBatch(dev: DeviceState, cmds: Command[]): void {
   };
 
   const write = (r: Range, risks: Risk[]) => {
-    const id = idOf(r);
-    invalid.delete(id);
-    if (risks.length > 0) {
-      suspect.set(id, risks);
-      where.set(id, r);
-    } else suspect.delete(id);
-    lastWrite.set(id, group.n);
-    group.writes.push(id);
+    // (The maps are empty but after a rejected kernel or while a verdict is pending: no key string then.)
+    if (risks.length > 0 || invalid.size > 0 || suspect.size > 0) {
+      const id = idOf(r);
+      invalid.delete(id);
+      if (risks.length > 0) {
+        suspect.set(id, risks);
+        where.set(id, r);
+      } else suspect.delete(id);
+    }
+    let bySegment = lastWrite.get(r.segment);
+    if (!bySegment) lastWrite.set(r.segment, (bySegment = new Map()));
+    bySegment.set(r.block, group.n);
+    group.writes.push(r);
   };
   for (const c of cmds) {
     if (c.kind === "dispatch") {
@@ -256,7 +267,7 @@ function submitGroup(dev: DeviceState, st: EncodeState, group: Group): void {
     let why: string | null = null;
     if (e && !groupRisks.some((r) => r.failed !== null)) {
       why = `internal WebGPU error (please report): ${firstLine((e as GPUError).message)}`;
-      for (const [id, m] of lastWrite) if (m >= n) invalid.set(id, why);
+      for (const [segment, blocks] of lastWrite) for (const [block, m] of blocks) if (m >= n) invalid.set(idOf({ segment, block }), why);
     }
     if (unsettledSubmits === 0) lastWrite.clear();
     return why;

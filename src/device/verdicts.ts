@@ -96,7 +96,7 @@ export function pipelineRisk(device: GPUDevice, key: string, check: Promise<GPUE
 export const firstLine = (m: string) => m.split("\n")[0].trim().replace(/\.+$/, "");
 /** Why a block's contents are invalid (Dawn rejected the op that writes it, or one it was computed from). */
 export const invalid = new Map<string, string>();
-export const idOf = (r: Range) => `${r.segment.id}:${r.block}`;
+export const idOf = (r: Pick<Range, "segment" | "block">) => `${r.segment.id}:${r.block}`;
 /** Where a suspect or invalid block is (to let it go once it is freed: pruneFreed). */
 export const where = new Map<string, Range>();
 /** Blocks whose contents are invalid now (for tests and diagnostics). */

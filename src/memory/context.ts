@@ -5,6 +5,8 @@
 export interface Context<T> {
   get(): T;
   with<R>(value: T, fn: () => R): R;
+  /** Sets the value and returns the one it replaces, for a caller that restores it in a finally (no closure per call). */
+  swap(value: T): T;
 }
 
 /** Every context's current value, for saving and restoring the runtime's state around a cell. */
@@ -32,6 +34,11 @@ export function context<T>(initial: T): Context<T> {
       } finally {
         current = prev;
       }
+    },
+    swap(value: T): T {
+      const prev = current;
+      current = value;
+      return prev;
     },
   };
 }

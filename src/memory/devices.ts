@@ -59,7 +59,8 @@ let simCount = 0;
 
 export const currentDevice = () => current;
 export const deviceForNewStorage = () => opDevice.get() ?? current;
-export const withOpDevice = <T>(d: MemoryDevice | null, fn: () => T): T => opDevice.with(d, fn);
+/** Sets the op's device and returns the one it replaces (runOp restores it in a finally: no closure per op). */
+export const swapOpDevice = (d: MemoryDevice | null): MemoryDevice | null => opDevice.swap(d);
 
 export function setCurrentDevice(d: MemoryDevice): () => void {
   const prev = current;

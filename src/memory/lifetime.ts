@@ -75,8 +75,12 @@ const finalizer: Registry = new hooks.Registry<Releasable>((rec) => {
  * is still to be recorded.
  */
 interface Frame {
-  recs: Releasable[];
-  strong: object[] | null;
+  /** recs[0, n) are the frame's records; strong[0, ns) its handles (op frames only). Counted rather than
+   *  pushed so that op frames can be reused: see opFrame. */
+  recs: Array<Releasable | undefined>;
+  n: number;
+  strong: Array<object | undefined> | null;
+  ns: number;
 }
 /** Open scopes; a null frame hides the enclosing scopes (for handles the runtime itself owns). */
 const scopes: Array<Frame | null> = [];
@@ -114,8 +118,8 @@ export function track(handle: object, rec: Releasable): void {
   if (inUser) activity++;
   const frame = scopes[scopes.length - 1];
   if (frame) {
-    frame.recs.push(rec);
-    frame.strong?.push(handle);
+    frame.recs[frame.n++] = rec;
+    if (frame.strong) frame.strong[frame.ns++] = handle;
   }
 }
 
@@ -203,14 +207,15 @@ function collectKept(value: unknown, kept: Set<unknown>, depth = 0): void {
  */
 function close(frame: Frame, keep: (r: Releasable) => boolean): void {
   const parent = scopes[scopes.length - 1];
-  for (const r of frame.recs) {
+  for (let i = 0; i < frame.n; i++) {
+    const r = frame.recs[i]!;
     if (r.released) continue;
     if (!keep(r)) as("scope", () => releaseRecord(r));
-    else parent?.recs.push(r);
+    else if (parent) parent.recs[parent.n++] = r;
   }
   // An op's handles that survive it (its results) are its caller's now: held strongly only where
   // the caller is itself an op.
-  if (parent?.strong && frame.strong) for (const h of frame.strong) parent.strong.push(h);
+  if (parent?.strong && frame.strong) for (let i = 0; i < frame.ns; i++) parent.strong[parent.ns++] = frame.strong[i];
 }
 
 const keptBy = (result: unknown) => {
@@ -222,18 +227,23 @@ const none = () => false;
 const all = () => true;
 
 /** Runs fn in a new frame; `done` decides what survives once fn has returned (or thrown: nothing). */
-function inFrame<T>(fn: () => T, done: (result: T) => (r: Releasable) => boolean, op: boolean): T {
+function inFrame<T>(fn: () => T, done: (result: T) => (r: Releasable) => boolean): T {
   if (inUser) activity++;
-  const frame: Frame = { recs: [], strong: op ? [] : null };
+  const frame: Frame = { recs: [], n: 0, strong: null, ns: 0 };
   scopes.push(frame);
   let result: T;
   try {
-    result = op ? asUser(false, fn) : fn();
+    result = fn();
   } catch (e) {
     scopes.pop();
     close(frame, none);
     throw e;
   }
+  return leaveFrame(frame, result, done);
+}
+
+/** Closes a frame whose function returned `result` (a promise: once it settles). */
+function leaveFrame<T>(frame: Frame, result: T, done: (result: T) => (r: Releasable) => boolean): T {
   if (result instanceof Promise) {
     // Async frames stay open until the promise settles; handles created meanwhile by other code on the
     // same stack frame would be captured too, so async scopes are for sequential notebook code.
@@ -284,11 +294,46 @@ export function owned<T>(fn: () => T): T {
 }
 
 /**
- * Runs one op: if it throws, every handle it created is disposed (nothing half-built survives an
- * error); if it returns, its handles belong to the enclosing scope as if no frame had been there.
+ * Runs one op, fn(a, b): if it throws, every handle it created is disposed (nothing half-built
+ * survives an error); if it returns, its handles belong to the enclosing scope as if no frame had been
+ * there. The op's arguments are passed through rather than captured, so that an op costs no closure.
  */
-export function opFrame<T>(fn: () => T): T {
-  return inFrame(fn, () => all, true);
+export function opFrame<A, B, T>(fn: (a: A, b: B) => T, a: A, b: B): T {
+  if (inUser) activity++;
+  const frame = freeOpFrames.pop() ?? { recs: [], n: 0, strong: [], ns: 0 };
+  scopes.push(frame);
+  const wasUser = inUser;
+  inUser = false;
+  let result: T;
+  try {
+    result = fn(a, b);
+  } catch (e) {
+    inUser = wasUser;
+    scopes.pop();
+    close(frame, none);
+    reuseOpFrame(frame);
+    throw e;
+  }
+  inUser = wasUser;
+  if (result instanceof Promise) return leaveFrame(frame, result, keepAll); // open until it settles: not reused
+  scopes.pop();
+  close(frame, all);
+  reuseOpFrame(frame);
+  return result;
+}
+const keepAll = () => all;
+
+/**
+ * Closed op frames, for the next op: a frame and its two arrays were four allocations per op. A frame
+ * goes back emptied (it must not keep a record or a handle alive) and only while its arrays are small.
+ */
+const freeOpFrames: Frame[] = [];
+function reuseOpFrame(frame: Frame): void {
+  if (frame.n > 64 || frame.ns > 64) return;
+  frame.recs.fill(undefined, 0, frame.n);
+  frame.strong!.fill(undefined, 0, frame.ns);
+  frame.n = frame.ns = 0;
+  if (freeOpFrames.length < 32) freeOpFrames.push(frame);
 }
 
 /**
@@ -296,7 +341,7 @@ export function opFrame<T>(fn: () => T): T {
  * object) is disposed when it returns, as CPython frees a function's locals. Works with async fn.
  */
 export function scope<T>(fn: () => T): T {
-  return inFrame(fn, keptBy, false);
+  return inFrame(fn, keptBy);
 }
 
 /** A full collection and every pending finaliser (also where reclamation cannot run synchronously). */

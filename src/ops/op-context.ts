@@ -3,7 +3,7 @@
 // inside a matmul is "matmul"), and if it throws, what it allocated is released at once.
 
 import { opFrame, runningUserCode } from "../memory/lifetime.ts";
-import { withOpDevice, type MemoryDevice } from "../memory/devices.ts";
+import { swapOpDevice, type MemoryDevice } from "../memory/devices.ts";
 import { setOpNameSource } from "../memory/history.ts";
 
 let currentOp: string | null = null;
@@ -11,13 +11,21 @@ export const opName = () => currentOp;
 setOpNameSource(opName);
 
 export function runOp<T>(name: string, device: MemoryDevice | null, fn: () => T): T {
+  return runOpCall(name, device, callThunk, fn, undefined);
+}
+const callThunk = <T>(fn: () => T): T => fn();
+
+/** runOp of fn(a, b): the op's arguments passed through, not captured (no closure per op). */
+export function runOpCall<A, B, T>(name: string, device: MemoryDevice | null, fn: (a: A, b: B) => T, a: A, b: B): T {
   // Nested: the outer op already set the context. An op that user code runs inside another op's work
   // (a checkpointed block's forward, recomputed in backward) still gets its frame.
-  if (currentOp !== null) return runningUserCode() ? opFrame(fn) : fn();
+  if (currentOp !== null) return runningUserCode() ? opFrame(fn, a, b) : fn(a, b);
   currentOp = name;
+  const prevDevice = swapOpDevice(device);
   try {
-    return withOpDevice(device, () => opFrame(fn));
+    return opFrame(fn, a, b);
   } finally {
+    swapOpDevice(prevDevice);
     currentOp = null;
   }
 }

@@ -145,4 +145,30 @@ describe("tensors dropped by PyTorch-style code are freed before any figure is r
     });
     expect(out).toMatch(/^left 0 209715200000$/m);
   });
+  it("still reclaims after V8 flushed the compile barrier's bytecode (a long-running kernel)", () => {
+    // V8 drops the bytecode of functions that have not run for a while and compiles them again on
+    // their next call; the barrier's %-call is accepted only while --allow-natives-syntax is set, so
+    // the recompiled barrier threw "Unexpected token '%'" out of memory_allocated() and empty_cache().
+    // --stress-flush-code flushes at every full collection, as hours of a kernel's life do.
+    const tsx = createRequire(import.meta.url).resolve("tsx");
+    const script = `import * as torch from "./src/index.ts";
+      torch.cuda.simulate({ total_memory: 2 ** 30 }, () => {
+        const base = torch.cuda.memory_allocated();
+        for (let i = 0; i < 3; i++) {
+          let t = torch.empty(256, 1024);
+          t = null;
+          globalThis.gc(); globalThis.gc();
+          console.log("left", torch.cuda.memory_allocated() - base);
+        }
+        torch.cuda.empty_cache();
+        console.log("reserved", torch.cuda.memory_reserved());
+      });`;
+    const out = execFileSync(process.execPath, ["--import", tsx, "--expose-gc", "--stress-flush-code", "--input-type=module", "-e", script], {
+      cwd: new URL("..", import.meta.url).pathname,
+      encoding: "utf8",
+      env: { ...process.env, NODE_OPTIONS: "" },
+      timeout: 120_000,
+    });
+    expect(out.trim().split("\n")).toEqual(["left 0", "left 0", "left 0", "reserved 0"]);
+  });
 });

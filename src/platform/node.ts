@@ -147,21 +147,40 @@ function engineHooks(): EngineHooks {
  * its job is in flight: a collection then finds the tensor alive and a figure is 64 MiB high, at
  * random (seen in notebook 09 under load; DESIGN.md). The intrinsic is reachable only with
  * --allow-natives-syntax, which applies to code compiled while it is set: the flag is on just long
- * enough to compile and run one function here. Where the engine refuses, reclaim goes without it.
+ * enough to compile the function here. V8 flushes the bytecode of a function that has not run for a
+ * while and compiles it again from source on its next call, without the flag: that compile throws a
+ * SyntaxError (a long-running kernel's empty_cache() failed so), and the function is then compiled
+ * again with the flag on. Where the engine refuses, reclaim goes without it.
  */
 function compileBarrier(): () => void {
-  try {
+  const withNatives = <T>(fn: () => T): T => {
     v8.setFlagsFromString("--allow-natives-syntax");
     try {
-      const finish = vm.runInNewContext("(function finishCompiles() { %FinalizeOptimization(); })") as () => void;
-      finish(); // compiled now, while the flag is set (lazy compilation later would refuse the %-call)
-      return finish;
+      return fn();
     } finally {
       v8.setFlagsFromString("--no-allow-natives-syntax");
     }
+  };
+  let finish: () => void;
+  try {
+    finish = withNatives(() => {
+      const f = vm.runInNewContext("(function finishCompiles() { %FinalizeOptimization(); })") as () => void;
+      f(); // compiled now, while the flag is set (lazy compilation later would refuse the %-call)
+      return f;
+    });
   } catch {
     return () => {};
   }
+  return () => {
+    try {
+      finish();
+    } catch (e) {
+      // its bytecode was flushed and compiled again without the flag (the error is of the new context's
+      // realm, so it is known by name)
+      if ((e as Error | null)?.name !== "SyntaxError") throw e;
+      withNatives(finish);
+    }
+  };
 }
 
 export const platform: Platform = {

@@ -86,6 +86,7 @@ export function elementwise(
     // The pipeline is specialised on each operand's dtype and layout (elementwise.wgsl: D<k>, M<k>).
     let sig = 0;
     let strided = false;
+    let vec4 = n % 4 === 0;
     for (let k = 0; k < ops.length; k++) {
       const code = dtypeCode[ops[k].dtype];
       const strides = c.strides[k];
@@ -95,24 +96,41 @@ export function elementwise(
       const mode = layoutMode(box.shape, strides);
       p[52 + k] = layoutDivisor;
       if (mode === 0) strided = true;
+      if (!vec4Layout(k, mode, box.offsets[k], layoutDivisor)) vec4 = false;
       sig = sig * 64 + code * 8 + mode;
+    }
+    const single = boxes.length === 1 && fitsOneBinding(ops);
+    if (vec4 && !strided) {
+      // Four consecutive elements per step (elementwise.wgsl *_v4); several steps per invocation where no
+      // operand needs windows, one in windowed runs (the extent maps invocation j to elements 4j..4j+3).
+      const variant = single && n >= VEC4_MIN ? VEC4 : VEC4_ONE;
+      const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * VARIANTS + variant);
+      const invocations = Math.ceil(n / (variant === VEC4 ? 4 * VEC4_STEPS : 4));
+      let ext: Array<(i0: number, i1: number) => [number, number]> | null = null;
+      // Windows end on a whole vec4 (hi | 3): a one-element operand is read through its vec4.
+      const extent: Extent = (k, j0, j1) => {
+        const [lo, hi] = (ext ??= ops.map((_, j) => stridedExtent(box.shape, c.strides[j], box.offsets[j])))[k](4 * j0, 4 * j1);
+        return [lo, hi | 3];
+      };
+      dispatch("elementwise", kernel.entry, ops, p, invocations, kernel.constants as Record<string, number>, variant === VEC4 ? undefined : { extent }, kernel);
+      continue;
     }
     // Several elements per invocation where no operand needs windows (those runs map invocation i to
     // element i): the lanes of a CPU adapter such as lavapipe then share each invocation's fixed cost.
-    if (n >= 4096 && boxes.length === 1 && fitsOneBinding(ops)) {
+    if (n >= 4096 && single) {
       // On a CPU adapter, an operand read through general strides (a transpose) is walked in runs
       // along rows (elementwise.wgsl RUN): one division per run, neighbouring lanes on neighbouring rows.
       if (strided && cpuAdapter()) {
         const n1 = box.shape[box.shape.length - 1];
-        const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * 4 + RUNS);
+        const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * VARIANTS + RUNS);
         dispatch("elementwise", entry, ops, p, (n / n1) * Math.ceil(n1 / RUN_LENGTH), kernel.constants as Record<string, number>, undefined, kernel);
         continue;
       }
-      const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * 4 + FOUR);
+      const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * VARIANTS + FOUR);
       dispatch("elementwise", entry, ops, p, Math.ceil(n / 4), kernel.constants as Record<string, number>, undefined, kernel);
       continue;
     }
-    const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * 4 + ONE);
+    const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * VARIANTS + ONE);
     // Built only if an operand needs windows (see plan).
     let ext: Array<(i0: number, i1: number) => [number, number]> | null = null;
     const extent: Extent = (k, i0, i1) => (ext ??= ops.map((_, j) => stridedExtent(box.shape, c.strides[j], box.offsets[j])))[k](i0, i1);
@@ -166,30 +184,32 @@ function denseElementwise(
   p[3] = f32bits(scalars[1]);
   if (rank) p[4] = n;
   let sig = 0;
+  let vec4 = rank === 1 && n % 4 === 0;
   for (let k = 0; k < blocks.length; k++) {
     const t = k === 0 ? out : inputs[k - 1].t;
     const code = dtypeCode[t.dtype];
     p[12 + k] = t._offset;
     if (rank) p[16 + k * 8] = 1;
     p[48 + k] = code;
+    if (t._offset % 4 !== 0) vec4 = false;
     sig = sig * 64 + code * 8 + mode;
   }
-  const variant = n >= 4096 ? FOUR : ONE;
+  const variant = vec4 ? (n >= VEC4_MIN ? VEC4 : VEC4_ONE) : n >= 4096 ? FOUR : ONE;
   let bySig = elementwiseKernels.get(constants);
   if (!bySig) elementwiseKernels.set(constants, (bySig = new Map()));
-  let kernel = bySig.get(sig * 4 + variant);
+  let kernel = bySig.get(sig * VARIANTS + variant);
   if (!kernel) {
     const ops = [out, ...inputs.map((i) => i.t)];
     const c = coalesce(shape, [strides, ...inputs.map((i) => i.strides)]);
-    kernel = elementwiseKernel(entry, constants, ops, c.shape, c.strides, sig * 4 + variant);
+    kernel = elementwiseKernel(entry, constants, ops, c.shape, c.strides, sig * VARIANTS + variant);
   }
   const label = opName() ?? entry;
-  const invocations = variant === FOUR ? Math.ceil(n / 4) : n;
+  const invocations = Math.ceil(n / PER_INVOCATION[variant]);
   if (plan(label, blocks, invocations, undefined)) throw new RuntimeError("internal: a dense elementwise op needs windows");
   record({
     kind: "dispatch",
     shader: "elementwise",
-    entry,
+    entry: kernel.entry,
     constants: kernel.constants as Record<string, number>,
     kernel,
     buffers: blocks.map(rangeOf),
@@ -217,11 +237,35 @@ function paramsWords(): Uint32Array {
   return paramsPool.subarray(paramsUsed, (paramsUsed += PARAM_WORDS));
 }
 
-/** How many elements an invocation runs (the low two bits of a kernel's number): one, four (EPT), or a
- *  run of RUN_LENGTH along a row (RUN). */
+/** How many elements an invocation runs (a kernel's number modulo VARIANTS): one, four (EPT), a run of
+ *  RUN_LENGTH along a row (RUN), VEC4_STEPS vec4s (the *_v4 entry points, EPT) or one vec4. */
 const ONE = 0;
 const FOUR = 1;
 const RUNS = 2;
+const VEC4 = 3;
+const VEC4_ONE = 4;
+const VARIANTS = 8;
+/** vec4 steps per invocation (EPT of VEC4), and the fewest elements for which VEC4 is chosen: below it
+ *  one vec4 per invocation leaves more workgroups to lavapipe's threads. */
+const VEC4_STEPS = 4;
+const VEC4_MIN = 16384;
+/** Elements per invocation of the dense path's variants. */
+const PER_INVOCATION = [1, 4, 0, 4 * VEC4_STEPS, 4];
+
+/**
+ * Whether operand k, of layout `mode` (layoutMode) at element offset `offset`, can be read or written by
+ * the vec4 entry points: the output contiguous; an input contiguous or repeated over leading dims (a
+ * bias) on a multiple of 4 with a divisor that is one, one element for all, or a per-row value whose
+ * rows are a multiple of 4 long (four consecutive elements share it).
+ */
+function vec4Layout(k: number, mode: number, offset: number, divisor: number): boolean {
+  if (k === 0) return mode === 1 && offset % 4 === 0;
+  if (mode === 1) return offset % 4 === 0;
+  if (mode === 2) return true;
+  if (mode === 3) return offset % 4 === 0 && divisor % 4 === 0;
+  if (mode === 4) return divisor % 4 === 0;
+  return false;
+}
 
 /** Elements per run in RUN mode (8, 16 and 32 measured on lavapipe: docs/performance.md). */
 const RUN_LENGTH = 16;
@@ -267,13 +311,14 @@ function elementwiseKernel(
       spec[`D${k}`] = dtypeCode[t.dtype];
       spec[`M${k}`] = layoutMode(shape, strides[k]);
     });
-    const variant = sig % 4;
+    const variant = sig % VARIANTS;
     if (variant === FOUR) spec.EPT = 4;
+    else if (variant === VEC4) spec.EPT = VEC4_STEPS;
     else if (variant === RUNS) {
       spec.RUN = 1;
       spec.EPT = RUN_LENGTH;
     }
-    kernel = kernelOf("elementwise", entry, spec);
+    kernel = kernelOf("elementwise", variant === VEC4 || variant === VEC4_ONE ? `${entry}_v4` : entry, spec);
     bySig.set(sig, kernel);
   }
   return kernel;

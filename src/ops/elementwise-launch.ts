@@ -13,7 +13,7 @@ import type { Block } from "../memory/allocator.ts";
 import { RuntimeError } from "../errors.ts";
 import { contiguousStrides, type Tensor } from "../tensor.ts";
 import { opName } from "./op-context.ts";
-import { blockOf, coalesce, computes, dispatch, type Extent, f32bits, fitsOneBinding, grid, limits, MAX_RANK, MAX_RUNS, plan, tooManyRuns } from "./launch.ts";
+import { blockOf, coalesce, computes, dispatch, type Extent, f32bits, fitsOneBinding, grid, limits, MAX_RANK, MAX_RUNS, plan, tooManyRuns, WG, WINDOW_ALIGN } from "./launch.ts";
 
 /**
  * The extent of a strided operand over a row-major index space `shape` (coalesced): invocation i is
@@ -101,18 +101,29 @@ export function elementwise(
     }
     const single = boxes.length === 1 && fitsOneBinding(ops);
     if (vec4 && !strided) {
-      // Four consecutive elements per step (elementwise.wgsl *_v4); several steps per invocation where no
-      // operand needs windows, one in windowed runs (the extent maps invocation j to elements 4j..4j+3).
-      const variant = single && n >= VEC4_MIN ? VEC4 : VEC4_ONE;
-      const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * VARIANTS + variant);
-      const invocations = Math.ceil(n / (variant === VEC4 ? 4 * VEC4_STEPS : 4));
-      let ext: Array<(i0: number, i1: number) => [number, number]> | null = null;
+      // Four consecutive elements per step (elementwise.wgsl *_v4), VEC4_STEPS steps N apart per
+      // invocation where each operand's accesses over the whole box fit one binding (then the windowed
+      // plan is one run: every invocation in it, so N is the whole grid), else one step per invocation.
       // Windows end on a whole vec4 (hi | 3): a one-element operand is read through its vec4.
-      const extent: Extent = (k, j0, j1) => {
-        const [lo, hi] = (ext ??= ops.map((_, j) => stridedExtent(box.shape, c.strides[j], box.offsets[j])))[k](4 * j0, 4 * j1);
-        return [lo, hi | 3];
-      };
-      dispatch("elementwise", kernel.entry, ops, p, invocations, kernel.constants as Record<string, number>, variant === VEC4 ? undefined : { extent }, kernel);
+      const ext = ops.map((_, j) => stridedExtent(box.shape, c.strides[j], box.offsets[j]));
+      const whole = ops.map((_, k) => {
+        const [lo, hi] = ext[k](0, n);
+        return [lo, hi | 3] as [number, number];
+      });
+      const variant = n >= VEC4_MIN && (single || oneWindowEach(ops, whole, binding)) ? VEC4 : VEC4_ONE;
+      const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * VARIANTS + variant);
+      // VEC4: every invocation launched is counted (a windowed run turns away those past its count, and
+      // here invocation j also does elements of j + N, j + 2N, ...; N the whole grid).
+      const g = grid(Math.ceil(n / (4 * VEC4_STEPS)));
+      const invocations = variant === VEC4 ? g[0] * g[1] * WG : Math.ceil(n / 4);
+      const extent: Extent =
+        variant === VEC4
+          ? (k) => whole[k]
+          : (k, j0, j1) => {
+              const [lo, hi] = ext[k](4 * j0, 4 * j1);
+              return [lo, hi | 3];
+            };
+      dispatch("elementwise", kernel.entry, ops, p, invocations, kernel.constants as Record<string, number>, { extent }, kernel);
       continue;
     }
     // Several elements per invocation where no operand needs windows (those runs map invocation i to
@@ -251,6 +262,24 @@ const VEC4_STEPS = 4;
 const VEC4_MIN = 16384;
 /** Elements per invocation of the dense path's variants. */
 const PER_INVOCATION = [1, 4, 0, 4 * VEC4_STEPS, 4];
+
+/**
+ * Whether the elements each block's operands touch (ranges[k] for operand k; operands of one block, as
+ * in an in-place op, together) fit one binding window as plan() aligns it: then its plan is one run.
+ */
+function oneWindowEach(ops: readonly Tensor[], ranges: ReadonlyArray<readonly [number, number]>, binding: number): boolean {
+  const span = new Map<Block, [number, number]>();
+  ops.forEach((t, k) => {
+    const b = blockOf(t);
+    const r = span.get(b);
+    span.set(b, r ? [Math.min(r[0], ranges[k][0]), Math.max(r[1], ranges[k][1])] : [ranges[k][0], ranges[k][1]]);
+  });
+  for (const [b, [lo, hi]] of span) {
+    const start = Math.floor((lo * 4) / WINDOW_ALIGN) * WINDOW_ALIGN;
+    if (b.size > binding && Math.min((hi + 1) * 4, b.size) - start > binding) return false;
+  }
+  return true;
+}
 
 /**
  * Whether operand k, of layout `mode` (layoutMode) at element offset `offset`, can be read or written by

@@ -41,8 +41,8 @@ describe("vec4 elementwise paths give the scalar paths' bits", () => {
       const gt = a.gt(b);
       expect(gt.dtype).toBe(torch.bool);
       expect(await flat(gt)).toEqual(av.map((x, i) => x > bv[i]));
-      expect(await flat(torch.where(gt, a, b))).toEqual(av.map((x, i) => (x > bv[i] ? x : bv[i])));
-      expect(await flat(torch.where(gt, ai, b))).toEqual(av.map((x, i) => (x > bv[i] ? x : bv[i])));
+      expect(await flat(torch.where(gt, a, b))).toEqual(av.map((x, i) => Math.max(x, bv[i])));
+      expect(await flat(torch.where(gt, ai, b))).toEqual(av.map((x, i) => Math.max(x, bv[i])));
       expect(await flat(a.to(torch.int32).to(torch.float32))).toEqual(av);
       expect(await flat(torch.full([n], 3.25))).toEqual(av.map(() => 3.25));
     });

@@ -13,7 +13,23 @@ import type { Block } from "../memory/allocator.ts";
 import { RuntimeError } from "../errors.ts";
 import { contiguousStrides, type Tensor } from "../tensor.ts";
 import { opName } from "./op-context.ts";
-import { blockOf, coalesce, computes, dispatch, type Extent, f32bits, fitsOneBinding, grid, limits, MAX_RANK, MAX_RUNS, plan, tooManyRuns, WG, WINDOW_ALIGN } from "./launch.ts";
+import {
+  blockOf,
+  coalesce,
+  computes,
+  dispatch,
+  type Extent,
+  f32bits,
+  fitsOneBinding,
+  grid,
+  limits,
+  MAX_RANK,
+  MAX_RUNS,
+  plan,
+  tooManyRuns,
+  WG,
+  WINDOW_ALIGN,
+} from "./launch.ts";
 
 /**
  * The extent of a strided operand over a row-major index space `shape` (coalesced): invocation i is

@@ -18,6 +18,7 @@ import {
   coalesce,
   computes,
   dispatch,
+  type DispatchOpts,
   type Extent,
   f32bits,
   fitsOneBinding,
@@ -120,26 +121,33 @@ export function elementwise(
       // Four consecutive elements per step (elementwise.wgsl *_v4), VEC4_STEPS steps N apart per
       // invocation where each operand's accesses over the whole box fit one binding (then the windowed
       // plan is one run: every invocation in it, so N is the whole grid), else one step per invocation.
-      // Windows end on a whole vec4 (hi | 3): a one-element operand is read through its vec4.
-      const ext = ops.map((_, j) => stridedExtent(box.shape, c.strides[j], box.offsets[j]));
-      const whole = ops.map((_, k) => {
-        const [lo, hi] = ext[k](0, n);
-        return [lo, hi | 3] as [number, number];
-      });
-      const variant = n >= VEC4_MIN && (single || oneWindowEach(ops, whole, binding)) ? VEC4 : VEC4_ONE;
+      // Windows end on a whole vec4 (hi | 3): a one-element operand is read through its vec4. The
+      // extents are worked out only where an operand needs windows (a bias add per op allocates none).
+      let variant = n >= VEC4_MIN && single ? VEC4 : VEC4_ONE;
+      let opts: DispatchOpts | undefined;
+      if (!single) {
+        const ext = ops.map((_, j) => stridedExtent(box.shape, c.strides[j], box.offsets[j]));
+        const whole = ext.map((e) => {
+          const [lo, hi] = e(0, n);
+          return [lo, hi | 3] as [number, number];
+        });
+        if (n >= VEC4_MIN && oneWindowEach(ops, whole, binding)) {
+          variant = VEC4;
+          opts = { extent: (k) => whole[k] };
+        } else
+          opts = {
+            extent: (k, j0, j1) => {
+              const [lo, hi] = ext[k](4 * j0, 4 * j1);
+              return [lo, hi | 3];
+            },
+          };
+      }
       const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * VARIANTS + variant);
       // VEC4: every invocation launched is counted (a windowed run turns away those past its count, and
       // here invocation j also does elements of j + N, j + 2N, ...; N the whole grid).
       const g = grid(Math.ceil(n / (4 * VEC4_STEPS)));
       const invocations = variant === VEC4 ? g[0] * g[1] * WG : Math.ceil(n / 4);
-      const extent: Extent =
-        variant === VEC4
-          ? (k) => whole[k]
-          : (k, j0, j1) => {
-              const [lo, hi] = ext[k](4 * j0, 4 * j1);
-              return [lo, hi | 3];
-            };
-      dispatch("elementwise", kernel.entry, ops, p, invocations, kernel.constants as Record<string, number>, { extent }, kernel);
+      dispatch("elementwise", kernel.entry, ops, p, invocations, kernel.constants as Record<string, number>, opts, kernel);
       continue;
     }
     // Several elements per invocation where no operand needs windows (those runs map invocation i to

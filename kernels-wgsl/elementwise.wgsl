@@ -196,10 +196,14 @@ fn unary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n
 }
 
 fn unary_at(i: u32, o: vec4<u32>) {
-  if (OP == U_FILL) { st(S0, off(o, 0u, i), from_f32(pf(2u), dt(0u))); return; }
-  let bits = ld(S1, off(o, 1u, i));
-  if (OP == U_COPY && dt(0u) == dt(1u)) { st(S0, off(o, 0u, i), bits); return; }  // exact copy
-  st(S0, off(o, 0u, i), from_f32(unary_op(as_f32(bits, dt(1u))), dt(0u)));
+  if (OP == U_FILL) { st(S0, off(o, 0u, i), unary_v(0u)); return; }
+  st(S0, off(o, 0u, i), unary_v(ld(S1, off(o, 1u, i))));
+}
+/// The output's bits for input bits `bits` (shared by the scalar and the vec4 entry points).
+fn unary_v(bits: u32) -> u32 {
+  if (OP == U_FILL) { return from_f32(pf(2u), dt(0u)); }
+  if (OP == U_COPY && dt(0u) == dt(1u)) { return bits; }  // exact copy
+  return from_f32(unary_op(as_f32(bits, dt(1u))), dt(0u));
 }
 
 fn as_i32(bits: u32, d: u32) -> i32 {
@@ -308,10 +312,15 @@ fn binary(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) 
 }
 
 fn binary_at(i: u32, o: vec4<u32>) {
-  let abits = ld(S1, off(o, 1u, i));
   var bbits = P[2u];
+  if (B_SCALAR == 0u) { bbits = ld(S2, off(o, 2u, i)); }
+  st(S0, off(o, 0u, i), binary_v(ld(S1, off(o, 1u, i)), bbits));
+}
+/// The output's bits for a's and b's bits (b: the scalar s0's bits when B_SCALAR).
+fn binary_v(abits: u32, b: u32) -> u32 {
+  var bbits = b;
   var bdt = F32;
-  if (B_SCALAR == 0u) { bbits = ld(S2, off(o, 2u, i)); bdt = dt(2u); }
+  if (B_SCALAR == 0u) { bdt = dt(2u); }
   var r: u32;
   if (INT_MATH == 1u) {
     if (B_SCALAR == 1u) { bdt = I32; bbits = bitcast<u32>(i32(bitcast<f32>(bbits))); }
@@ -320,7 +329,7 @@ fn binary_at(i: u32, o: vec4<u32>) {
   } else {
     r = from_f32(binary_f(as_f32(abits, dt(1u)), as_f32(bbits, bdt)), dt(0u));
   }
-  st(S0, off(o, 0u, i), r);
+  return r;
 }
 
 @compute @workgroup_size(64)
@@ -347,19 +356,114 @@ fn where3(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) 
 }
 
 fn where3_at(i: u32, o: vec4<u32>) {
+  var x3 = 0u;
+  if (TERNARY != 2u) { x3 = ld(S3, off(o, 3u, i)); }  // (x1 - x2)^2 reads no third input
+  st(S0, off(o, 0u, i), where3_v(ld(S1, off(o, 1u, i)), ld(S2, off(o, 2u, i)), x3));
+}
+/// The output's bits for the three inputs' bits.
+fn where3_v(x1: u32, x2: u32, x3: u32) -> u32 {
   if (TERNARY != 0u) {
-    let d = as_f32(ld(S1, off(o, 1u, i)), dt(1u)) - as_f32(ld(S2, off(o, 2u, i)), dt(2u));
+    let d = as_f32(x1, dt(1u)) - as_f32(x2, dt(2u));
     var r = d * d;
-    if (TERNARY == 1u) { r = pf(2u) * d * as_f32(ld(S3, off(o, 3u, i)), dt(3u)); }
-    st(S0, off(o, 0u, i), from_f32(r, dt(0u)));
-    return;
+    if (TERNARY == 1u) { r = pf(2u) * d * as_f32(x3, dt(3u)); }
+    return from_f32(r, dt(0u));
   }
-  let c = ld(S1, off(o, 1u, i));
-  let a = ld(S2, off(o, 2u, i));
-  let b = ld(S3, off(o, 3u, i));
-  if (dt(2u) == dt(0u) && dt(3u) == dt(0u)) {
-    st(S0, off(o, 0u, i), select(b, a, c != 0u));
-  } else {
-    st(S0, off(o, 0u, i), from_f32(select(as_f32(b, dt(3u)), as_f32(a, dt(2u)), c != 0u), dt(0u)));
+  if (dt(2u) == dt(0u) && dt(3u) == dt(0u)) { return select(x3, x2, x1 != 0u); }
+  return from_f32(select(as_f32(x3, dt(3u)), as_f32(x2, dt(2u)), x1 != 0u), dt(0u));
+}
+
+// Vec4 entry points (unary_v4, binary_v4, where3_v4): the same ops, four consecutive elements per
+// step, for operands that are contiguous (M = 1), one element (2), or repeated with a divisor that is a
+// multiple of 4 (3, 4), every vec4-read operand starting on a multiple of 4 and P[0] a multiple of 4.
+// On lavapipe a load whose address differs per lane is a gather, one lane at a time, and a vec4 load
+// gathers four words per lane address where four scalar loads gather four times (docs/performance.md,
+// Elementwise). The same bindings seen as vec4 words (WGSL allows the aliasing between entry points, not
+// within one).
+// Invocation j does elements 4j..4j+3, then 4(j + N).. (EPT steps; 1 in windowed runs).
+@group(1) @binding(1) var<storage, read_write> W1: array<vec4<u32>>;
+@group(1) @binding(2) var<storage, read_write> W2: array<vec4<u32>>;
+@group(1) @binding(3) var<storage, read_write> W3: array<vec4<u32>>;
+@group(1) @binding(4) var<storage, read_write> W4: array<vec4<u32>>;
+@group(1) @binding(5) var<storage, read_write> W5: array<vec4<u32>>;
+@group(1) @binding(6) var<storage, read_write> W6: array<vec4<u32>>;
+
+fn ld4(slot: u32, k: u32) -> vec4<u32> {
+  let i = (k - wbase(slot)) >> 2u;
+  switch slot {
+    case 1u: { return W1[i]; }
+    case 2u: { return W2[i]; }
+    case 3u: { return W3[i]; }
+    case 4u: { return W4[i]; }
+    case 5u: { return W5[i]; }
+    default: { return W6[i]; }
+  }
+}
+fn st4(slot: u32, k: u32, v: vec4<u32>) {
+  let i = (k - wbase(slot)) >> 2u;
+  switch slot {
+    case 1u: { W1[i] = v; }
+    case 2u: { W2[i] = v; }
+    case 3u: { W3[i] = v; }
+    case 4u: { W4[i] = v; }
+    case 5u: { W5[i] = v; }
+    default: { W6[i] = v; }
+  }
+}
+/// Input k's four elements at element offset o (from step_start / step_all). An entry point may not use
+/// both views of a binding, so a one-element operand is read as its vec4 and one word of it (blocks are
+/// whole multiples of 512 bytes, and windows end on a vec4: the vec4 is inside the binding).
+fn in4(k: u32, slot: u32, o: u32) -> vec4<u32> {
+  if (mode(k) == L_ONE || mode(k) == L_OUTER) { return vec4<u32>(ld4(slot, o)[(o - wbase(slot)) & 3u]); }
+  return ld4(slot, o);
+}
+
+@compute @workgroup_size(64)
+fn unary_v4(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
+  let j0 = linear_id(g, n, 64u);
+  let N = n.x * n.y * 64u;
+  if (j0 >= P[0] >> 2u) { return; }
+  var s = step_start(j0 * 4u);
+  for (var e = 0u; e < EPT; e++) {
+    let j = j0 + e * N;
+    if (j >= P[0] >> 2u) { return; }
+    if (e > 0u) { s = step_all(s, j * 4u, N * 4u); }
+    var x = vec4<u32>(0u);
+    if (OP != U_FILL) { x = in4(1u, S1, s.o[1]); }
+    st4(S0, s.o[0], vec4<u32>(unary_v(x.x), unary_v(x.y), unary_v(x.z), unary_v(x.w)));
+  }
+}
+
+@compute @workgroup_size(64)
+fn binary_v4(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
+  let j0 = linear_id(g, n, 64u);
+  let N = n.x * n.y * 64u;
+  if (j0 >= P[0] >> 2u) { return; }
+  var s = step_start(j0 * 4u);
+  for (var e = 0u; e < EPT; e++) {
+    let j = j0 + e * N;
+    if (j >= P[0] >> 2u) { return; }
+    if (e > 0u) { s = step_all(s, j * 4u, N * 4u); }
+    let a = in4(1u, S1, s.o[1]);
+    var b = vec4<u32>(P[2u]);
+    if (B_SCALAR == 0u) { b = in4(2u, S2, s.o[2]); }
+    st4(S0, s.o[0], vec4<u32>(binary_v(a.x, b.x), binary_v(a.y, b.y), binary_v(a.z, b.z), binary_v(a.w, b.w)));
+  }
+}
+
+@compute @workgroup_size(64)
+fn where3_v4(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
+  let j0 = linear_id(g, n, 64u);
+  let N = n.x * n.y * 64u;
+  if (j0 >= P[0] >> 2u) { return; }
+  var s = step_start(j0 * 4u);
+  for (var e = 0u; e < EPT; e++) {
+    let j = j0 + e * N;
+    if (j >= P[0] >> 2u) { return; }
+    if (e > 0u) { s = step_all(s, j * 4u, N * 4u); }
+    let x1 = in4(1u, S1, s.o[1]);
+    let x2 = in4(2u, S2, s.o[2]);
+    var x3 = vec4<u32>(0u);
+    if (TERNARY != 2u) { x3 = in4(3u, S3, s.o[3]); }
+    st4(S0, s.o[0], vec4<u32>(where3_v(x1.x, x2.x, x3.x), where3_v(x1.y, x2.y, x3.y), where3_v(x1.z, x2.z, x3.z), where3_v(x1.w, x2.w, x3.w)));
   }
 }

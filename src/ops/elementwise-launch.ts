@@ -13,7 +13,24 @@ import type { Block } from "../memory/allocator.ts";
 import { RuntimeError } from "../errors.ts";
 import { contiguousStrides, type Tensor } from "../tensor.ts";
 import { opName } from "./op-context.ts";
-import { blockOf, coalesce, computes, dispatch, type Extent, f32bits, fitsOneBinding, grid, limits, MAX_RANK, MAX_RUNS, plan, tooManyRuns } from "./launch.ts";
+import {
+  blockOf,
+  coalesce,
+  computes,
+  dispatch,
+  type DispatchOpts,
+  type Extent,
+  f32bits,
+  fitsOneBinding,
+  grid,
+  limits,
+  MAX_RANK,
+  MAX_RUNS,
+  plan,
+  tooManyRuns,
+  WG,
+  WINDOW_ALIGN,
+} from "./launch.ts";
 
 /**
  * The extent of a strided operand over a row-major index space `shape` (coalesced): invocation i is
@@ -86,6 +103,7 @@ export function elementwise(
     // The pipeline is specialised on each operand's dtype and layout (elementwise.wgsl: D<k>, M<k>).
     let sig = 0;
     let strided = false;
+    let vec4 = n % 4 === 0;
     for (let k = 0; k < ops.length; k++) {
       const code = dtypeCode[ops[k].dtype];
       const strides = c.strides[k];
@@ -95,24 +113,59 @@ export function elementwise(
       const mode = layoutMode(box.shape, strides);
       p[52 + k] = layoutDivisor;
       if (mode === 0) strided = true;
+      if (!vec4Layout(k, mode, box.offsets[k], layoutDivisor)) vec4 = false;
       sig = sig * 64 + code * 8 + mode;
+    }
+    const single = boxes.length === 1 && fitsOneBinding(ops);
+    if (vec4 && !strided) {
+      // Four consecutive elements per step (elementwise.wgsl *_v4), VEC4_STEPS steps N apart per
+      // invocation where each operand's accesses over the whole box fit one binding (then the windowed
+      // plan is one run: every invocation in it, so N is the whole grid), else one step per invocation.
+      // Windows end on a whole vec4 (hi | 3): a one-element operand is read through its vec4. The
+      // extents are worked out only where an operand needs windows (a bias add per op allocates none).
+      let variant = n >= VEC4_MIN && single ? VEC4 : VEC4_ONE;
+      let opts: DispatchOpts | undefined;
+      if (!single) {
+        const ext = ops.map((_, j) => stridedExtent(box.shape, c.strides[j], box.offsets[j]));
+        const whole = ext.map((e) => {
+          const [lo, hi] = e(0, n);
+          return [lo, hi | 3] as [number, number];
+        });
+        if (n >= VEC4_MIN && oneWindowEach(ops, whole, binding)) {
+          variant = VEC4;
+          opts = { extent: (k) => whole[k] };
+        } else
+          opts = {
+            extent: (k, j0, j1) => {
+              const [lo, hi] = ext[k](4 * j0, 4 * j1);
+              return [lo, hi | 3];
+            },
+          };
+      }
+      const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * VARIANTS + variant);
+      // VEC4: every invocation launched is counted (a windowed run turns away those past its count, and
+      // here invocation j also does elements of j + N, j + 2N, ...; N the whole grid).
+      const g = grid(Math.ceil(n / (4 * VEC4_STEPS)));
+      const invocations = variant === VEC4 ? g[0] * g[1] * WG : Math.ceil(n / 4);
+      dispatch("elementwise", kernel.entry, ops, p, invocations, kernel.constants as Record<string, number>, opts, kernel);
+      continue;
     }
     // Several elements per invocation where no operand needs windows (those runs map invocation i to
     // element i): the lanes of a CPU adapter such as lavapipe then share each invocation's fixed cost.
-    if (n >= 4096 && boxes.length === 1 && fitsOneBinding(ops)) {
+    if (n >= 4096 && single) {
       // On a CPU adapter, an operand read through general strides (a transpose) is walked in runs
       // along rows (elementwise.wgsl RUN): one division per run, neighbouring lanes on neighbouring rows.
       if (strided && cpuAdapter()) {
         const n1 = box.shape[box.shape.length - 1];
-        const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * 4 + RUNS);
+        const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * VARIANTS + RUNS);
         dispatch("elementwise", entry, ops, p, (n / n1) * Math.ceil(n1 / RUN_LENGTH), kernel.constants as Record<string, number>, undefined, kernel);
         continue;
       }
-      const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * 4 + FOUR);
+      const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * VARIANTS + FOUR);
       dispatch("elementwise", entry, ops, p, Math.ceil(n / 4), kernel.constants as Record<string, number>, undefined, kernel);
       continue;
     }
-    const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * 4 + ONE);
+    const kernel = elementwiseKernel(entry, constants, ops, box.shape, c.strides, sig * VARIANTS + ONE);
     // Built only if an operand needs windows (see plan).
     let ext: Array<(i0: number, i1: number) => [number, number]> | null = null;
     const extent: Extent = (k, i0, i1) => (ext ??= ops.map((_, j) => stridedExtent(box.shape, c.strides[j], box.offsets[j])))[k](i0, i1);
@@ -166,30 +219,32 @@ function denseElementwise(
   p[3] = f32bits(scalars[1]);
   if (rank) p[4] = n;
   let sig = 0;
+  let vec4 = rank === 1 && n % 4 === 0;
   for (let k = 0; k < blocks.length; k++) {
     const t = k === 0 ? out : inputs[k - 1].t;
     const code = dtypeCode[t.dtype];
     p[12 + k] = t._offset;
     if (rank) p[16 + k * 8] = 1;
     p[48 + k] = code;
+    if (t._offset % 4 !== 0) vec4 = false;
     sig = sig * 64 + code * 8 + mode;
   }
-  const variant = n >= 4096 ? FOUR : ONE;
+  const variant = vec4 ? (n >= VEC4_MIN ? VEC4 : VEC4_ONE) : n >= 4096 ? FOUR : ONE;
   let bySig = elementwiseKernels.get(constants);
   if (!bySig) elementwiseKernels.set(constants, (bySig = new Map()));
-  let kernel = bySig.get(sig * 4 + variant);
+  let kernel = bySig.get(sig * VARIANTS + variant);
   if (!kernel) {
     const ops = [out, ...inputs.map((i) => i.t)];
     const c = coalesce(shape, [strides, ...inputs.map((i) => i.strides)]);
-    kernel = elementwiseKernel(entry, constants, ops, c.shape, c.strides, sig * 4 + variant);
+    kernel = elementwiseKernel(entry, constants, ops, c.shape, c.strides, sig * VARIANTS + variant);
   }
   const label = opName() ?? entry;
-  const invocations = variant === FOUR ? Math.ceil(n / 4) : n;
+  const invocations = Math.ceil(n / PER_INVOCATION[variant]);
   if (plan(label, blocks, invocations, undefined)) throw new RuntimeError("internal: a dense elementwise op needs windows");
   record({
     kind: "dispatch",
     shader: "elementwise",
-    entry,
+    entry: kernel.entry,
     constants: kernel.constants as Record<string, number>,
     kernel,
     buffers: blocks.map(rangeOf),
@@ -217,11 +272,53 @@ function paramsWords(): Uint32Array {
   return paramsPool.subarray(paramsUsed, (paramsUsed += PARAM_WORDS));
 }
 
-/** How many elements an invocation runs (the low two bits of a kernel's number): one, four (EPT), or a
- *  run of RUN_LENGTH along a row (RUN). */
+/** How many elements an invocation runs (a kernel's number modulo VARIANTS): one, four (EPT), a run of
+ *  RUN_LENGTH along a row (RUN), VEC4_STEPS vec4s (the *_v4 entry points, EPT) or one vec4. */
 const ONE = 0;
 const FOUR = 1;
 const RUNS = 2;
+const VEC4 = 3;
+const VEC4_ONE = 4;
+const VARIANTS = 8;
+/** vec4 steps per invocation (EPT of VEC4), and the fewest elements for which VEC4 is chosen: below it
+ *  one vec4 per invocation leaves more workgroups to lavapipe's threads. */
+const VEC4_STEPS = 4;
+const VEC4_MIN = 16384;
+/** Elements per invocation of the dense path's variants. */
+const PER_INVOCATION = [1, 4, 0, 4 * VEC4_STEPS, 4];
+
+/**
+ * Whether the elements each block's operands touch (ranges[k] for operand k; operands of one block, as
+ * in an in-place op, together) fit one binding window as plan() aligns it: then its plan is one run.
+ */
+function oneWindowEach(ops: readonly Tensor[], ranges: ReadonlyArray<readonly [number, number]>, binding: number): boolean {
+  const span = new Map<Block, [number, number]>();
+  ops.forEach((t, k) => {
+    const b = blockOf(t);
+    const r = span.get(b);
+    span.set(b, r ? [Math.min(r[0], ranges[k][0]), Math.max(r[1], ranges[k][1])] : [ranges[k][0], ranges[k][1]]);
+  });
+  for (const [b, [lo, hi]] of span) {
+    const start = Math.floor((lo * 4) / WINDOW_ALIGN) * WINDOW_ALIGN;
+    if (b.size > binding && Math.min((hi + 1) * 4, b.size) - start > binding) return false;
+  }
+  return true;
+}
+
+/**
+ * Whether operand k, of layout `mode` (layoutMode) at element offset `offset`, can be read or written by
+ * the vec4 entry points: the output contiguous; an input contiguous or repeated over leading dims (a
+ * bias) on a multiple of 4 with a divisor that is one, one element for all, or a per-row value whose
+ * rows are a multiple of 4 long (four consecutive elements share it).
+ */
+function vec4Layout(k: number, mode: number, offset: number, divisor: number): boolean {
+  if (k === 0) return mode === 1 && offset % 4 === 0;
+  if (mode === 1) return offset % 4 === 0;
+  if (mode === 2) return true;
+  if (mode === 3) return offset % 4 === 0 && divisor % 4 === 0;
+  if (mode === 4) return divisor % 4 === 0;
+  return false;
+}
 
 /** Elements per run in RUN mode (8, 16 and 32 measured on lavapipe: docs/performance.md). */
 const RUN_LENGTH = 16;
@@ -267,13 +364,14 @@ function elementwiseKernel(
       spec[`D${k}`] = dtypeCode[t.dtype];
       spec[`M${k}`] = layoutMode(shape, strides[k]);
     });
-    const variant = sig % 4;
+    const variant = sig % VARIANTS;
     if (variant === FOUR) spec.EPT = 4;
+    else if (variant === VEC4) spec.EPT = VEC4_STEPS;
     else if (variant === RUNS) {
       spec.RUN = 1;
       spec.EPT = RUN_LENGTH;
     }
-    kernel = kernelOf("elementwise", entry, spec);
+    kernel = kernelOf("elementwise", variant === VEC4 || variant === VEC4_ONE ? `${entry}_v4` : entry, spec);
     bySig.set(sig, kernel);
   }
   return kernel;

@@ -14,7 +14,7 @@ import type { Tensor } from "../tensor.ts";
 import { opName } from "./op-context.ts";
 
 export const MAX_RANK = 8;
-const WG = 64;
+export const WG = 64;
 const MAX_GROUPS = 65535;
 
 /** A 2-D grid of 1-D workgroups covering n invocations (kernels use prelude's linear_id). */
@@ -67,7 +67,7 @@ export function limits(): { binding: number; buffer: number | null } {
   return { binding, buffer: l?.maxBufferSize ?? null };
 }
 
-const WINDOW_ALIGN = 256; // bytes: the largest minStorageBufferOffsetAlignment WebGPU allows
+export const WINDOW_ALIGN = 256; // bytes: the largest minStorageBufferOffsetAlignment WebGPU allows
 /**
  * The most windowed dispatches one op may record. Each window is a new bind group; Dawn frees them only
  * when the event loop turns, and lavapipe crashed the process (SIGSEGV in vkCreateDescriptorPool) after

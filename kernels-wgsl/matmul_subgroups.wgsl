@@ -2,14 +2,46 @@
 enable subgroups;
 
 // matmul_vec4.wgsl's job, for adapters with subgroups of at least 8 lanes (lavapipe: 8, the SIMD width).
-// On llvmpipe every load whose address differs per lane is a gather (scalarised: one load per lane),
-// and gathers, not FMAs, bound the speed. Here lane l of a subgroup loads A[row0 + l, k] and
-// A[row0 + 8 + l, k] (one gather for 8 rows each) and the others receive them by subgroupBroadcast,
-// so each k costs 2 + 4 gathers for 64 FMAs (8 rows: 1 + 4 for 32; 24 or 32 rows measured slower, the
-// accumulators no longer fit the registers: docs/performance.md).
+// On llvmpipe (Mesa 25) every storage load whose address is not a compile-time constant becomes a
+// per-lane loop with a bounds check per element (about 10 instructions per float), whether or not the
+// address is the same in every lane; loads, not FMAs, bound the speed, so the kernel is shaped to load
+// few floats per FMA:
+// - lane l loads rows row0 + l and row0 + 8 + l of A, and subgroupBroadcast hands them to all lanes;
+// - k advances by 4: one vec4 of A per row when A's rows are contiguous and aligned (A_V4 = 1), one
+//   vec4 of B per k (four vec4s along k for a transposed B, B_T = 2), and each accumulator takes one
+//   4-term sum per step. Inside a loop llvmpipe blends every accumulator write with the loop's lane
+//   mask and spills what does not fit the registers; one write per 4 k pays that a quarter as often.
+// Measured (docs/performance.md, Matmul): 1.5x the GFLOP per CPU-second of the one-k-per-step loop at
+// 1024^2, 2.7x at 2048^2. 24 or 32 rows were no faster than 16.
 // Same params and grid as matmul_vec4.wgsl with TM = 16: the host picks this file when it can.
 
 override TM: u32 = 16u;  // rows per workgroup; must be 16, two per broadcasting lane
+
+/// A[row, k..k+3] for the row that starts at element aRow.
+fn load_a4(aRow: u32, k: u32, acs: u32) -> vec4<f32> {
+  if (A_V4 == 1u) { return ldv(S1, (aRow + k) >> 2u); }
+  return vec4<f32>(lds(S1, aRow + k * acs), lds(S1, aRow + (k + 1u) * acs), lds(S1, aRow + (k + 2u) * acs),
+                   lds(S1, aRow + (k + 3u) * acs));
+}
+
+/// B[k + u, 4 c4 .. 4 c4 + 3] for u = 0..3.
+fn load_b4(k: u32, bz: u32, bBase4: u32, n4: u32, c4: u32) -> array<vec4<f32>, 4> {
+  if (B_T != 2u) {
+    return array<vec4<f32>, 4>(load_b(k, bz, bBase4, n4, c4), load_b(k + 1u, bz, bBase4, n4, c4),
+                               load_b(k + 2u, bz, bBase4, n4, c4), load_b(k + 3u, bz, bBase4, n4, c4));
+  }
+  // Transposed B with K % 4 == 0 and an aligned base: column n's values for k..k+3 are one vec4.
+  let K = P[2];
+  let c = (P[8] + bz * P[9] + c4 * 4u * K + k) >> 2u;
+  let k4 = K >> 2u;
+  let n0 = ldv(S2, c);
+  let n1 = ldv(S2, c + k4);
+  let n2 = ldv(S2, c + 2u * k4);
+  let n3 = ldv(S2, c + 3u * k4);
+  return array<vec4<f32>, 4>(vec4<f32>(n0.x, n1.x, n2.x, n3.x), vec4<f32>(n0.y, n1.y, n2.y, n3.y),
+                             vec4<f32>(n0.z, n1.z, n2.z, n3.z), vec4<f32>(n0.w, n1.w, n2.w, n3.w));
+}
+
 @compute @workgroup_size(64)
 fn mm(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wg: vec3<u32>,
       @builtin(subgroup_invocation_id) lane: u32) {
@@ -41,8 +73,32 @@ fn mm(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wg: v
   var acc13 = vec4<f32>(0.0);
   var acc14 = vec4<f32>(0.0);
   var acc15 = vec4<f32>(0.0);
-  for (var k = 0u; k < K; k++) {
+  let K4 = K & ~3u;
+  for (var k = 0u; k < K4; k += 4u) {
+    let a = load_a4(aRow, k, acs);
+    let a8 = load_a4(aRow8, k, acs);
+    let b = load_b4(k, bz, bBase4, n4, c4);
+    { let x = subgroupBroadcast(a, 0u); acc0 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+    { let x = subgroupBroadcast(a, 1u); acc1 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+    { let x = subgroupBroadcast(a, 2u); acc2 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+    { let x = subgroupBroadcast(a, 3u); acc3 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+    { let x = subgroupBroadcast(a, 4u); acc4 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+    { let x = subgroupBroadcast(a, 5u); acc5 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+    { let x = subgroupBroadcast(a, 6u); acc6 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+    { let x = subgroupBroadcast(a, 7u); acc7 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+    { let x = subgroupBroadcast(a8, 0u); acc8 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+    { let x = subgroupBroadcast(a8, 1u); acc9 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+    { let x = subgroupBroadcast(a8, 2u); acc10 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+    { let x = subgroupBroadcast(a8, 3u); acc11 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+    { let x = subgroupBroadcast(a8, 4u); acc12 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+    { let x = subgroupBroadcast(a8, 5u); acc13 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+    { let x = subgroupBroadcast(a8, 6u); acc14 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+    { let x = subgroupBroadcast(a8, 7u); acc15 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+  }
+  // The last K % 4 values of k, one at a time.
+  for (var k = K4; k < K; k++) {
     let a = lds(S1, aRow + k * acs);
+    let a8 = lds(S1, aRow8 + k * acs);
     let b = load_b(k, bz, bBase4, n4, c4);
     acc0 += subgroupBroadcast(a, 0u) * b;
     acc1 += subgroupBroadcast(a, 1u) * b;
@@ -52,7 +108,6 @@ fn mm(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wg: v
     acc5 += subgroupBroadcast(a, 5u) * b;
     acc6 += subgroupBroadcast(a, 6u) * b;
     acc7 += subgroupBroadcast(a, 7u) * b;
-    let a8 = lds(S1, aRow8 + k * acs);
     acc8 += subgroupBroadcast(a8, 0u) * b;
     acc9 += subgroupBroadcast(a8, 1u) * b;
     acc10 += subgroupBroadcast(a8, 2u) * b;

@@ -99,6 +99,14 @@ describe.each(kernels)("matmul kernels: %s", (kernel) => {
       [2, 40, 3],
       [2, 3, 516],
     ],
+    [
+      [17, 12],
+      [12, 260],
+    ], // K % 4 == 0: A read 4 k at a time (A_V4), no tail
+    [
+      [2, 40, 8],
+      [2, 8, 516],
+    ], // batches of A read as vec4
   ];
   for (const [as, bs] of shapes)
     it(`${JSON.stringify(as)} @ ${JSON.stringify(bs)}`, async () => {
@@ -127,5 +135,43 @@ describe.each(kernels)("matmul kernels: %s", (kernel) => {
     const bias = torch.tensor(values(N, 5));
     const bv = (await bias.tolist()) as number[];
     await check(torch.addmm(bias, x, w.t()), { data: want.data.map((v, i) => v + bv[i % N]), scale: want.scale.map((s, i) => s + Math.abs(bv[i % N])) });
+  });
+
+  it("vec4 reads of A and of a transposed B, and the strided layouts that cannot use them", async () => {
+    if (await useKernel(kernel)) return;
+    // A's rows 16 apart but only 13 used (A_V4 with a tail of 1 k), and the same columns from offset 1 (no A_V4).
+    const [M, N] = [19, 260];
+    const big = values(M * 16, 6);
+    const bigA = torch.tensor(big).reshape([M, 16]);
+    for (const [k0, K] of [
+      [0, 13],
+      [1, 13],
+      [0, 16],
+    ]) {
+      const av: number[] = [];
+      for (let i = 0; i < M; i++) for (let k = 0; k < K; k++) av.push(big[i * 16 + k0 + k]);
+      const bv = values(K * N, 7);
+      const a = bigA.narrow(1, k0, K);
+      await check(a.matmul(torch.tensor(bv).reshape([K, N])), reference(av, [M, K], bv, [K, N]));
+    }
+    // x @ w.t() with K % 4 == 0 (B_T = 2: a column of B read 4 k at a time), batched, and a transposed A
+    // (the weight gradient g.t() @ x of a Linear: A's column stride is not 1).
+    const [R, K, C] = [37, 20, 264];
+    const xv = values(R * K, 8);
+    const wv = values(C * K, 9);
+    const x = torch.tensor(xv).reshape([R, K]);
+    const w = torch.tensor(wv).reshape([C, K]);
+    const wt: number[] = [];
+    for (let k = 0; k < K; k++) for (let n = 0; n < C; n++) wt.push(wv[n * K + k]);
+    const want = reference(xv, [R, K], wt, [K, C]);
+    await check(x.matmul(w.t()), want);
+    await check(torch.bmm(torch.tensor([...xv, ...xv]).reshape([2, R, K]), torch.tensor([...wv, ...wv]).reshape([2, C, K]).transpose(1, 2)), {
+      data: [...want.data, ...want.data],
+      scale: [...want.scale, ...want.scale],
+    });
+    const xt: number[] = [];
+    for (let k = 0; k < K; k++) for (let r = 0; r < R; r++) xt.push(xv[r * K + k]);
+    const g = torch.tensor(xt).reshape([K, R]);
+    await check(g.t().matmul(torch.tensor(wt).reshape([K, C])), want);
   });
 });

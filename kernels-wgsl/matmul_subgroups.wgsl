@@ -19,7 +19,7 @@ override TM: u32 = 16u;  // rows per workgroup; must be 16, two per broadcasting
 
 /// A[row, k..k+3] for the row that starts at element aRow.
 fn load_a4(aRow: u32, k: u32, acs: u32) -> vec4<f32> {
-  if (A_V4 == 1u) { return ldv(S1, (aRow + k) >> 2u); }
+  if (A_V4 == 1u) { return ldv(S1, (aRow + k) >> 2u); }  // (A_V4 = 2 does not call this)
   return vec4<f32>(lds(S1, aRow + k * acs), lds(S1, aRow + (k + 1u) * acs), lds(S1, aRow + (k + 2u) * acs),
                    lds(S1, aRow + (k + 3u) * acs));
 }
@@ -74,26 +74,55 @@ fn mm(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wg: v
   var acc14 = vec4<f32>(0.0);
   var acc15 = vec4<f32>(0.0);
   let K4 = K & ~3u;
-  for (var k = 0u; k < K4; k += 4u) {
-    let a = load_a4(aRow, k, acs);
-    let a8 = load_a4(aRow8, k, acs);
-    let b = load_b4(k, bz, bBase4, n4, c4);
-    { let x = subgroupBroadcast(a, 0u); acc0 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-    { let x = subgroupBroadcast(a, 1u); acc1 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-    { let x = subgroupBroadcast(a, 2u); acc2 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-    { let x = subgroupBroadcast(a, 3u); acc3 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-    { let x = subgroupBroadcast(a, 4u); acc4 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-    { let x = subgroupBroadcast(a, 5u); acc5 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-    { let x = subgroupBroadcast(a, 6u); acc6 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-    { let x = subgroupBroadcast(a, 7u); acc7 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-    { let x = subgroupBroadcast(a8, 0u); acc8 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-    { let x = subgroupBroadcast(a8, 1u); acc9 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-    { let x = subgroupBroadcast(a8, 2u); acc10 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-    { let x = subgroupBroadcast(a8, 3u); acc11 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-    { let x = subgroupBroadcast(a8, 4u); acc12 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-    { let x = subgroupBroadcast(a8, 5u); acc13 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-    { let x = subgroupBroadcast(a8, 6u); acc14 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-    { let x = subgroupBroadcast(a8, 7u); acc15 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+  if (A_V4 == 2u) {
+    // A is a transposed contiguous matrix (g.t() in a Linear's weight gradient): 4 rows of one k are one
+    // vec4. Lane l loads rows row0 + 4 (l % 4) .. + 3 at k + l / 4 and at k + 2 + l / 4: 16 rows x 4 k
+    // in two loads per lane; row r's 4 k come from lanes r / 4 and 4 + r / 4.
+    let l = lane & 7u;
+    let aCol = P[4] + bz * P[5] + row0 + 4u * (l & 3u) + (l >> 2u) * acs;
+    for (var k = 0u; k < K4; k += 4u) {
+      let v0 = ldv(S1, (aCol + k * acs) >> 2u);
+      let v1 = ldv(S1, (aCol + (k + 2u) * acs) >> 2u);
+      let b = load_b4(k, bz, bBase4, n4, c4);
+      { let x = vec4<f32>(subgroupBroadcast(v0[0], 0u), subgroupBroadcast(v0[0], 4u), subgroupBroadcast(v1[0], 0u), subgroupBroadcast(v1[0], 4u)); acc0 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[1], 0u), subgroupBroadcast(v0[1], 4u), subgroupBroadcast(v1[1], 0u), subgroupBroadcast(v1[1], 4u)); acc1 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[2], 0u), subgroupBroadcast(v0[2], 4u), subgroupBroadcast(v1[2], 0u), subgroupBroadcast(v1[2], 4u)); acc2 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[3], 0u), subgroupBroadcast(v0[3], 4u), subgroupBroadcast(v1[3], 0u), subgroupBroadcast(v1[3], 4u)); acc3 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[0], 1u), subgroupBroadcast(v0[0], 5u), subgroupBroadcast(v1[0], 1u), subgroupBroadcast(v1[0], 5u)); acc4 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[1], 1u), subgroupBroadcast(v0[1], 5u), subgroupBroadcast(v1[1], 1u), subgroupBroadcast(v1[1], 5u)); acc5 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[2], 1u), subgroupBroadcast(v0[2], 5u), subgroupBroadcast(v1[2], 1u), subgroupBroadcast(v1[2], 5u)); acc6 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[3], 1u), subgroupBroadcast(v0[3], 5u), subgroupBroadcast(v1[3], 1u), subgroupBroadcast(v1[3], 5u)); acc7 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[0], 2u), subgroupBroadcast(v0[0], 6u), subgroupBroadcast(v1[0], 2u), subgroupBroadcast(v1[0], 6u)); acc8 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[1], 2u), subgroupBroadcast(v0[1], 6u), subgroupBroadcast(v1[1], 2u), subgroupBroadcast(v1[1], 6u)); acc9 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[2], 2u), subgroupBroadcast(v0[2], 6u), subgroupBroadcast(v1[2], 2u), subgroupBroadcast(v1[2], 6u)); acc10 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[3], 2u), subgroupBroadcast(v0[3], 6u), subgroupBroadcast(v1[3], 2u), subgroupBroadcast(v1[3], 6u)); acc11 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[0], 3u), subgroupBroadcast(v0[0], 7u), subgroupBroadcast(v1[0], 3u), subgroupBroadcast(v1[0], 7u)); acc12 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[1], 3u), subgroupBroadcast(v0[1], 7u), subgroupBroadcast(v1[1], 3u), subgroupBroadcast(v1[1], 7u)); acc13 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[2], 3u), subgroupBroadcast(v0[2], 7u), subgroupBroadcast(v1[2], 3u), subgroupBroadcast(v1[2], 7u)); acc14 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[3], 3u), subgroupBroadcast(v0[3], 7u), subgroupBroadcast(v1[3], 3u), subgroupBroadcast(v1[3], 7u)); acc15 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+    }
+  } else {
+    for (var k = 0u; k < K4; k += 4u) {
+      let a = load_a4(aRow, k, acs);
+      let a8 = load_a4(aRow8, k, acs);
+      let b = load_b4(k, bz, bBase4, n4, c4);
+      { let x = subgroupBroadcast(a, 0u); acc0 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = subgroupBroadcast(a, 1u); acc1 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = subgroupBroadcast(a, 2u); acc2 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = subgroupBroadcast(a, 3u); acc3 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = subgroupBroadcast(a, 4u); acc4 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = subgroupBroadcast(a, 5u); acc5 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = subgroupBroadcast(a, 6u); acc6 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = subgroupBroadcast(a, 7u); acc7 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = subgroupBroadcast(a8, 0u); acc8 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = subgroupBroadcast(a8, 1u); acc9 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = subgroupBroadcast(a8, 2u); acc10 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = subgroupBroadcast(a8, 3u); acc11 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = subgroupBroadcast(a8, 4u); acc12 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = subgroupBroadcast(a8, 5u); acc13 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = subgroupBroadcast(a8, 6u); acc14 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = subgroupBroadcast(a8, 7u); acc15 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+    }
   }
   // The last K % 4 values of k, one at a time.
   for (var k = K4; k < K; k++) {

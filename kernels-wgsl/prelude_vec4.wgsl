@@ -44,7 +44,9 @@ fn lds(slot: u32, i: u32) -> f32 {
 // (load_b treats it as 1).
 override B_T: u32 = 0u;
 // A_V4 = 1: A's column stride is 1 and its offset, row and batch strides are multiples of 4, so
-// matmul_subgroups.wgsl reads 4 k of a row of A as one vec4 (matmul_vec4.wgsl ignores it).
+// matmul_subgroups.wgsl reads 4 k of a row of A as one vec4; A_V4 = 2: A's row stride is 1 and its offset,
+// column and batch strides are multiples of 4 (a transposed A), read as 4 rows of one k per vec4
+// (matmul_vec4.wgsl ignores it).
 override A_V4: u32 = 0u;
 
 fn load_b(k: u32, bz: u32, bBase4: u32, n4: u32, c4: u32) -> vec4<f32> {

@@ -154,8 +154,7 @@ describe.each(kernels)("matmul kernels: %s", (kernel) => {
       const a = bigA.narrow(1, k0, K);
       await check(a.matmul(torch.tensor(bv).reshape([K, N])), reference(av, [M, K], bv, [K, N]));
     }
-    // x @ w.t() with K % 4 == 0 (B_T = 2: a column of B read 4 k at a time), batched, and a transposed A
-    // (the weight gradient g.t() @ x of a Linear: A's column stride is not 1).
+    // x @ w.t() with K % 4 == 0 (B_T = 2: a column of B read 4 k at a time), and batched.
     const [R, K, C] = [37, 20, 264];
     const xv = values(R * K, 8);
     const wv = values(C * K, 9);
@@ -169,9 +168,19 @@ describe.each(kernels)("matmul kernels: %s", (kernel) => {
       data: [...want.data, ...want.data],
       scale: [...want.scale, ...want.scale],
     });
-    const xt: number[] = [];
-    for (let k = 0; k < K; k++) for (let r = 0; r < R; r++) xt.push(xv[r * K + k]);
-    const g = torch.tensor(xt).reshape([K, R]);
-    await check(g.t().matmul(torch.tensor(wt).reshape([K, C])), want);
+    // A = g.t() for g [K, M] (row stride 1): column stride M % 4 == 0 reads 4 rows per vec4 (A_V4 = 2),
+    // with and without a tail of k; M = 37 cannot.
+    for (const [M, K2] of [
+      [37, 20],
+      [36, 22],
+      [52, 8],
+    ]) {
+      const gv = values(K2 * M, 10);
+      const bv = values(K2 * C, 11);
+      const av: number[] = [];
+      for (let m = 0; m < M; m++) for (let k = 0; k < K2; k++) av.push(gv[k * M + m]);
+      const g = torch.tensor(gv).reshape([K2, M]);
+      await check(g.t().matmul(torch.tensor(bv).reshape([K2, C])), reference(av, [M, K2], bv, [K2, C]));
+    }
   });
 });

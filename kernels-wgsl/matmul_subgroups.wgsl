@@ -3,14 +3,16 @@ enable subgroups;
 
 // matmul_vec4.wgsl's job, for adapters with subgroups of at least 8 lanes (lavapipe: 8, the SIMD width).
 // On llvmpipe (Mesa 25) every storage load whose address is not a compile-time constant becomes a
-// per-lane loop with a bounds check per element (about 10 instructions per float), whether or not the
+// per-lane loop with a bounds check per element (7-14 instructions per float in its code), whether or not the
 // address is the same in every lane; loads, not FMAs, bound the speed, so the kernel is shaped to load
 // few floats per FMA:
 // - lane l loads rows row0 + l and row0 + 8 + l of A, and subgroupBroadcast hands them to all lanes;
-// - k advances by 4: one vec4 of A per row when A's rows are contiguous and aligned (A_V4 = 1), one
-//   vec4 of B per k (four vec4s along k for a transposed B, B_T = 2), and each accumulator takes one
-//   4-term sum per step. Inside a loop llvmpipe blends every accumulator write with the loop's lane
-//   mask and spills what does not fit the registers; one write per 4 k pays that a quarter as often.
+// - k advances by 4: one vec4 of A per row when A's rows are contiguous and aligned (A_V4 = 1; 4 rows
+//   of one k per vec4 for a transposed A, A_V4 = 2), one vec4 of B per k (four vec4s along k for a
+//   transposed B, B_T = 2). Inside a loop llvmpipe blends every write of a loop-carried variable with
+//   the loop's lane mask and spills what does not fit the registers; writing each accumulator once per
+//   4 k pays that a quarter as often. The 4 products are still added one by one in k order, as
+//   matmul.wgsl adds them, so a windowed dispatch and a whole one give the same bits.
 // Measured (docs/performance.md, Matmul): 1.5x the GFLOP per CPU-second of the one-k-per-step loop at
 // 1024^2, 2.7x at 2048^2. 24 or 32 rows were no faster than 16.
 // Same params and grid as matmul_vec4.wgsl with TM = 16: the host picks this file when it can.
@@ -84,44 +86,44 @@ fn mm(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wg: v
       let v0 = ldv(S1, (aCol + k * acs) >> 2u);
       let v1 = ldv(S1, (aCol + (k + 2u) * acs) >> 2u);
       let b = load_b4(k, bz, bBase4, n4, c4);
-      { let x = vec4<f32>(subgroupBroadcast(v0[0], 0u), subgroupBroadcast(v0[0], 4u), subgroupBroadcast(v1[0], 0u), subgroupBroadcast(v1[0], 4u)); acc0 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = vec4<f32>(subgroupBroadcast(v0[1], 0u), subgroupBroadcast(v0[1], 4u), subgroupBroadcast(v1[1], 0u), subgroupBroadcast(v1[1], 4u)); acc1 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = vec4<f32>(subgroupBroadcast(v0[2], 0u), subgroupBroadcast(v0[2], 4u), subgroupBroadcast(v1[2], 0u), subgroupBroadcast(v1[2], 4u)); acc2 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = vec4<f32>(subgroupBroadcast(v0[3], 0u), subgroupBroadcast(v0[3], 4u), subgroupBroadcast(v1[3], 0u), subgroupBroadcast(v1[3], 4u)); acc3 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = vec4<f32>(subgroupBroadcast(v0[0], 1u), subgroupBroadcast(v0[0], 5u), subgroupBroadcast(v1[0], 1u), subgroupBroadcast(v1[0], 5u)); acc4 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = vec4<f32>(subgroupBroadcast(v0[1], 1u), subgroupBroadcast(v0[1], 5u), subgroupBroadcast(v1[1], 1u), subgroupBroadcast(v1[1], 5u)); acc5 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = vec4<f32>(subgroupBroadcast(v0[2], 1u), subgroupBroadcast(v0[2], 5u), subgroupBroadcast(v1[2], 1u), subgroupBroadcast(v1[2], 5u)); acc6 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = vec4<f32>(subgroupBroadcast(v0[3], 1u), subgroupBroadcast(v0[3], 5u), subgroupBroadcast(v1[3], 1u), subgroupBroadcast(v1[3], 5u)); acc7 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = vec4<f32>(subgroupBroadcast(v0[0], 2u), subgroupBroadcast(v0[0], 6u), subgroupBroadcast(v1[0], 2u), subgroupBroadcast(v1[0], 6u)); acc8 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = vec4<f32>(subgroupBroadcast(v0[1], 2u), subgroupBroadcast(v0[1], 6u), subgroupBroadcast(v1[1], 2u), subgroupBroadcast(v1[1], 6u)); acc9 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = vec4<f32>(subgroupBroadcast(v0[2], 2u), subgroupBroadcast(v0[2], 6u), subgroupBroadcast(v1[2], 2u), subgroupBroadcast(v1[2], 6u)); acc10 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = vec4<f32>(subgroupBroadcast(v0[3], 2u), subgroupBroadcast(v0[3], 6u), subgroupBroadcast(v1[3], 2u), subgroupBroadcast(v1[3], 6u)); acc11 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = vec4<f32>(subgroupBroadcast(v0[0], 3u), subgroupBroadcast(v0[0], 7u), subgroupBroadcast(v1[0], 3u), subgroupBroadcast(v1[0], 7u)); acc12 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = vec4<f32>(subgroupBroadcast(v0[1], 3u), subgroupBroadcast(v0[1], 7u), subgroupBroadcast(v1[1], 3u), subgroupBroadcast(v1[1], 7u)); acc13 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = vec4<f32>(subgroupBroadcast(v0[2], 3u), subgroupBroadcast(v0[2], 7u), subgroupBroadcast(v1[2], 3u), subgroupBroadcast(v1[2], 7u)); acc14 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = vec4<f32>(subgroupBroadcast(v0[3], 3u), subgroupBroadcast(v0[3], 7u), subgroupBroadcast(v1[3], 3u), subgroupBroadcast(v1[3], 7u)); acc15 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[0], 0u), subgroupBroadcast(v0[0], 4u), subgroupBroadcast(v1[0], 0u), subgroupBroadcast(v1[0], 4u)); acc0 = (((acc0 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[1], 0u), subgroupBroadcast(v0[1], 4u), subgroupBroadcast(v1[1], 0u), subgroupBroadcast(v1[1], 4u)); acc1 = (((acc1 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[2], 0u), subgroupBroadcast(v0[2], 4u), subgroupBroadcast(v1[2], 0u), subgroupBroadcast(v1[2], 4u)); acc2 = (((acc2 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[3], 0u), subgroupBroadcast(v0[3], 4u), subgroupBroadcast(v1[3], 0u), subgroupBroadcast(v1[3], 4u)); acc3 = (((acc3 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[0], 1u), subgroupBroadcast(v0[0], 5u), subgroupBroadcast(v1[0], 1u), subgroupBroadcast(v1[0], 5u)); acc4 = (((acc4 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[1], 1u), subgroupBroadcast(v0[1], 5u), subgroupBroadcast(v1[1], 1u), subgroupBroadcast(v1[1], 5u)); acc5 = (((acc5 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[2], 1u), subgroupBroadcast(v0[2], 5u), subgroupBroadcast(v1[2], 1u), subgroupBroadcast(v1[2], 5u)); acc6 = (((acc6 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[3], 1u), subgroupBroadcast(v0[3], 5u), subgroupBroadcast(v1[3], 1u), subgroupBroadcast(v1[3], 5u)); acc7 = (((acc7 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[0], 2u), subgroupBroadcast(v0[0], 6u), subgroupBroadcast(v1[0], 2u), subgroupBroadcast(v1[0], 6u)); acc8 = (((acc8 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[1], 2u), subgroupBroadcast(v0[1], 6u), subgroupBroadcast(v1[1], 2u), subgroupBroadcast(v1[1], 6u)); acc9 = (((acc9 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[2], 2u), subgroupBroadcast(v0[2], 6u), subgroupBroadcast(v1[2], 2u), subgroupBroadcast(v1[2], 6u)); acc10 = (((acc10 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[3], 2u), subgroupBroadcast(v0[3], 6u), subgroupBroadcast(v1[3], 2u), subgroupBroadcast(v1[3], 6u)); acc11 = (((acc11 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[0], 3u), subgroupBroadcast(v0[0], 7u), subgroupBroadcast(v1[0], 3u), subgroupBroadcast(v1[0], 7u)); acc12 = (((acc12 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[1], 3u), subgroupBroadcast(v0[1], 7u), subgroupBroadcast(v1[1], 3u), subgroupBroadcast(v1[1], 7u)); acc13 = (((acc13 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[2], 3u), subgroupBroadcast(v0[2], 7u), subgroupBroadcast(v1[2], 3u), subgroupBroadcast(v1[2], 7u)); acc14 = (((acc14 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = vec4<f32>(subgroupBroadcast(v0[3], 3u), subgroupBroadcast(v0[3], 7u), subgroupBroadcast(v1[3], 3u), subgroupBroadcast(v1[3], 7u)); acc15 = (((acc15 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
     }
   } else {
     for (var k = 0u; k < K4; k += 4u) {
       let a = load_a4(aRow, k, acs);
       let a8 = load_a4(aRow8, k, acs);
       let b = load_b4(k, bz, bBase4, n4, c4);
-      { let x = subgroupBroadcast(a, 0u); acc0 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = subgroupBroadcast(a, 1u); acc1 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = subgroupBroadcast(a, 2u); acc2 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = subgroupBroadcast(a, 3u); acc3 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = subgroupBroadcast(a, 4u); acc4 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = subgroupBroadcast(a, 5u); acc5 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = subgroupBroadcast(a, 6u); acc6 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = subgroupBroadcast(a, 7u); acc7 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = subgroupBroadcast(a8, 0u); acc8 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = subgroupBroadcast(a8, 1u); acc9 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = subgroupBroadcast(a8, 2u); acc10 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = subgroupBroadcast(a8, 3u); acc11 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = subgroupBroadcast(a8, 4u); acc12 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = subgroupBroadcast(a8, 5u); acc13 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = subgroupBroadcast(a8, 6u); acc14 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
-      { let x = subgroupBroadcast(a8, 7u); acc15 += x.x * b[0] + x.y * b[1] + x.z * b[2] + x.w * b[3]; }
+      { let x = subgroupBroadcast(a, 0u); acc0 = (((acc0 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = subgroupBroadcast(a, 1u); acc1 = (((acc1 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = subgroupBroadcast(a, 2u); acc2 = (((acc2 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = subgroupBroadcast(a, 3u); acc3 = (((acc3 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = subgroupBroadcast(a, 4u); acc4 = (((acc4 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = subgroupBroadcast(a, 5u); acc5 = (((acc5 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = subgroupBroadcast(a, 6u); acc6 = (((acc6 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = subgroupBroadcast(a, 7u); acc7 = (((acc7 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = subgroupBroadcast(a8, 0u); acc8 = (((acc8 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = subgroupBroadcast(a8, 1u); acc9 = (((acc9 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = subgroupBroadcast(a8, 2u); acc10 = (((acc10 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = subgroupBroadcast(a8, 3u); acc11 = (((acc11 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = subgroupBroadcast(a8, 4u); acc12 = (((acc12 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = subgroupBroadcast(a8, 5u); acc13 = (((acc13 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = subgroupBroadcast(a8, 6u); acc14 = (((acc14 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
+      { let x = subgroupBroadcast(a8, 7u); acc15 = (((acc15 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
     }
   }
   // The last K % 4 values of k, one at a time.

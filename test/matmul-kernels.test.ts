@@ -1,7 +1,8 @@
 // The register-blocked matmul kernels (matmul_subgroups.wgsl: 16 rows x 4 columns per lane, row blocks
 // on the grid's x; matmul_vec4.wgsl, the same grid, where the adapter has no subgroups) against sums
 // computed here in float64: sizes one above a tile (16 rows, 256 columns), N a multiple of 4 but not of
-// 256, odd K, batches with broadcasting, transposed weights (x @ w.t()), addmm.
+// 256, odd K, batches with broadcasting, transposed weights (x @ w.t()), addmm, and the vec4 reads of
+// A and of a transposed B that matmul_subgroups makes when K or the strides are multiples of 4.
 import { afterEach, describe, expect, it } from "vitest";
 import * as torch from "../src/index.ts";
 import { readyDevice } from "../src/device/backend.ts";
@@ -164,10 +165,9 @@ describe.each(kernels)("matmul kernels: %s", (kernel) => {
     for (let k = 0; k < K; k++) for (let n = 0; n < C; n++) wt.push(wv[n * K + k]);
     const want = reference(xv, [R, K], wt, [K, C]);
     await check(x.matmul(w.t()), want);
-    await check(torch.bmm(torch.tensor([...xv, ...xv]).reshape([2, R, K]), torch.tensor([...wv, ...wv]).reshape([2, C, K]).transpose(1, 2)), {
-      data: [...want.data, ...want.data],
-      scale: [...want.scale, ...want.scale],
-    });
+    const x2 = torch.tensor([...xv, ...xv]).reshape([2, R, K]);
+    const w2 = torch.tensor([...wv, ...wv]).reshape([2, C, K]);
+    await check(torch.bmm(x2, w2.transpose(1, 2)), { data: [...want.data, ...want.data], scale: [...want.scale, ...want.scale] });
     // A = g.t() for g [K, M] (row stride 1): column stride M % 4 == 0 reads 4 rows per vec4 (A_V4 = 2),
     // with and without a tail of k; M = 37 cannot.
     for (const [M, K2] of [

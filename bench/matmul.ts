@@ -2,6 +2,7 @@
 // adapter, and a plain JavaScript triple loop (i-k-j order, Float32Array), all in this one run.
 // Also GFLOP per CPU-second of this process (lavapipe's threads run in it): on a shared machine the
 // wall-clock figure follows the load, the CPU-second one mostly the kernel.
+// Then a Linear layer's forward + backward at 4096x1024 @ 1024x1024 (GRADLAB_BENCH_LINEAR=0 skips it).
 // Usage: npx tsx bench/matmul.ts [sizes...]   (GRADLAB_BENCH_JS_MAX caps the plain-JS sizes; default 1024)
 import * as torch from "../src/index.ts";
 import { loadavg } from "node:os";
@@ -90,6 +91,50 @@ for (const n of SIZES) {
   const r = (v: number) => (Number.isNaN(v) ? "-" : `${v.toFixed(1)}x`).padStart(12);
   console.log(
     `${String(n).padStart(4)} ${f(g.wall)} ${f(t.wall).padStart(12)} ${f(j)} ${r(g.wall / t.wall)} ${r(g.wall / j)}   ${f(g.cpu).padStart(21)} ${f(t.cpu).padStart(5)} ${r(g.cpu / t.cpu).padStart(6)}   ${load()}`,
+  );
+}
+
+// A Linear layer's forward and backward at the issue's size (x 4096x1024, weight 1024x1024, no bias):
+// y = x @ w.t(), then grad_x = g @ w and grad_w = g.t() @ x: three matmuls of 2*4096*1024*1024 flops.
+// GradLab runs it through autograd (F.linear, y.backward(g)); tfjs as the same three tf.matMul calls.
+const [LR, LI, LO] = [4096, 1024, 1024];
+const linearFlops = 3 * 2 * LR * LI * LO;
+
+async function gradlabLinear(): Promise<Rate> {
+  const x = torch.randn(LR, LI).requires_grad_();
+  const w = torch.randn(LO, LI).requires_grad_();
+  const g = torch.randn(LR, LO);
+  const ms = await timeIt(2, async () => {
+    const y = torch.nn.functional.linear(x, w);
+    y.backward(g);
+    await torch.webgpu.synchronize();
+    y.dispose();
+    x.grad = null;
+    w.grad = null;
+  });
+  for (const t of [x, w, g]) t.dispose();
+  return { wall: linearFlops / (ms.wall * 1e6), cpu: linearFlops / (ms.cpu * 1e6) };
+}
+
+async function tfjsLinear(tf: typeof import("@tensorflow/tfjs-core")): Promise<Rate> {
+  const x = tf.randomNormal([LR, LI]);
+  const w = tf.randomNormal([LO, LI]);
+  const g = tf.randomNormal([LR, LO]);
+  const ms = await timeIt(2, async () => {
+    const out = [tf.matMul(x, w, false, true), tf.matMul(g, w), tf.matMul(g, x, true, false)];
+    await Promise.all(out.map((t) => t.data()));
+    for (const t of out) t.dispose();
+  });
+  for (const t of [x, w, g]) t.dispose();
+  return { wall: linearFlops / (ms.wall * 1e6), cpu: linearFlops / (ms.cpu * 1e6) };
+}
+
+if (process.env.GRADLAB_BENCH_LINEAR !== "0") {
+  const g = await gradlabLinear();
+  const t = tf ? await tfjsLinear(tf) : { wall: NaN, cpu: NaN };
+  console.log(
+    `Linear ${LR}x${LI} @ ${LO}x${LI}^T forward+backward: GradLab ${g.wall.toFixed(1)} GFLOP/s, tfjs ${t.wall.toFixed(1)}, ratio ${(g.wall / t.wall).toFixed(1)}x;` +
+      ` per CPU-s ${g.cpu.toFixed(1)} / ${t.cpu.toFixed(1)} (${(g.cpu / t.cpu).toFixed(1)}x)   load ${load()}`,
   );
 }
 process.exit(0);

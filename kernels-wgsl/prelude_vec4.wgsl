@@ -39,9 +39,15 @@ fn lds(slot: u32, i: u32) -> f32 {
 }
 
 // B_T = 1: B is a transposed row-major matrix (x @ w.t() in Linear): element (k, n) is at
-// P[8] + bz * P[9] + n * K + k. Four scalar loads cost what one vec4 load does on llvmpipe (gathers
-// either way), and no transposed copy of the weight is made.
+// P[8] + bz * P[9] + n * K + k, and no transposed copy of the weight is made. B_T = 2: the same with
+// K % 4 == 0 and that base a multiple of 4, so matmul_subgroups.wgsl reads 4 k of a column as one vec4
+// (load_b treats it as 1).
 override B_T: u32 = 0u;
+// A_V4 = 1: A's column stride is 1 and its offset, row and batch strides are multiples of 4, so
+// matmul_subgroups.wgsl reads 4 k of a row of A as one vec4; A_V4 = 2: A's row stride is 1 and its offset,
+// column and batch strides are multiples of 4 (a transposed A), read as 4 rows of one k per vec4
+// (matmul_vec4.wgsl ignores it).
+override A_V4: u32 = 0u;
 
 fn load_b(k: u32, bz: u32, bBase4: u32, n4: u32, c4: u32) -> vec4<f32> {
   if (B_T == 0u) { return ldv(S2, bBase4 + k * n4 + c4); }

@@ -1,7 +1,8 @@
 // The register-blocked matmul kernels (matmul_subgroups.wgsl: 16 rows x 4 columns per lane, row blocks
 // on the grid's x; matmul_vec4.wgsl, the same grid, where the adapter has no subgroups) against sums
 // computed here in float64: sizes one above a tile (16 rows, 256 columns), N a multiple of 4 but not of
-// 256, odd K, batches with broadcasting, transposed weights (x @ w.t()), addmm.
+// 256, odd K, batches with broadcasting, transposed weights (x @ w.t()), addmm, and the vec4 reads of
+// A and of a transposed B that matmul_subgroups makes when K or the strides are multiples of 4.
 import { afterEach, describe, expect, it } from "vitest";
 import * as torch from "../src/index.ts";
 import { readyDevice } from "../src/device/backend.ts";
@@ -99,6 +100,14 @@ describe.each(kernels)("matmul kernels: %s", (kernel) => {
       [2, 40, 3],
       [2, 3, 516],
     ],
+    [
+      [17, 12],
+      [12, 260],
+    ], // K % 4 == 0: A read 4 k at a time (A_V4), no tail
+    [
+      [2, 40, 8],
+      [2, 8, 516],
+    ], // batches of A read as vec4
   ];
   for (const [as, bs] of shapes)
     it(`${JSON.stringify(as)} @ ${JSON.stringify(bs)}`, async () => {
@@ -127,5 +136,51 @@ describe.each(kernels)("matmul kernels: %s", (kernel) => {
     const bias = torch.tensor(values(N, 5));
     const bv = (await bias.tolist()) as number[];
     await check(torch.addmm(bias, x, w.t()), { data: want.data.map((v, i) => v + bv[i % N]), scale: want.scale.map((s, i) => s + Math.abs(bv[i % N])) });
+  });
+
+  it("vec4 reads of A and of a transposed B, and the strided layouts that cannot use them", async () => {
+    if (await useKernel(kernel)) return;
+    // A's rows 16 apart but only 13 used (A_V4 with a tail of 1 k), and the same columns from offset 1 (no A_V4).
+    const [M, N] = [19, 260];
+    const big = values(M * 16, 6);
+    const bigA = torch.tensor(big).reshape([M, 16]);
+    for (const [k0, K] of [
+      [0, 13],
+      [1, 13],
+      [0, 16],
+    ]) {
+      const av: number[] = [];
+      for (let i = 0; i < M; i++) for (let k = 0; k < K; k++) av.push(big[i * 16 + k0 + k]);
+      const bv = values(K * N, 7);
+      const a = bigA.narrow(1, k0, K);
+      await check(a.matmul(torch.tensor(bv).reshape([K, N])), reference(av, [M, K], bv, [K, N]));
+    }
+    // x @ w.t() with K % 4 == 0 (B_T = 2: a column of B read 4 k at a time), and batched.
+    const [R, K, C] = [37, 20, 264];
+    const xv = values(R * K, 8);
+    const wv = values(C * K, 9);
+    const x = torch.tensor(xv).reshape([R, K]);
+    const w = torch.tensor(wv).reshape([C, K]);
+    const wt: number[] = [];
+    for (let k = 0; k < K; k++) for (let n = 0; n < C; n++) wt.push(wv[n * K + k]);
+    const want = reference(xv, [R, K], wt, [K, C]);
+    await check(x.matmul(w.t()), want);
+    const x2 = torch.tensor([...xv, ...xv]).reshape([2, R, K]);
+    const w2 = torch.tensor([...wv, ...wv]).reshape([2, C, K]);
+    await check(torch.bmm(x2, w2.transpose(1, 2)), { data: [...want.data, ...want.data], scale: [...want.scale, ...want.scale] });
+    // A = g.t() for g [K, M] (row stride 1): column stride M % 4 == 0 reads 4 rows per vec4 (A_V4 = 2),
+    // with and without a tail of k; M = 37 cannot.
+    for (const [M, K2] of [
+      [37, 20],
+      [36, 22],
+      [52, 8],
+    ]) {
+      const gv = values(K2 * M, 10);
+      const bv = values(K2 * C, 11);
+      const av: number[] = [];
+      for (let m = 0; m < M; m++) for (let k = 0; k < K2; k++) av.push(gv[k * M + m]);
+      const g = torch.tensor(gv).reshape([K2, M]);
+      await check(g.t().matmul(torch.tensor(bv).reshape([K2, C])), reference(av, [M, K2], bv, [K2, C]));
+    }
   });
 });

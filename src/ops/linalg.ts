@@ -86,15 +86,20 @@ function batchedInto(a: Tensor, b: Tensor, out: Tensor): void {
     // Over the binding limit only the plain kernel can run (in windows: it indexes by invocation).
     const oneBinding = fitsOneBinding([out, A, B]);
     if (oneBinding && N % 4 === 0 && (rowMajorB || transposedB)) {
+      const [aBatch, ars, acs] = [batchStride(A)!, A._strides[A.ndim - 2], A._strides[A.ndim - 1]];
+      // matmul_subgroups reads A and B as vec4s where their layout allows (prelude_vec4.wgsl: A_V4, B_T = 2).
+      const aligned = A._offset % 4 === 0 && aBatch % 4 === 0;
+      const aV4 = acs === 1 && ars % 4 === 0 && aligned ? 1 : ars === 1 && acs % 4 === 0 && aligned ? 2 : 0;
+      const bT = rowMajorB ? 0 : K % 4 === 0 && B._offset % 4 === 0 && bStride % 4 === 0 ? 2 : 1;
       // 16 rows per workgroup: what matmul_subgroups needs, chosen at encode time when the device has subgroups.
       // Row blocks on x (up to 65,535 x 16 rows), column blocks of 256 on y.
       dispatchGrid(
         "matmul_vec4",
         "mm",
         [out, A, B],
-        [M, N, K, batch, A._offset, batchStride(A)!, A._strides[A.ndim - 2], A._strides[A.ndim - 1], B._offset, bStride, 0],
+        [M, N, K, batch, A._offset, aBatch, ars, acs, B._offset, bStride, 0],
         [Math.ceil(M / 16), Math.ceil(N / 4 / 64), batch],
-        { TM: 16, B_T: rowMajorB ? 0 : 1 },
+        { TM: 16, B_T: bT, A_V4: aV4 },
         "matmul_subgroups",
       );
       return;

@@ -39,6 +39,17 @@ async function menu(page: Page, top: string, item: string): Promise<void> {
   await page.locator(".lm-Menu-itemLabel", { hasText: new RegExp(`^${item}$`) }).click();
 }
 
+/** Appends a code cell and starts it, without waiting for it (a cell that never ends by itself). */
+async function startNewCell(page: Page, source: string): Promise<void> {
+  await page.evaluate((src) => {
+    const w = (window as any).jupyterapp.shell.currentWidget;
+    const n = w.content.model.cells.length;
+    w.content.model.sharedModel.insertCell(n, { cell_type: "code", source: src });
+    w.content.activeCellIndex = n;
+    void (window as any).jupyterapp.commands.execute("notebook:run-cell");
+  }, source);
+}
+
 /** The first code cell's index in the teacher's notebook. */
 const firstCode = () =>
   (JSON.parse(readFileSync(join(REPO, "notebooks", NB), "utf8")).cells as { cell_type: string }[]).findIndex((c) => c.cell_type === "code");
@@ -115,6 +126,69 @@ describe("GradLab Lite between two visits", () => {
     // offline, every request was answered from the site's copy in the browser: none left the origin
     expect(requests.length).toBeGreaterThan(before + 20);
     expect(foreign(here, requests)).toEqual([]);
+    await page.close();
+  });
+
+  it("interrupts a loop that never awaits and asks input() from the second visit on; says what is missing on the first", async () => {
+    // a server of its own: an origin this browser has never seen (no service worker yet)
+    const own = await serve(site.dir, 0);
+    const here: Site = { ...site, url: `http://127.0.0.1:${own.port}`, close: own.close };
+    const { page, requests, errors } = await openNotebook(browser, here, "smoke.ipynb");
+    const cellError = (outs: Array<Record<string, any>>) => outs.find((o) => o.output_type === "error");
+
+    // the first visit: the page loaded before the site's service worker could isolate it. A cell run at
+    // once (while the service worker installs and claims the page) is answered, and input() says why not
+    expect(await page.evaluate(() => crossOriginIsolated)).toBe(false);
+    const refused = await runNewCell(page, 'const before = 6 * 7;\nawait input("Your name? ")');
+    expect(cellError(refused)?.evalue).toContain("reload the page once");
+    // an interrupt cannot reach a loop that never awaits: JupyterLab's notification says so and restarts
+    await startNewCell(page, 'console.log("spinning");\nwhile (true) {}');
+    await page.locator(".jp-OutputArea-output", { hasText: "spinning" }).waitFor({ timeout: 60_000 });
+    await menu(page, "Kernel", "Interrupt Kernel");
+    const note = page.locator(".jp-toastContainer .Toastify__toast", { hasText: "cannot be stopped on this page yet" });
+    await note.waitFor({ state: "visible", timeout: 30_000 });
+    expect(await note.textContent()).toContain("reload the page once");
+    await page.screenshot({ path: join(SHOTS, "student-interrupt-first-visit.png") });
+    await note.getByRole("button", { name: "Restart Kernel" }).click();
+    await page.locator(".jp-Dialog button.jp-mod-warn").click();
+    await kernelIdle(page);
+    expect(textOf(await runNewCell(page, "typeof before"))).toBe("'undefined'\n"); // a fresh kernel
+
+    // the next load: the service worker serves the page with COOP and COEP, and the page is isolated
+    await page.waitForFunction(() => navigator.serviceWorker.controller?.state === "activated", null, { timeout: 120_000, polling: 200 });
+    await page.reload();
+    await kernelIdle(page, "smoke.ipynb");
+    expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
+
+    // a loop of tensor ops that never awaits: Kernel → Interrupt stops it, and the kernel keeps its state
+    await runNewCell(page, "const kept = 42;\nconst x = torch.ones(4);");
+    const looping = runNewCell(page, 'let steps = 0;\nconsole.log("spinning");\nfor (;;) { x.add(1).mul(2); steps++; }');
+    await page.locator(".jp-OutputArea-output", { hasText: "spinning" }).waitFor({ timeout: 60_000 });
+    await menu(page, "Kernel", "Interrupt Kernel");
+    const stopped = cellError(await looping);
+    // the server kernel's error (kernel/executor/errors.ts)
+    expect([stopped?.ename, stopped?.evalue]).toEqual(["KeyboardInterrupt", "Execution interrupted"]);
+    await page.screenshot({ path: join(SHOTS, "student-interrupted.png") });
+    expect(textOf(await runNewCell(page, "console.log(kept, steps > 0, await x.sum().item());"))).toBe("42 true 4\n");
+    expect(await page.locator(".jp-toastContainer .Toastify__toast", { hasText: "cannot be stopped on this page" }).count()).toBe(0);
+
+    // input(): the notebook shows a box under the cell, the student types and presses Enter
+    const asking = runNewCell(page, 'const name = await input("Your name? ");\nconsole.log(`hello ${name}!`);');
+    const box = page.locator(".jp-Stdin-input");
+    await box.waitFor({ timeout: 60_000 });
+    await page.screenshot({ path: join(SHOTS, "student-input.png") });
+    await box.fill("Ada Lovelace");
+    await box.press("Enter");
+    expect(textOf(await asking)).toContain("hello Ada Lovelace!\n");
+    // a question nobody answers is interrupted like any other wait, and the kernel goes on
+    const unanswered = runNewCell(page, 'const never = prompt("no answer");\n"after"');
+    await page.locator(".jp-Stdin-input").waitFor({ timeout: 60_000 });
+    await menu(page, "Kernel", "Interrupt Kernel");
+    expect(cellError(await unanswered)?.ename).toBe("KeyboardInterrupt");
+    expect(textOf(await runNewCell(page, "name"))).toBe("'Ada Lovelace'\n");
+    expect(errors).toEqual([]);
+    expect(foreign(here, requests)).toEqual([]);
+    own.close();
     await page.close();
   });
 });

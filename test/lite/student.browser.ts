@@ -141,11 +141,17 @@ describe("GradLab Lite between two visits", () => {
     expect(await page.evaluate(() => crossOriginIsolated)).toBe(false);
     const refused = await runNewCell(page, 'const before = 6 * 7;\nawait input("Your name? ")');
     expect(cellError(refused)?.evalue).toContain("reload the page once");
-    // an interrupt cannot reach a loop that never awaits: JupyterLab's notification says so and restarts
-    await startNewCell(page, 'console.log("spinning");\nwhile (true) {}');
-    await page.locator(".jp-OutputArea-output", { hasText: "spinning" }).waitFor({ timeout: 60_000 });
-    await menu(page, "Kernel", "Interrupt Kernel");
+    // an interrupt reaches a cell that awaits, as a message: the notification it raised goes away
     const note = page.locator(".jp-toastContainer .Toastify__toast", { hasText: "cannot be stopped on this page yet" });
+    const waiting = runNewCell(page, 'console.log("waiting, first visit");\nawait new Promise(() => {})');
+    await page.locator(".jp-OutputArea-output", { hasText: "waiting, first visit" }).waitFor({ timeout: 60_000 });
+    await menu(page, "Kernel", "Interrupt Kernel");
+    expect(cellError(await waiting)?.ename).toBe("KeyboardInterrupt");
+    await note.waitFor({ state: "detached", timeout: 30_000 });
+    // it cannot reach a loop that never awaits: JupyterLab's notification says so and restarts the kernel
+    await startNewCell(page, 'console.log("spinning, first visit");\nwhile (true) {}');
+    await page.locator(".jp-OutputArea-output", { hasText: "spinning, first visit" }).waitFor({ timeout: 60_000 });
+    await menu(page, "Kernel", "Interrupt Kernel");
     await note.waitFor({ state: "visible", timeout: 30_000 });
     expect(await note.textContent()).toContain("reload the page once");
     await page.screenshot({ path: join(SHOTS, "student-interrupt-first-visit.png") });
@@ -162,8 +168,8 @@ describe("GradLab Lite between two visits", () => {
 
     // a loop of tensor ops that never awaits: Kernel → Interrupt stops it, and the kernel keeps its state
     await runNewCell(page, "const kept = 42;\nconst x = torch.ones(4);");
-    const looping = runNewCell(page, 'let steps = 0;\nconsole.log("spinning");\nfor (;;) { x.add(1).mul(2); steps++; }');
-    await page.locator(".jp-OutputArea-output", { hasText: "spinning" }).waitFor({ timeout: 60_000 });
+    const looping = runNewCell(page, 'let steps = 0;\nconsole.log("looping, isolated");\nfor (;;) { x.add(1).mul(2); steps++; }');
+    await page.locator(".jp-OutputArea-output", { hasText: "looping, isolated" }).waitFor({ timeout: 60_000 });
     await menu(page, "Kernel", "Interrupt Kernel");
     const stopped = cellError(await looping);
     // the server kernel's error (kernel/executor/errors.ts)

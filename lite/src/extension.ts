@@ -153,7 +153,16 @@ class GradLabKernel extends BaseKernel {
     const storeHistory = content.silent ? false : content.store_history !== false;
     const parent = this.parentHeader ?? {};
     const allowStdin = content.allow_stdin !== false;
-    const m = { type: "execute", id: this.nextId++, code: content.code, count: this.executionCount, silent: !!content.silent, storeHistory, allowStdin, parent } as const;
+    const m = {
+      type: "execute",
+      id: this.nextId++,
+      code: content.code,
+      count: this.executionCount,
+      silent: !!content.silent,
+      storeHistory,
+      allowStdin,
+      parent,
+    } as const;
     const r = (await this.ask<FromWorker & { type: "reply" }>(m)).content;
     if (r.status === "ok") return { status: "ok", execution_count: this.executionCount, user_expressions: {} };
     return { status: "error", execution_count: this.executionCount, ename: r.ename ?? "Error", evalue: r.evalue ?? "", traceback: r.traceback ?? [] };

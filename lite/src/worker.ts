@@ -93,9 +93,7 @@ const gpuProbe: Promise<{ device: string | null; problem: string | null }> = (as
 })();
 let toldProblem = false;
 
-const ready = Promise.all([initialize(new URL("esbuild.wasm", self.location.href).href), gpuProbe, init]).then(([, gpu]) =>
-  post({ type: "ready", ...gpu }),
-);
+const ready = Promise.all([initialize(new URL("esbuild.wasm", self.location.href).href), gpuProbe, init]).then(([, gpu]) => post({ type: "ready", ...gpu }));
 
 async function execute(m: Extract<ToWorker, { type: "execute" }>): Promise<void> {
   await ready;

@@ -1,7 +1,8 @@
 // GradLab Lite as a student uses it between two visits (npm run test:lite): an edited notebook is kept
 // in the browser's storage across a reload, File → Download saves the edited notebook, Help → Clear
 // Browser Data resets the course to the teacher's notebooks, and once the site has been loaded it opens
-// and runs with the server gone. Driven through JupyterLab's menus and keyboard in Debian's Chromium, as
+// and runs with the server gone; an interrupt stops a loop that never awaits and input() asks the student
+// once the page is cross-origin isolated (its second load), and both say what is missing before. Driven through JupyterLab's menus and keyboard in Debian's Chromium, as
 // lite.browser.ts does; screenshots in test-artifacts/lite/student-*.png.
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";

@@ -51,6 +51,32 @@ async function startNewCell(page: Page, source: string): Promise<void> {
   }, source);
 }
 
+/** Appends a code cell, runs it, and returns its outputs once it has run (harness.ts's runNewCell waits
+ *  for notebook:run-cell, which never settles for a cell that hangs; this fails with a screenshot). */
+async function runCell(page: Page, source: string, timeout = 120_000): Promise<Array<Record<string, any>>> {
+  await startNewCell(page, source);
+  try {
+    await page.waitForFunction(
+      () => {
+        const w = (window as any).jupyterapp.shell.currentWidget;
+        const c = w.content.model.cells.get(w.content.model.cells.length - 1);
+        return c.executionCount != null && w.sessionContext.session.kernel.status === "idle";
+      },
+      null,
+      { timeout, polling: 200 },
+    );
+  } catch (e) {
+    await page.screenshot({ path: join(SHOTS, "student-cell-timeout.png") });
+    throw e;
+  }
+  return page.evaluate(() => {
+    const m = (window as any).jupyterapp.shell.currentWidget.content.model;
+    return m.cells.get(m.cells.length - 1).outputs.toJSON();
+  });
+}
+/** The input box of the last cell (the one running). */
+const stdinBox = (page: Page) => page.locator(".jp-Notebook .jp-Cell").last().locator(".jp-Stdin-input");
+
 /** The first code cell's index in the teacher's notebook. */
 const firstCode = () =>
   (JSON.parse(readFileSync(join(REPO, "notebooks", NB), "utf8")).cells as { cell_type: string }[]).findIndex((c) => c.cell_type === "code");
@@ -140,11 +166,11 @@ describe("GradLab Lite between two visits", () => {
     // the first visit: the page loaded before the site's service worker could isolate it. A cell run at
     // once (while the service worker installs and claims the page) is answered, and input() says why not
     expect(await page.evaluate(() => crossOriginIsolated)).toBe(false);
-    const refused = await runNewCell(page, 'const before = 6 * 7;\nawait input("Your name? ")');
+    const refused = await runCell(page, 'const before = 6 * 7;\nawait input("Your name? ")');
     expect(cellError(refused)?.evalue).toContain("reload the page once");
     // an interrupt reaches a cell that awaits, as a message: the notification it raised goes away
     const note = page.locator(".jp-toastContainer .Toastify__toast", { hasText: "cannot be stopped on this page yet" });
-    const waiting = runNewCell(page, 'console.log("waiting, first visit");\nawait new Promise(() => {})');
+    const waiting = runCell(page, 'console.log("waiting, first visit");\nawait new Promise(() => {})');
     await page.locator(".jp-OutputArea-output", { hasText: "waiting, first visit" }).waitFor({ timeout: 60_000 });
     await menu(page, "Kernel", "Interrupt Kernel");
     expect(cellError(await waiting)?.ename).toBe("KeyboardInterrupt");
@@ -159,7 +185,7 @@ describe("GradLab Lite between two visits", () => {
     await note.getByRole("button", { name: "Restart Kernel" }).click();
     await page.locator(".jp-Dialog button.jp-mod-warn").click();
     await kernelIdle(page);
-    expect(textOf(await runNewCell(page, "typeof before"))).toBe("'undefined'\n"); // a fresh kernel
+    expect(textOf(await runCell(page, "typeof before"))).toBe("'undefined'\n"); // a fresh kernel
 
     // the next load: the service worker serves the page with COOP and COEP, and the page is isolated
     await page.waitForFunction(() => navigator.serviceWorker.controller?.state === "activated", null, { timeout: 120_000, polling: 200 });
@@ -168,31 +194,31 @@ describe("GradLab Lite between two visits", () => {
     expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
 
     // a loop of tensor ops that never awaits: Kernel → Interrupt stops it, and the kernel keeps its state
-    await runNewCell(page, "const kept = 42;\nconst x = torch.ones(4);");
-    const looping = runNewCell(page, 'let steps = 0;\nconsole.log("looping, isolated");\nfor (;;) { x.add(1).mul(2); steps++; }');
+    await runCell(page, "const kept = 42;\nconst x = torch.ones(4);");
+    const looping = runCell(page, 'let steps = 0;\nconsole.log("looping, isolated");\nfor (;;) { x.add(1).mul(2); steps++; }');
     await page.locator(".jp-OutputArea-output", { hasText: "looping, isolated" }).waitFor({ timeout: 60_000 });
     await menu(page, "Kernel", "Interrupt Kernel");
     const stopped = cellError(await looping);
     // the server kernel's error (kernel/executor/errors.ts)
     expect([stopped?.ename, stopped?.evalue]).toEqual(["KeyboardInterrupt", "Execution interrupted"]);
     await page.screenshot({ path: join(SHOTS, "student-interrupted.png") });
-    expect(textOf(await runNewCell(page, "console.log(kept, steps > 0, await x.sum().item());"))).toBe("42 true 4\n");
+    expect(textOf(await runCell(page, "console.log(kept, steps > 0, await x.sum().item());"))).toBe("42 true 4\n");
     expect(await page.locator(".jp-toastContainer .Toastify__toast", { hasText: "cannot be stopped on this page" }).count()).toBe(0);
 
     // input(): the notebook shows a box under the cell, the student types and presses Enter
-    const asking = runNewCell(page, 'const name = await input("Your name? ");\nconsole.log(`hello ${name}!`);');
-    const box = page.locator(".jp-Stdin-input");
+    const asking = runCell(page, 'const name = await input("Your name? ");\nconsole.log(`hello ${name}!`);');
+    const box = stdinBox(page);
     await box.waitFor({ timeout: 60_000 });
     await page.screenshot({ path: join(SHOTS, "student-input.png") });
     await box.fill("Ada Lovelace");
     await box.press("Enter");
     expect(textOf(await asking)).toContain("hello Ada Lovelace!\n");
     // a question nobody answers is interrupted like any other wait, and the kernel goes on
-    const unanswered = runNewCell(page, 'const never = prompt("no answer");\n"after"');
-    await page.locator(".jp-Stdin-input").waitFor({ timeout: 60_000 });
+    const unanswered = runCell(page, 'const never = prompt("no answer");\n"after"');
+    await stdinBox(page).waitFor({ timeout: 60_000 });
     await menu(page, "Kernel", "Interrupt Kernel");
     expect(cellError(await unanswered)?.ename).toBe("KeyboardInterrupt");
-    expect(textOf(await runNewCell(page, "name"))).toBe("'Ada Lovelace'\n");
+    expect(textOf(await runCell(page, "name"))).toBe("'Ada Lovelace'\n");
     expect(errors).toEqual([]);
     expect(foreign(here, requests)).toEqual([]);
     own.close();

@@ -5,19 +5,37 @@ import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/applica
 import { PageConfig, URLExt } from "@jupyterlab/coreutils";
 import type { Contents, KernelMessage } from "@jupyterlab/services";
 import { BaseKernel, IKernelClient, IKernelSpecs, type IKernel } from "@jupyterlite/services";
-import type { FromWorker, ToWorker } from "./protocol.ts";
+import type { FromWorker, Shared, ToWorker } from "./protocol.ts";
 
 const workerUrl = () => URLExt.join(PageConfig.getBaseUrl(), "gradlab/dist/worker.js");
 /** The running GradLab kernels by id (for interrupts, which JupyterLite's client does not forward). */
 const running = new Map<string, GradLabKernel>();
 /** JupyterLite's contents (the browser's storage over the site's files), where cells' imports are read. */
 let drive: Contents.IManager | null = null;
+/** The application's commands (JupyterLab's notifications), once the plugin is activated. */
+let commands: JupyterFrontEnd["commands"] | null = null;
+
+/** Whether this page may share memory with its Workers (served with COOP and COEP: by the site's
+ *  service worker, from the second visit on). */
+const crossOriginIsolated = () => (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === true;
+
+/** Room for one answer to input(). */
+const STDIN_BYTES = 1 << 16;
+function sharedMemory(): Shared {
+  const ints = (n: number) => new Int32Array(new SharedArrayBuffer(4 * n));
+  return { irq: ints(1), cellNo: ints(1), stdinCtl: ints(2), stdinData: new Uint8Array(new SharedArrayBuffer(STDIN_BYTES)) };
+}
 
 class GradLabKernel extends BaseKernel {
   private readonly worker: Worker;
   private nextId = 1;
   private readonly waiting = new Map<number, (m: any) => void>();
   private readonly started: Promise<FromWorker & { type: "ready" }>;
+  private readonly shared: Shared | null = crossOriginIsolated() ? sharedMemory() : null;
+  /** Messages for the Worker until it says it listens (then null): see send(). */
+  private outbox: ToWorker[] | null = [];
+  /** The notification an interrupt raised on a page without shared memory, until the Worker acknowledges. */
+  private unreachable: Promise<unknown> | null = null;
 
   constructor(options: IKernel.IOptions) {
     super(options);
@@ -26,16 +44,22 @@ class GradLabKernel extends BaseKernel {
     this.started = new Promise((r) => (ready = r));
     this.worker.onmessage = (ev: MessageEvent<FromWorker>) => {
       const m = ev.data;
-      if (m.type === "ready") ready(m);
+      if (m.type === "listening") {
+        for (const queued of this.outbox ?? []) this.worker.postMessage(queued);
+        this.outbox = null;
+      } else if (m.type === "ready") ready(m);
       else if (m.type === "read") void this.readFile(m.id, m.path);
+      else if (m.type === "interrupted") this.reached();
+      else if (m.type === "input") this.inputRequest({ prompt: m.prompt, password: m.password }, m.parent as never);
       else if (m.type === "reply" || m.type === "completed" || m.type === "inspected") {
         this.waiting.get(m.id)?.(m);
         this.waiting.delete(m.id);
       } else this.iopub(m);
     };
     this.worker.onerror = (ev) => console.error("GradLab worker failed:", ev.message);
-    // the notebook's folder: the course's `./check.ts` is read from there
-    this.send({ type: "location", dir: options.location ?? "" });
+    // the notebook's folder (the course's `./check.ts` is read from there), and shared memory where the
+    // page is cross-origin isolated
+    this.send({ type: "init", dir: options.location ?? "", shared: this.shared });
     running.set(options.id, this);
   }
 
@@ -54,13 +78,55 @@ class GradLabKernel extends BaseKernel {
     }
   }
 
-  /** Stops the running cell at its next await (KeyboardInterrupt); a synchronous loop needs a restart. */
+  /** Stops the running cell with KeyboardInterrupt: at its next await, and, where the page shares memory
+   *  with the Worker, in a synchronous loop or while input() waits (the server kernel's flags). Without
+   *  shared memory a synchronous loop needs a restart. */
   interruptWorker(): void {
+    const s = this.shared;
+    if (s) {
+      Atomics.store(s.irq, 0, Atomics.load(s.cellNo, 0));
+      Atomics.store(s.stdinCtl, 0, 2);
+      Atomics.notify(s.stdinCtl, 0);
+    } else if (!this.unreachable && commands?.hasCommand("apputils:notify")) {
+      // Without shared memory the interrupt is a message, which a loop that never awaits never reads:
+      // say so until the Worker acknowledges it (a cell that awaits stops, and the note goes away).
+      this.unreachable = commands.execute("apputils:notify", {
+        type: "warning",
+        message: UNREACHABLE,
+        options: { autoClose: false, actions: [{ label: "Restart Kernel", commandId: "notebook:restart-kernel" }] },
+      });
+    }
     this.send({ type: "interrupt" });
   }
 
+  /** The Worker read an interrupt: it is not stuck in a synchronous loop. */
+  private reached(): void {
+    const note = this.unreachable;
+    this.unreachable = null;
+    void note?.then((id) => commands?.execute("apputils:dismiss-notification", { id: id as string }));
+  }
+
+  /** The student's answer to input(): into the shared memory the Worker waits on. */
+  inputReply(content: KernelMessage.IInputReplyMsg["content"]): void {
+    const s = this.shared;
+    if (!s) return;
+    const value = content.status === "ok" ? content.value : "";
+    // encodeInto refuses shared memory: encoded into a page-owned buffer (cut at a character), then copied
+    const own = new Uint8Array(s.stdinData.length);
+    const { written } = new TextEncoder().encodeInto(value, own);
+    s.stdinData.set(own.subarray(0, written));
+    Atomics.store(s.stdinCtl, 1, written);
+    Atomics.store(s.stdinCtl, 0, 1);
+    Atomics.notify(s.stdinCtl, 0);
+  }
+
+  /** To the Worker, once it listens. Chromium drops a message posted to a new module Worker before its
+   *  script runs when a service worker that is still activating intercepts the script's request (a
+   *  first visit: the site's service worker claims the page while JupyterLab starts the kernel), so
+   *  nothing is posted before the Worker's first message ("listening"). */
   private send(m: ToWorker): void {
-    this.worker.postMessage(m);
+    if (this.outbox) this.outbox.push(m);
+    else this.worker.postMessage(m);
   }
 
   private iopub(m: FromWorker & { type: "iopub" }): void {
@@ -83,6 +149,7 @@ class GradLabKernel extends BaseKernel {
   dispose(): void {
     if (this.isDisposed) return;
     this.worker.terminate(); // restart and shutdown: the Worker's tensors and GPU device go with it
+    this.reached();
     running.delete(this.id);
     super.dispose();
   }
@@ -103,7 +170,17 @@ class GradLabKernel extends BaseKernel {
     await this.started;
     const storeHistory = content.silent ? false : content.store_history !== false;
     const parent = this.parentHeader ?? {};
-    const m = { type: "execute", id: this.nextId++, code: content.code, count: this.executionCount, silent: !!content.silent, storeHistory, parent } as const;
+    const allowStdin = content.allow_stdin !== false;
+    const m = {
+      type: "execute",
+      id: this.nextId++,
+      code: content.code,
+      count: this.executionCount,
+      silent: !!content.silent,
+      storeHistory,
+      allowStdin,
+      parent,
+    } as const;
     const r = (await this.ask<FromWorker & { type: "reply" }>(m)).content;
     if (r.status === "ok") return { status: "ok", execution_count: this.executionCount, user_expressions: {} };
     return { status: "error", execution_count: this.executionCount, ename: r.ename ?? "Error", evalue: r.evalue ?? "", traceback: r.traceback ?? [] };
@@ -134,7 +211,6 @@ class GradLabKernel extends BaseKernel {
   async commInfoRequest(): Promise<KernelMessage.ICommInfoReplyMsg["content"]> {
     return { status: "ok", comms: {} };
   }
-  inputReply(): void {}
   // the page's widget manager talks to the Worker's comms (torch.widgets, torch.viz.stepper)
   async commOpen(msg: KernelMessage.ICommOpenMsg): Promise<void> {
     this.send({ type: "comm", msgType: "comm_open", content: msg.content, metadata: msg.metadata, buffers: msg.buffers ?? [] });
@@ -147,6 +223,10 @@ class GradLabKernel extends BaseKernel {
   }
 }
 
+/** What the interrupt's notification says (JupyterLab cuts a toast's text at 140 characters): the page
+ *  is not cross-origin isolated, which the site's service worker makes it from the next load on. */
+const UNREACHABLE = "A loop that never awaits cannot be stopped on this page yet. If the cell runs on: Restart Kernel, then reload the page once.";
+
 const logo = (size: number) => URLExt.join(PageConfig.getBaseUrl(), `gradlab/logo-${size}x${size}.png`);
 
 const kernelPlugin: JupyterFrontEndPlugin<void> = {
@@ -158,6 +238,7 @@ const kernelPlugin: JupyterFrontEndPlugin<void> = {
     drive = app.serviceManager.contents;
     // JupyterLite 0.8's client answers an interrupt by cancelling the cells queued behind the running
     // one and never tells the kernel: tell ours, so the running cell stops too.
+    commands = app.commands;
     const interrupt = client.interrupt.bind(client);
     client.interrupt = async (id: string) => {
       running.get(id)?.interruptWorker();

@@ -4,6 +4,7 @@
 // requests (the page's, the kernel Worker's: worker.js, esbuild.wasm, check.ts) from that cache and
 // goes to the network only for what the build did not make. A republished site has another hash, so
 // the browser installs the new worker, which fetches the new files and drops the old cache.
+// Every response it gives carries the headers of cross-origin isolation (see isolated()).
 // The notebooks a student edits are not here: JupyterLite keeps them in IndexedDB.
 // Hand-written rather than Workbox: a fixed list, cache-first, ~50 lines, no runtime dependency.
 
@@ -54,11 +55,28 @@ sw.addEventListener("activate", (e) => {
   );
 });
 
+/** Cross-origin isolation, which a plain static host does not give and a service worker can: with it
+ *  the page and the kernel's Worker share memory (SharedArrayBuffer), so an interrupt reaches a
+ *  synchronous loop and input() can wait for the student's answer, as in the server kernel. The site
+ *  loads nothing from other origins, so requiring CORP costs nothing. A document is isolated when it
+ *  loads, so the page that installed this worker is not: the next visit (or a reload) is. */
+function isolated(res: Response): Response {
+  if (res.type === "opaque" || res.status === 0) return res;
+  const headers = new Headers(res.headers);
+  headers.set("Cross-Origin-Opener-Policy", "same-origin");
+  headers.set("Cross-Origin-Embedder-Policy", "require-corp");
+  headers.set("Cross-Origin-Resource-Policy", "same-origin");
+  return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+}
+
 sw.addEventListener("fetch", (e) => {
   const req = e.request;
   if (req.method !== "GET" || !req.url.startsWith(scope)) return;
   e.respondWith(
     // the query is not part of a static file's name (lab/index.html?path=01_dynamic_graph.ipynb)
-    caches.match(req, { cacheName, ignoreSearch: true }).then((hit) => hit ?? fetch(req)),
+    caches
+      .match(req, { cacheName, ignoreSearch: true })
+      .then((hit) => hit ?? fetch(req))
+      .then(isolated),
   );
 });

@@ -8,7 +8,7 @@ import * as torch from "../../src/index.ts";
 import { platform } from "../../src/platform/current.ts";
 import { Executor } from "../../kernel/executor/executor.ts";
 import { OutputCapture, type CellContext } from "../../kernel/executor/output.ts";
-import { errorContent } from "../../kernel/executor/errors.ts";
+import { errorContent, InterruptError } from "../../kernel/executor/errors.ts";
 import { installPromiseInspect, PROMISE_HINT } from "../../kernel/display/bundle.ts";
 import { runCell } from "../../kernel/executor/cell.ts";
 import { installGlobals } from "../../kernel/display/globals.ts";
@@ -18,7 +18,7 @@ import { LanguageClient } from "../../kernel/language/service-client.ts";
 import { format } from "./shims/inspect.ts";
 import { initialize, prestrip } from "./shims/esbuild.ts";
 import { fileRead, setNotebookDir } from "./modules.ts";
-import type { FromWorker, ToWorker } from "./protocol.ts";
+import type { FromWorker, Shared, ToWorker } from "./protocol.ts";
 
 // The runtime's frames come first in a stack and are hidden from tracebacks; Chrome keeps 10 frames by
 // default, which an error raised deep in an op (a matmul's shape check) fills before the cell's own.
@@ -40,17 +40,24 @@ const out =
     void (process as any)[name].write(`${format(...args)}\n`);
 Object.assign(console, { log: out("stdout"), info: out("stdout"), debug: out("stdout"), warn: out("stderr"), error: out("stderr") });
 
-// No SharedArrayBuffer without cross-origin isolation, which a plain static host does not give: the
-// interrupt flag is this Worker's own memory, set between two awaits of the running cell.
-const executor = new Executor(new Int32Array(1), new Int32Array(1), new Float64Array(2), new Int32Array(1), capture, "/");
+// The executor starts with the page's first message ("init"): its interrupt flag and cell number are
+// memory shared with the page where the page is cross-origin isolated (the site's service worker makes
+// it so), so an interrupt reaches a synchronous loop as in the server kernel; elsewhere they are this
+// Worker's own, set between two awaits of the running cell.
+let executor!: Executor;
+let shared: Shared | null = null;
+let initialised!: () => void;
+const init = new Promise<void>((r) => (initialised = r));
 
 const comms = new CommManager();
 const host = {
   publish: (msgType: any, content: any, parent: object) => post({ type: "iopub", msgType, content, parent }),
   currentParent: () => current?.parent ?? {},
-  prompt: () => null, // no synchronous stdin in a Worker
+  prompt: (prompt: string, password: boolean) => ask(prompt, password),
   comms,
-  executor,
+  get executor() {
+    return executor;
+  },
   capture,
   cellEndHooks: [] as (() => void)[],
   pendingDisplays: [] as Promise<unknown>[],
@@ -66,6 +73,26 @@ installPromiseInspect(() => {
   capture.write("stderr", PROMISE_HINT);
 });
 (globalThis as any).torch = torch;
+
+/** input() and prompt(): an input_request through the page, then this Worker waits (Atomics.wait) until
+ *  the page writes the answer into shared memory, as the server kernel's main thread waits. */
+function ask(prompt: string, password: boolean): string | null {
+  if (!current?.allowStdin) throw new Error("stdin is not available: this frontend does not support input requests");
+  if (!shared) {
+    throw new Error(
+      "input() cannot wait for an answer on this page yet: it is not cross-origin isolated (no SharedArrayBuffer), which the site's service worker makes it from the next load on: reload the page once",
+    );
+  }
+  const { stdinCtl: ctl, stdinData } = shared;
+  Atomics.store(ctl, 0, 0);
+  // after the reset: the page sets the interrupt flag before it wakes this wait
+  if (executor.interruptRequested) throw new InterruptError();
+  post({ type: "input", prompt, password, parent: current.parent });
+  while (Atomics.load(ctl, 0) === 0) Atomics.wait(ctl, 0, 0, 1000);
+  if (Atomics.load(ctl, 0) === 2) throw new InterruptError(); // interrupted while waiting
+  // TextDecoder does not read shared memory: a copy
+  return new TextDecoder().decode(stdinData.slice(0, Atomics.load(ctl, 1)));
+}
 
 /** Whether the browser gives a WebGPU adapter, and its name; said once, in the first cell's output. */
 const gpuProbe: Promise<{ device: string | null; problem: string | null }> = (async () => {
@@ -95,14 +122,14 @@ const language = new LanguageClient((cells) => {
   };
 }, LANGUAGE_TIMEOUT_MS);
 
-const ready = Promise.all([initialize(new URL("esbuild.wasm", self.location.href).href), gpuProbe]).then(([, gpu]) => {
+const ready = Promise.all([initialize(new URL("esbuild.wasm", self.location.href).href), gpuProbe, init]).then(([, gpu]) => {
   post({ type: "ready", ...gpu });
   language.warm(); // as the server kernel does once started: the first Tab finds TypeScript loaded
 });
 
 async function execute(m: Extract<ToWorker, { type: "execute" }>): Promise<void> {
   await ready;
-  const ctx: CellContext = { parent: m.parent, identities: [], executionCount: m.count, allowStdin: false };
+  const ctx: CellContext = { parent: m.parent, identities: [], executionCount: m.count, allowStdin: m.allowStdin };
   current = ctx;
   const label = m.storeHistory ? `Cell [${m.count}]` : "Cell";
   const gpu = await gpuProbe;
@@ -130,13 +157,22 @@ async function execute(m: Extract<ToWorker, { type: "execute" }>): Promise<void>
 let queue: Promise<void> = Promise.resolve();
 self.onmessage = (ev: MessageEvent<ToWorker>) => {
   const m = ev.data;
-  if (m.type === "interrupt") executor.interrupt();
+  if (m.type === "interrupt") {
+    executor?.interrupt();
+    post({ type: "interrupted" });
+  }
   // completion and inspection as the server kernel answers them (its language service, in a Worker of
   // its own, and live values), answered even while a cell awaits
   else if (m.type === "complete") void completeAnswer(language, m.code, m.cursor).then((content) => post({ type: "completed", id: m.id, content }));
   else if (m.type === "inspect") void inspectAnswer(language, m.code, m.cursor).then((text) => post({ type: "inspected", id: m.id, text }));
-  else if (m.type === "location") setNotebookDir(m.dir);
   else if (m.type === "file") fileRead(m);
+  else if (m.type === "init") {
+    setNotebookDir(m.dir);
+    shared = m.shared;
+    const own = (n: number) => new Int32Array(n);
+    executor = new Executor(shared?.irq ?? own(1), shared?.cellNo ?? own(1), new Float64Array(2), own(1), capture, "/");
+    initialised();
+  }
   // from the page's widget manager: handled at once, as the server kernel's control of comms is
   else if (m.type === "comm") {
     if (m.msgType === "comm_open") {
@@ -145,6 +181,8 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
     else comms.close(m.content);
   } else queue = queue.then(() => execute(m)).catch((e) => console.error(e));
 };
+// the page posts nothing before this (see send() in extension.ts)
+post({ type: "listening" });
 // an error thrown by a timer or a forgotten promise shows in the cell that runs now
 self.addEventListener("unhandledrejection", (ev) => {
   ev.preventDefault();

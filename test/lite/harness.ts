@@ -137,24 +137,36 @@ function cellsOf(page: Page): Promise<CellOut[]> {
   });
 }
 
-/** Appends a code cell to the open notebook, runs it alone, and returns its outputs. */
-export async function runNewCell(page: Page, source: string, timeoutMs = 120_000): Promise<Array<Record<string, any>>> {
-  const index = await page.evaluate((src) => {
+/** Appends a code cell to the open notebook and starts it, without waiting for it (JupyterLab's
+ *  notebook:run-cell settles only when the cell ends, never for a cell that hangs). Returns its index. */
+export async function startNewCell(page: Page, source: string): Promise<number> {
+  return page.evaluate((src) => {
     const w = (window as any).jupyterapp.shell.currentWidget;
     const n = w.content.model.cells.length;
     w.content.model.sharedModel.insertCell(n, { cell_type: "code", source: src });
     w.content.activeCellIndex = n;
+    void (window as any).jupyterapp.commands.execute("notebook:run-cell");
     return n;
   }, source);
-  await page.evaluate(() => (window as any).jupyterapp.commands.execute("notebook:run-cell"));
-  await page.waitForFunction(
-    (i) => {
-      const w = (window as any).jupyterapp.shell.currentWidget;
-      return w.content.model.cells.get(i).executionCount != null && w.sessionContext.session.kernel.status === "idle";
-    },
-    index,
-    { timeout: timeoutMs, polling: 200 },
-  );
+}
+
+/** Appends a code cell to the open notebook, runs it alone, and returns its outputs; a cell that has not
+ *  run within the time fails the test with a screenshot (cell-timeout.png) instead of hanging the tier. */
+export async function runNewCell(page: Page, source: string, timeoutMs = 120_000): Promise<Array<Record<string, any>>> {
+  const index = await startNewCell(page, source);
+  try {
+    await page.waitForFunction(
+      (i) => {
+        const w = (window as any).jupyterapp.shell.currentWidget;
+        return w.content.model.cells.get(i).executionCount != null && w.sessionContext.session.kernel.status === "idle";
+      },
+      index,
+      { timeout: timeoutMs, polling: 200 },
+    );
+  } catch (e) {
+    await page.screenshot({ path: join(SHOTS, "cell-timeout.png") });
+    throw e;
+  }
   return page.evaluate((i) => (window as any).jupyterapp.shell.currentWidget.content.model.cells.get(i).outputs.toJSON(), index);
 }
 

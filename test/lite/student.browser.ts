@@ -2,14 +2,16 @@
 // in the browser's storage across a reload, File → Download saves the edited notebook, Help → Clear
 // Browser Data resets the course to the teacher's notebooks, and once the site has been loaded it opens
 // and runs with the server gone; a cell imports the student's own files (a module they made, their
-// edited check.ts) from the browser's storage. Driven through JupyterLab's menus and keyboard in Debian's Chromium, as
+// edited check.ts) from the browser's storage; an interrupt stops a loop that never awaits and input()
+// asks the student once the page is cross-origin isolated (its second load), and both say what is
+// missing before. Driven through JupyterLab's menus and keyboard in Debian's Chromium, as
 // lite.browser.ts does; screenshots in test-artifacts/lite/student-*.png.
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
 import { serve } from "../../kernel/cli/lite.ts";
-import { buildAndServe, foreign, kernelIdle, openNotebook, REPO, runNewCell, SHOTS, startChromium, textOf, type Site } from "./harness.ts";
+import { buildAndServe, foreign, kernelIdle, openNotebook, REPO, runNewCell, SHOTS, startNewCell, startChromium, textOf, type Site } from "./harness.ts";
 
 let site: Site;
 let browser: Browser;
@@ -39,6 +41,9 @@ async function menu(page: Page, top: string, item: string): Promise<void> {
   await page.locator(".lm-MenuBar-itemLabel", { hasText: new RegExp(`^${top}$`) }).click();
   await page.locator(".lm-Menu-itemLabel", { hasText: new RegExp(`^${item}$`) }).click();
 }
+
+/** The input box of the last cell (the one running). */
+const stdinBox = (page: Page) => page.locator(".jp-Notebook .jp-Cell").last().locator(".jp-Stdin-input");
 
 /** The first code cell's index in the teacher's notebook. */
 const firstCode = () =>
@@ -137,6 +142,75 @@ describe("GradLab Lite between two visits", () => {
     expect(missing).toContain('Cannot import "./missing.ts": there is no file missing.ts in the file browser');
     expect(textOf(await runNewCell(page, "console.log(answer + 1);")).trim()).toBe("43");
     expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("interrupts a loop that never awaits and asks input() from the second visit on; says what is missing on the first", async () => {
+    // a server of its own: an origin this browser has never seen (no service worker yet)
+    const own = await serve(site.dir, 0);
+    const here: Site = { ...site, url: `http://127.0.0.1:${own.port}`, close: own.close };
+    const { page, requests, errors } = await openNotebook(browser, here, "smoke.ipynb");
+    const cellError = (outs: Array<Record<string, any>>) => outs.find((o) => o.output_type === "error");
+
+    // the first visit: the page loaded before the site's service worker could isolate it. A cell run at
+    // once (while the service worker installs and claims the page) is answered, and input() says why not
+    expect(await page.evaluate(() => crossOriginIsolated)).toBe(false);
+    const refused = await runNewCell(page, 'const before = 6 * 7;\nawait input("Your name? ")');
+    expect(cellError(refused)?.evalue).toContain("reload the page once");
+    // an interrupt reaches a cell that awaits, as a message: the notification it raised goes away
+    const note = page.locator(".jp-toastContainer .Toastify__toast", { hasText: "cannot be stopped on this page yet" });
+    const waiting = runNewCell(page, 'console.log("waiting, first visit");\nawait new Promise(() => {})');
+    await page.locator(".jp-OutputArea-output", { hasText: "waiting, first visit" }).waitFor({ timeout: 60_000 });
+    await menu(page, "Kernel", "Interrupt Kernel");
+    expect(cellError(await waiting)?.ename).toBe("KeyboardInterrupt");
+    await note.waitFor({ state: "detached", timeout: 30_000 });
+    // it cannot reach a loop that never awaits: JupyterLab's notification says so and restarts the kernel
+    await startNewCell(page, 'console.log("spinning, first visit");\nwhile (true) {}');
+    await page.locator(".jp-OutputArea-output", { hasText: "spinning, first visit" }).waitFor({ timeout: 60_000 });
+    await menu(page, "Kernel", "Interrupt Kernel");
+    await note.waitFor({ state: "visible", timeout: 30_000 });
+    expect(await note.textContent()).toContain("reload the page once");
+    await page.screenshot({ path: join(SHOTS, "student-interrupt-first-visit.png") });
+    await note.getByRole("button", { name: "Restart Kernel" }).click();
+    await page.locator(".jp-Dialog button.jp-mod-warn").click();
+    await kernelIdle(page);
+    expect(textOf(await runNewCell(page, "typeof before"))).toBe("'undefined'\n"); // a fresh kernel
+
+    // the next load: the service worker serves the page with COOP and COEP, and the page is isolated
+    await page.waitForFunction(() => navigator.serviceWorker.controller?.state === "activated", null, { timeout: 120_000, polling: 200 });
+    await page.reload();
+    await kernelIdle(page, "smoke.ipynb");
+    expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
+
+    // a loop of tensor ops that never awaits: Kernel → Interrupt stops it, and the kernel keeps its state
+    await runNewCell(page, "const kept = 42;\nconst x = torch.ones(4);");
+    const looping = runNewCell(page, 'let steps = 0;\nconsole.log("looping, isolated");\nfor (;;) { x.add(1).mul(2); steps++; }');
+    await page.locator(".jp-OutputArea-output", { hasText: "looping, isolated" }).waitFor({ timeout: 60_000 });
+    await menu(page, "Kernel", "Interrupt Kernel");
+    const stopped = cellError(await looping);
+    // the server kernel's error (kernel/executor/errors.ts)
+    expect([stopped?.ename, stopped?.evalue]).toEqual(["KeyboardInterrupt", "Execution interrupted"]);
+    await page.screenshot({ path: join(SHOTS, "student-interrupted.png") });
+    expect(textOf(await runNewCell(page, "console.log(kept, steps > 0, await x.sum().item());"))).toBe("42 true 4\n");
+    expect(await page.locator(".jp-toastContainer .Toastify__toast", { hasText: "cannot be stopped on this page" }).count()).toBe(0);
+
+    // input(): the notebook shows a box under the cell, the student types and presses Enter
+    const asking = runNewCell(page, 'const name = await input("Your name? ");\nconsole.log(`hello ${name}!`);');
+    const box = stdinBox(page);
+    await box.waitFor({ timeout: 60_000 });
+    await page.screenshot({ path: join(SHOTS, "student-input.png") });
+    await box.fill("Ada Lovelace");
+    await box.press("Enter");
+    expect(textOf(await asking)).toContain("hello Ada Lovelace!\n");
+    // a question nobody answers is interrupted like any other wait, and the kernel goes on
+    const unanswered = runNewCell(page, 'const never = prompt("no answer");\n"after"');
+    await stdinBox(page).waitFor({ timeout: 60_000 });
+    await menu(page, "Kernel", "Interrupt Kernel");
+    expect(cellError(await unanswered)?.ename).toBe("KeyboardInterrupt");
+    expect(textOf(await runNewCell(page, "name"))).toBe("'Ada Lovelace'\n");
+    expect(errors).toEqual([]);
+    expect(foreign(here, requests)).toEqual([]);
+    own.close();
     await page.close();
   });
 });

@@ -5,52 +5,8 @@ import { runCell } from "../executor/cell.ts";
 import type { CellContext } from "../executor/output.ts";
 import { languageService } from "../language/client.ts";
 import { inspectText } from "../language/answers.ts";
-import { isPlainJs } from "../executor/transform.ts";
-import type { TsDiagnostic } from "../language/client.ts";
+import { reportTypeErrors, typeCheck } from "../language/type-warnings.ts";
 import { dateMicros, hash32 } from "../sockets/shared.ts";
-
-const TYPECHECK = process.env.GRADLAB_TYPECHECK !== "0";
-/** How long a reply may wait for type diagnostics after its cell ended (default: not at all, so
- *  checking never delays a reply; diagnostics that come later are published when they come). */
-const TYPECHECK_WAIT_MS = Number(process.env.GRADLAB_TYPECHECK_WAIT_MS ?? 0);
-
-/** Type-checks a TypeScript cell in the language-service thread while it runs. The first TypeScript
- *  cell only starts loading the checker. */
-function typeCheck(code: string): Promise<TsDiagnostic[] | null> | null {
-  if (!TYPECHECK || isPlainJs(code)) return null;
-  const ls = languageService();
-  if (!ls.loaded) {
-    ls.warm();
-    return null;
-  }
-  return ls.diagnostics(code);
-}
-
-/** Publishes the cell's type warnings: before its reply when they are ready by then (or within
- *  TYPECHECK_WAIT_MS), otherwise when they come. */
-async function reportTypeErrors(k: HandlerContext, pending: Promise<TsDiagnostic[] | null>, label: string, parent: object): Promise<void> {
-  const show = (diags: TsDiagnostic[] | null) => {
-    if (!diags?.length) return;
-    const text = diags.map((d) => `\x1b[33mwarning\x1b[0m TS${d.code} (${label}, line ${d.line}:${d.col}): ${d.text}\n`).join("");
-    k.publish("stream", { name: "stderr", text }, parent);
-  };
-  let settled = false;
-  const done = pending.then(
-    (d) => {
-      settled = true;
-      return d;
-    },
-    () => null,
-  );
-  await Promise.resolve(); // a result already there settles now
-  if (!settled && TYPECHECK_WAIT_MS > 0) {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([done, new Promise<void>((r) => (timer = setTimeout(r, TYPECHECK_WAIT_MS)))]);
-    clearTimeout(timer);
-  }
-  if (settled) show(await done);
-  else void done.then(show);
-}
 
 /** `name?` shows what inspection knows about name in the pager, as IPython does. */
 async function pageHelp(k: HandlerContext, msg: Request<"execute_request">, name: string, storeHistory: boolean, started: string): Promise<void> {
@@ -89,7 +45,7 @@ export async function executeRequest(k: HandlerContext, msg: Request<"execute_re
 
   const ctx: CellContext = { parent: msg.header, identities: msg.identities, executionCount: count, allowStdin: c.allow_stdin !== false };
   const label = storeHistory ? `Cell [${count}]` : "Cell";
-  const diagnostics = silent ? null : typeCheck(code);
+  const diagnostics = silent ? null : typeCheck(languageService(), code);
   let resultText: string | null = null;
   await runCell(k, {
     code,
@@ -99,7 +55,7 @@ export async function executeRequest(k: HandlerContext, msg: Request<"execute_re
     requestedUs: dateMicros(msg.header.date),
     sessionHash: hash32(msg.header.session),
     afterDisplays: async () => {
-      if (diagnostics) await reportTypeErrors(k, diagnostics, label, msg.header);
+      if (diagnostics) await reportTypeErrors((text) => k.publish("stream", { name: "stderr", text }, msg.header), diagnostics, label);
     },
     result: (b) => {
       resultText = String(b.data["text/plain"] ?? "");

@@ -15,6 +15,7 @@ import { installGlobals } from "../../kernel/display/globals.ts";
 import { CommManager } from "../../kernel/comms.ts";
 import { completeAnswer, inspectAnswer } from "../../kernel/language/answers.ts";
 import { LanguageClient } from "../../kernel/language/service-client.ts";
+import { reportTypeErrors, typeCheck } from "../../kernel/language/type-warnings.ts";
 import { format } from "./shims/inspect.ts";
 import { initialize, prestrip } from "./shims/esbuild.ts";
 import { fileRead, setNotebookDir } from "./modules.ts";
@@ -138,11 +139,19 @@ async function execute(m: Extract<ToWorker, { type: "execute" }>): Promise<void>
     post({ type: "iopub", msgType: "stream", content: { name: "stderr", text: `GradLab needs WebGPU. ${gpu.problem}\n` }, parent: m.parent });
   }
   await prestrip(m.code, label);
+  // checked by the language Worker while the cell runs; its warnings print under the cell, as the server's
+  const diagnostics = m.silent ? null : typeCheck(language, m.code);
   await runCell(host, {
     code: m.code,
     label,
     ctx,
     silent: m.silent,
+    afterDisplays: async () => {
+      if (diagnostics) {
+        const write = (text: string) => post({ type: "iopub", msgType: "stream", content: { name: "stderr", text }, parent: m.parent });
+        await reportTypeErrors(write, diagnostics, label);
+      }
+    },
     result: (b) =>
       post({ type: "iopub", msgType: "execute_result", content: { execution_count: m.count, data: b.data, metadata: b.metadata }, parent: m.parent }),
     finish: (error) => {

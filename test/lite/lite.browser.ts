@@ -139,7 +139,7 @@ describe("GradLab Lite", () => {
     await page.close();
   });
 
-  it("completes and inspects with the server kernel's language service: Tab after `torch.` and `x.`, Shift+Tab on torch.ones", async () => {
+  it("completes, inspects and type-checks with the server kernel's language service: Tab after `torch.` and `x.`, Shift+Tab on torch.ones, a type warning", async () => {
     const { page, requests, errors, openMs } = await openNotebook(browser, site, "smoke.ipynb");
     allRequests.push(...requests);
     // the first answer only TypeScript can give: `q` is declared in the cell being edited, which has not
@@ -189,6 +189,12 @@ describe("GradLab Lite", () => {
       return (await k.requestComplete({ code: "torch.onez(", cursor_pos: 99 })).content;
     });
     expect(wrong.status).toBe("ok");
+    // a type error: the cell runs, and the language Worker's warning prints under it, as the server's
+    // (published when the check is done; the cell waits 3 s, far longer than a check of one line takes
+    // once the service is loaded, 30-140 ms above, so the warning lands before the cell ends)
+    const typed = textOf(await runNewCell(page, 'const typo: number = "three";\nawait new Promise((r) => setTimeout(r, 3000));\nconsole.log("ran", typo);'));
+    expect(typed).toMatch(/warning\x1b\[0m TS2322 \(Cell \[\d+\], line 1:7\): Type 'string' is not assignable to type 'number'/);
+    expect(typed).toContain("ran three");
     expect(errors).toEqual([]);
     await page.close();
   });

@@ -4,8 +4,6 @@ import { startWorker } from "../sockets/ts-worker.ts";
 import { log } from "../log.ts";
 import { LanguageClient, type ServicePort } from "./service-client.ts";
 
-export type { TsDiagnostic } from "./service-client.ts";
-
 const TIMEOUT_MS = Number(process.env.GRADLAB_LS_TIMEOUT_MS ?? 10_000);
 const HEAP_MB = Number(process.env.GRADLAB_LS_HEAP_MB ?? 192);
 

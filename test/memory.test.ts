@@ -243,4 +243,23 @@ describe("bad input leaves memory and the device as they were", () => {
       cuda.set_memory_capacity(cap);
     }
   });
+
+  it("of two free blocks of the same size, takes the one at the lower address, as PyTorch's free set is ordered", () => {
+    torch.cuda.simulate({ total_memory: 2 ** 30 }, () => {
+      const elems = (12 * MiB) / 4; // over 10 MiB: a segment of its own, rounded to 2 MiB
+      let a: torch.Tensor | null = torch.empty(elems);
+      let b: torch.Tensor | null = torch.empty(elems);
+      const [first, second] = cuda.memory_snapshot().map((s) => s.address);
+      expect(second).toBeGreaterThan(first);
+      // freed in the other order: both segments are whole free blocks at offset 0
+      b.dispose();
+      b = null;
+      a.dispose();
+      a = null;
+      const c = torch.empty(elems);
+      const used = cuda.memory_snapshot().filter((s) => s.allocated_size > 0);
+      expect(used.map((s) => s.address)).toEqual([first]);
+      c.dispose();
+    });
+  });
 });

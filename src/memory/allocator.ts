@@ -260,10 +260,12 @@ export class CachingAllocator {
     return out;
   }
 
+  /** The smallest free block that fits, and of equal sizes the lowest address, as PyTorch's
+   *  BlockComparator orders its free set (size, then pointer): the segment first, then the offset. */
   private bestFit(pool: PoolName, size: number): Block | undefined {
     let best: Block | undefined;
     for (const b of this.free[pool]) {
-      if (b.size >= size && (!best || b.size < best.size || (b.size === best.size && b.offset < best.offset))) best = b;
+      if (b.size >= size && (!best || b.size < best.size || (b.size === best.size && blockAddress(b) < blockAddress(best)))) best = b;
     }
     return best;
   }

@@ -2,7 +2,8 @@
 // (shell here; control, heartbeat, stdin and iopub on the socket thread, so output streams and
 // interrupts arrive during synchronous code); the session signs, replies and publishes; requests are
 // queued and dispatched to handlers, which see this class only as a HandlerContext.
-import { InterruptError, errorContent } from "./executor/errors.ts";
+import { errorContent } from "./executor/errors.ts";
+import { waitForStdin } from "./executor/stdin.ts";
 import { randomUUID } from "node:crypto";
 import { Signer, type Message } from "./wire/message.ts";
 import type { Channel, ErrorReply, IOPub, IOPubType, Replies, ReplyType } from "./wire/protocol.ts";
@@ -241,20 +242,13 @@ export class Kernel implements HandlerContext {
   prompt(prompt: string, password: boolean): string | null {
     const req = this.capture.als.getStore() ?? this.capture.last;
     if (!req?.allowStdin) throw new Error("stdin is not available: this frontend does not support input requests");
-    if (this.executor.interruptRequested) throw new InterruptError();
     const shared = this.server.shared;
-    const ctl = shared.stdinCtl;
-    Atomics.store(ctl, 0, 0);
-    this.server.inputRequest(prompt, password, req.parent, req.identities);
-    while (Atomics.load(ctl, 0) === 0) Atomics.wait(ctl, 0, 0, 1000);
-    const state = Atomics.load(ctl, 0);
-    Atomics.store(ctl, 0, 1);
-    if (state === 2) {
-      // Interrupted while waiting: raise at once, so the cell stops here whatever runs after prompt().
-      throw new InterruptError();
-    }
-    if (state !== 1) return null;
-    return Buffer.from(shared.stdinData.subarray(0, Atomics.load(ctl, 1))).toString("utf8");
+    return waitForStdin(
+      shared.stdinCtl,
+      shared.stdinData,
+      () => this.executor.interruptRequested,
+      () => this.server.inputRequest(prompt, password, req.parent, req.identities),
+    );
   }
 
   async shutdown(restart: boolean): Promise<void> {

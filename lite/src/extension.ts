@@ -236,9 +236,9 @@ const kernelPlugin: JupyterFrontEndPlugin<void> = {
   requires: [IKernelSpecs, IKernelClient],
   activate: (app: JupyterFrontEnd, specs: IKernelSpecs, client: IKernelClient) => {
     drive = app.serviceManager.contents;
+    commands = app.commands;
     // JupyterLite 0.8's client answers an interrupt by cancelling the cells queued behind the running
     // one and never tells the kernel: tell ours, so the running cell stops too.
-    commands = app.commands;
     const interrupt = client.interrupt.bind(client);
     client.interrupt = async (id: string) => {
       running.get(id)?.interruptWorker();

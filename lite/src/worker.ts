@@ -8,7 +8,8 @@ import * as torch from "../../src/index.ts";
 import { platform } from "../../src/platform/current.ts";
 import { Executor } from "../../kernel/executor/executor.ts";
 import { OutputCapture, type CellContext } from "../../kernel/executor/output.ts";
-import { errorContent, InterruptError } from "../../kernel/executor/errors.ts";
+import { errorContent } from "../../kernel/executor/errors.ts";
+import { waitForStdin } from "../../kernel/executor/stdin.ts";
 import { installPromiseInspect, PROMISE_HINT } from "../../kernel/display/bundle.ts";
 import { runCell } from "../../kernel/executor/cell.ts";
 import { installGlobals } from "../../kernel/display/globals.ts";
@@ -84,15 +85,12 @@ function ask(prompt: string, password: boolean): string | null {
       "input() cannot wait for an answer on this page yet: it is not cross-origin isolated (no SharedArrayBuffer), which the site's service worker makes it from the next load on: reload the page once",
     );
   }
-  const { stdinCtl: ctl, stdinData } = shared;
-  Atomics.store(ctl, 0, 0);
-  // after the reset: the page sets the interrupt flag before it wakes this wait
-  if (executor.interruptRequested) throw new InterruptError();
-  post({ type: "input", prompt, password, parent: current.parent });
-  while (Atomics.load(ctl, 0) === 0) Atomics.wait(ctl, 0, 0, 1000);
-  if (Atomics.load(ctl, 0) === 2) throw new InterruptError(); // interrupted while waiting
-  // TextDecoder does not read shared memory: a copy
-  return new TextDecoder().decode(stdinData.slice(0, Atomics.load(ctl, 1)));
+  return waitForStdin(
+    shared.stdinCtl,
+    shared.stdinData,
+    () => executor.interruptRequested,
+    () => post({ type: "input", prompt, password, parent: current!.parent }),
+  );
 }
 
 /** Whether the browser gives a WebGPU adapter, and its name; said once, in the first cell's output. */

@@ -113,6 +113,41 @@ describe("device", () => {
     expect(Number(perOp)).toBeLessThan(256);
   });
 
+  it("a loop that never awaits after a high peak reuses its bind groups wherever its blocks lie", () => {
+    // After a 64 MiB tensor is made and freed, the allocator places the loop's blocks at offsets that
+    // drift from step to step. Bind groups were keyed by offset: one per dispatch (12,680 in 300 steps),
+    // none freed by Dawn until it ticks, which such a loop never lets it do; at ~30,000 lavapipe
+    // crashed (SIGSEGV in its descriptor pool allocation). Offsets now go to setBindGroup.
+    const out = runIsolated(
+      `import * as torch from "./src/index.ts";
+       import { getDevice } from "./src/device/backend.ts";
+       import { encodeState } from "./src/device/encode.ts";
+       const st = encodeState(await getDevice());
+       torch.ones(16 * 2 ** 20).dispose();
+       await torch.webgpu.synchronize();
+       const { nn } = torch;
+       torch.manual_seed(0);
+       const model = new nn.Sequential(new nn.Linear(64, 128), new nn.ReLU(), new nn.Linear(128, 10));
+       const opt = new torch.optim.Adam(model.parameters(), { lr: 1e-3 });
+       const x = torch.randn(32, 64);
+       const y = torch.randn(32, 10);
+       let early = 0;
+       for (let step = 1; step <= 150; step++) {
+         opt.zero_grad();
+         const loss = torch.nn.functional.mse_loss(model(x), y);
+         loss.backward();
+         opt.step();
+         if (step === 50) early = st.bindGroupsMade;
+       }
+       const loss = await torch.nn.functional.mse_loss(model(x), y).item();
+       console.log("bind groups made in steps 51-150:", st.bindGroupsMade - early, "loss:", loss);`,
+      {},
+    );
+    const [, made, loss] = out.match(/steps 51-150: (\d+) loss: (.*)/)!;
+    expect(Number(made)).toBeLessThan(50);
+    expect(Number.isFinite(Number(loss))).toBe(true);
+  });
+
   it("memory that empty_cache() releases leaves the process (lavapipe's device memory is the process's)", () => {
     // Before: Dawn kept released buffers until some later work ran, and pooled small ones for good, so
     // the process stayed as large as with the tensors below after they were gone (allocated and reserved 0).

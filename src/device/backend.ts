@@ -76,6 +76,7 @@ async function acquire(): Promise<DeviceState> {
       "maxBufferSize",
       "maxComputeWorkgroupsPerDimension",
       "maxStorageBuffersPerShaderStage",
+      "maxDynamicStorageBuffersPerPipelineLayout",
       "maxComputeInvocationsPerWorkgroup",
       "maxComputeWorkgroupSizeX",
       "maxComputeWorkgroupStorageSize",

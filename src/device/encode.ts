@@ -1,13 +1,14 @@
 // Encoding a batch for Dawn (device/scheduler.ts decides what goes in which submit): the commands ops
 // record, each dispatch's pipeline and bind groups found without building key strings (pipelines by
-// interned kernel and binding slots, data bind groups in a trie by segment, offset and size), params
+// interned kernel and binding slots, data bind groups in a trie by segment and size, offsets given at
+// setBindGroup where the layout takes dynamic offsets), params
 // staged in one reused array and written with one writeBuffer per submit, and the segment buffers,
 // made on first use with Dawn's verdict on them still to come (device/verdicts.ts).
 
 import type { Segment } from "../memory/allocator.ts";
 
 import type { DeviceState } from "./backend.ts";
-import { bindGroupLayout, type Kernel, kernelOf, paramsLayout, pipelineEntry } from "./pipelines.ts";
+import { bindGroupLayout, dynamicOffsets, type Kernel, kernelOf, paramsLayout, pipelineEntry } from "./pipelines.ts";
 import { firstLine, newRisk, pendingBuffers, pendingPipelines, pipelineRisk, type Range, type Risk } from "./verdicts.ts";
 
 export interface Dispatch {
@@ -32,6 +33,8 @@ export interface Dispatch {
   /** Set while the batch is encoded (prepare), cleared once encoded: what the dispatch binds. */
   pipeline?: GPUComputePipeline;
   bindGroup?: GPUBindGroup;
+  /** Each binding's offset, when the bind group's layout takes dynamic offsets. */
+  offsets?: number[];
   /** The bindings of a windowed run (encodeChunk writes where each window starts). */
   windowSlots?: Range[];
 }
@@ -84,7 +87,12 @@ export function bufferOf(dev: DeviceState, seg: Segment): GPUBuffer {
 
 /**
  * Cached data bind groups, by their bindings: a trie whose levels are a binding's segment id, offset and
- * size (numbers: found without building a key string per dispatch).
+ * size (numbers: found without building a key string per dispatch). Where the layout takes dynamic
+ * offsets the offset level is always 0: a group names buffers and sizes, and serves a block wherever it
+ * lies. Keyed by offsets, a loop whose blocks drift through a large cached segment (the allocator's best
+ * fit after a high peak) made a group per dispatch, and Dawn frees a group's descriptor set only when it
+ * ticks, which a loop that never awaits does not let it do: lavapipe crashed in its descriptor pool
+ * allocation after ~30,000 of them (docs/performance.md).
  */
 type BindTrie = Map<number, Map<number, Map<number, BindNode>>>;
 interface BindNode {
@@ -100,6 +108,8 @@ export interface EncodeState {
   /** The root of the trie (its own group: a dispatch without bindings). */
   bindGroups: BindNode;
   bindGroupCount: number;
+  /** Data bind groups made on this device, ever (a figure for tests and benches). */
+  bindGroupsMade: number;
 }
 
 /** Forgets every cached bind group (too many kept, or one of their buffers was rejected). */
@@ -122,6 +132,7 @@ export function encodeState(dev: DeviceState): EncodeState {
       staging: new Uint32Array((PARAM_SLOTS * PARAM_ALIGN) / 4),
       bindGroups: {},
       bindGroupCount: 0,
+      bindGroupsMade: 0,
     };
     encodeStates.set(dev.device, st);
   }
@@ -143,14 +154,16 @@ function bindGroupFor(dev: DeviceState, st: EncodeState, slots: readonly Range[]
   // Keys name segments by id, and ids are never reused, so stale entries are only dropped for space
   // (and when a segment's buffer is rejected: bufferOf).
   if (st.bindGroupCount > 8192) clearBindGroups(st);
+  const dynamic = dynamicOffsets(dev.device, n);
   let node = st.bindGroups;
   for (let i = 0; i < n; i++) {
     const b = slots[i];
     const level = (node.next ??= new Map());
     let byOffset = level.get(b.segment.id);
     if (!byOffset) level.set(b.segment.id, (byOffset = new Map()));
-    let bySize = byOffset.get(b.offset);
-    if (!bySize) byOffset.set(b.offset, (bySize = new Map()));
+    const offset = dynamic ? 0 : b.offset;
+    let bySize = byOffset.get(offset);
+    if (!bySize) byOffset.set(offset, (bySize = new Map()));
     let next = bySize.get(b.size);
     if (!next) bySize.set(b.size, (next = {}));
     node = next;
@@ -161,9 +174,10 @@ function bindGroupFor(dev: DeviceState, st: EncodeState, slots: readonly Range[]
   const entries: GPUBindGroupEntry[] = [];
   for (let i = 0; i < n; i++) {
     const b = slots[i];
-    entries.push({ binding: i + 1, resource: { buffer: bufferOf(dev, b.segment), offset: b.offset, size: b.size } });
+    entries.push({ binding: i + 1, resource: { buffer: bufferOf(dev, b.segment), offset: dynamic ? 0 : b.offset, size: b.size } });
   }
   st.bindGroupCount++;
+  st.bindGroupsMade++;
   return (node.group = device.createBindGroup({ layout: bindGroupLayout(device, n), entries }));
 }
 
@@ -194,6 +208,10 @@ export function prepare(dev: DeviceState, st: EncodeState, c: Dispatch): typeof 
       : null;
   c.pipeline = pipeline;
   c.bindGroup = bindGroupFor(dev, st, slots, n);
+  if (n > 0 && dynamicOffsets(device, n)) {
+    const offsets = (c.offsets = new Array<number>(n));
+    for (let i = 0; i < n; i++) offsets[i] = slots[i].offset;
+  }
   if (c.window) c.windowSlots = slots.slice(0, n);
   prepared.risk = risk;
   prepared.alone = check !== null;
@@ -263,8 +281,9 @@ function encodeChunk(dev: DeviceState, st: EncodeState, cmds: Command[], start: 
       if (pipeline !== lastPipeline) pass.setPipeline((lastPipeline = pipeline));
       const slot = slotOf.slots[di++];
       if (slot !== lastParams) pass.setBindGroup(0, st.paramGroups[(lastParams = slot)]);
-      pass.setBindGroup(1, c.bindGroup!);
-      c.pipeline = c.bindGroup = c.windowSlots = undefined; // encoded: the command keeps no GPU object
+      if (c.offsets) pass.setBindGroup(1, c.bindGroup!, c.offsets);
+      else pass.setBindGroup(1, c.bindGroup!);
+      c.pipeline = c.bindGroup = c.offsets = c.windowSlots = undefined; // encoded: the command keeps no GPU object
       const g = c.workgroups;
       pass.dispatchWorkgroups(g[0], g[1], g[2]);
     } else if (c.kind === "upload") {

@@ -25,6 +25,13 @@ export function defineShaderConstants(name: string, consts: Record<string, numbe
 
 interface PerDevice {
   paramsLayout: GPUBindGroupLayout;
+  /**
+   * Group 1's layouts with at most this many bindings take each binding's offset at setBindGroup (dynamic
+   * offsets): a bind group then names buffers and sizes only, so one serves a block wherever the
+   * allocator placed it (encode.ts). The device's limit (4 by default in WebGPU; the adapter's is asked
+   * for: backend.ts); layouts with more bindings than that keep their offsets in the group.
+   */
+  dynamic: number;
   /** Group 1's layout with n storage bindings (1..n), by n (0..MAX_BINDINGS). */
   layouts: GPUBindGroupLayout[];
   pipelineLayouts: GPUPipelineLayout[];
@@ -78,13 +85,16 @@ function perDevice(device: GPUDevice): PerDevice {
       entries: [{ binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: "read-only-storage" } }],
     });
     const layouts: GPUBindGroupLayout[] = [];
+    const dynamic = Math.min(MAX_BINDINGS, device.limits.maxDynamicStorageBuffersPerPipelineLayout ?? 0);
     for (let n = 0; n <= MAX_BINDINGS; n++) {
       const entries: GPUBindGroupLayoutEntry[] = [];
-      for (let i = 1; i <= n; i++) entries.push({ binding: i, visibility: GPUShaderStage.COMPUTE, buffer: { type: "storage" } });
+      const hasDynamicOffset = n <= dynamic;
+      for (let i = 1; i <= n; i++) entries.push({ binding: i, visibility: GPUShaderStage.COMPUTE, buffer: { type: "storage", hasDynamicOffset } });
       layouts.push(device.createBindGroupLayout({ entries }));
     }
     d = {
       paramsLayout,
+      dynamic,
       layouts,
       pipelineLayouts: layouts.map((layout) => device.createPipelineLayout({ bindGroupLayouts: [paramsLayout, layout] })),
       modules: new Map(),
@@ -98,6 +108,8 @@ function perDevice(device: GPUDevice): PerDevice {
 
 /** Group 1's layout for a dispatch that binds n distinct blocks. */
 export const bindGroupLayout = (device: GPUDevice, n: number) => perDevice(device).layouts[n];
+/** Whether group 1's layout for n bindings takes dynamic offsets. */
+export const dynamicOffsets = (device: GPUDevice, n: number) => n <= perDevice(device).dynamic;
 export const paramsLayout = (device: GPUDevice) => perDevice(device).paramsLayout;
 
 /**

@@ -4,6 +4,9 @@
 // Where no adapter can be had, importing still succeeds: the first op that needs the device says why.
 
 import { Tensor } from "./tensor.ts";
+import { isOpCall } from "./api/install.ts";
+import { Module } from "./nn/module.ts";
+import * as nnNamespace from "./nn/index.ts";
 import { formatTensor } from "./format.ts";
 import { pyStr } from "./pystr.ts";
 import * as webgpuApi from "./api/cuda.ts";
@@ -38,6 +41,21 @@ export {
 } from "./ops/creation.ts";
 export { scope, gc } from "./memory/lifetime.ts";
 export { _save_runtime_state } from "./runtime-state.ts";
+/** What cells tell the runtime about who holds a tensor (the kernel's transform writes the calls). */
+export * as _ownership from "./memory/ownership.ts";
+/** The runtime's module classes (torch.nn.Linear...): their forward keeps none of its inputs. */
+const runtimeModules = new WeakSet<object>(
+  Object.values(nnNamespace).filter((c) => c === Module || (typeof c === "function" && c.prototype instanceof Module)),
+);
+/**
+ * keepsNoArguments(fn): whether calling fn keeps none of its arguments, as far as the runtime knows: an op,
+ * or a module of the runtime's own classes (its hooks are cells' code, which marks what it keeps). For
+ * memory/ownership.ts's argument policy; the kernel adds the functions and classes cells define. (An
+ * object, not a function of torch's: torch's functions are PyTorch's, and each refuses unknown options.)
+ */
+export const _ownershipPolicy = {
+  keepsNoArguments: (fn: unknown): boolean => isOpCall(fn) || (fn instanceof Module && runtimeModules.has(fn.constructor)),
+};
 export * as autograd from "./autograd/api.ts";
 export { no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, is_inference_mode_enabled } from "./autograd/grad-mode.ts";
 export * as nn from "./nn/index.ts";

@@ -6,6 +6,7 @@ import { RuntimeError } from "./errors.ts";
 import { checkKwargs, dimArg, isOpts, noArgs } from "./kwargs.ts";
 import { asSize, formatTensor } from "./format.ts";
 import { noteHandleRelease, RECORD, releaseRecord, track } from "./memory/lifetime.ts";
+import { nextSerial } from "./memory/ownership.ts";
 import { Storage, VersionCounter, type HandleInfo, type Role } from "./memory/storage.ts";
 import { AutogradMeta } from "./autograd/meta.ts";
 import { readBlock } from "./device/scheduler.ts";
@@ -52,6 +53,10 @@ class HandleRecord implements HandleInfo {
   role: Role | null = null;
   /** Released: the handle is disposed (by dispose(), its scope's end, or its finaliser). */
   released = false;
+  /** What the cell transform knows of who holds the handle (memory/ownership.ts). */
+  own: 0 | 1 | 2 = 0;
+  lent = 0;
+  readonly serial = nextSerial();
   constructor(
     readonly storage: Storage,
     readonly meta: AutogradMeta,

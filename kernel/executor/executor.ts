@@ -13,6 +13,7 @@ import { transformCell, CellSyntaxError, IRQ, LAST, RT } from "./transform.ts";
 import { errorContent, installUserStackFormatter, InterruptError, registerCell, syntaxErrorContent, type ErrorContent } from "./errors.ts";
 import { importForCell, loadTorch, torchOrThrow, loadedTorch, mayReachRuntime } from "./modules.ts";
 import { saveRuntimeState, type RestoreRuntimeState } from "./runtime-state.ts";
+import { bindOwnership, ownershipUntilLoaded } from "./ownership.ts";
 import type { CellContext, OutputCapture } from "./output.ts";
 
 export type Outcome = { status: "ok"; value: unknown; hasValue: boolean } | { status: "error"; error: ErrorContent; interrupted: boolean };
@@ -45,6 +46,7 @@ export class Executor {
         const d = m?.default;
         return d != null && (typeof d === "object" || typeof d === "function") ? d[name] : undefined;
       },
+      ...ownershipUntilLoaded(),
       /** a loop or function entry saw the flag set */
       interrupted: () => {
         const v = Atomics.load(this.irq, 0);
@@ -138,6 +140,7 @@ export class Executor {
       return { status: "error", error: errorContent(e), interrupted: true };
     }
     if (cell !== 0 && this.current === cell && !this.restore) this.restore = saveRuntimeState(loadedTorch());
+    bindOwnership(g[RT], loadedTorch());
 
     const interrupted = new Promise<never>((_, reject) => (this.rejectRunning = reject));
     interrupted.catch(() => {});
@@ -148,6 +151,8 @@ export class Executor {
         const p = runInThisContext(t.code, { filename, displayErrors: false }) as Promise<unknown>;
         return Promise.race([p, interrupted]);
       });
+      // the kernel shows the cell's value and may keep it: it is no longer the cell's alone
+      g[RT].e(value);
       return { status: "ok", value, hasValue: t.hasTopLevelValue && value !== undefined };
     } catch (e) {
       const isInterrupt = e instanceof InterruptError || (this.interruptRequested && wrapsInterrupt(e));

@@ -30,8 +30,8 @@
 import { analyze } from "eslint-scope";
 
 type Node = { type: string; start: number; end: number; [k: string]: any };
-/** Inserts `text` at `pos`; `late` inserts go after, early ones before, any other insert at that position. */
-export type Insert = (pos: number, text: string, placement: "early" | "late") => void;
+/** Wraps source [start, end) in `open` … `close`; wrappers of different passes nest by their extent. */
+export type Wrap = (start: number, end: number, open: string, close: string) => void;
 
 const FUNCTIONS = new Set(["FunctionDeclaration", "FunctionExpression", "ArrowFunctionExpression", "ClassDeclaration", "ClassExpression"]);
 
@@ -127,7 +127,7 @@ function argumentsFor(expr: Node, locals: Locals): string[] {
  *  starting it with `(` would make it a call of the line before (`b = f()\n(...)`), so it starts with
  *  `void`, which cannot continue an expression. `minCalls`: wrap only an expression that makes at least
  *  that many calls (an operand needs two to have a temporary of its own: see `wrapOperands`). */
-function wrap(expr0: Node, insert: Insert, locals: Locals, statement = false, minCalls = 1): void {
+function wrap(expr0: Node, insert: Wrap, locals: Locals, statement = false, minCalls = 1): void {
   // `a = b = expr`, `a += expr`: only `expr` goes in the arrow (the variables written stay outside)
   let expr = expr0;
   while (expr.type === "AssignmentExpression") expr = expr.right;
@@ -136,12 +136,23 @@ function wrap(expr0: Node, insert: Insert, locals: Locals, statement = false, mi
   const s = scan(expr);
   if (s.calls < minCalls || s.unsafe) return;
   const args = argumentsFor(expr, locals).join(", ");
-  insert(expr.start, (statement ? "void " : "") + (s.await ? `(await (async (${args}) => (` : `(((${args}) => (`), "late");
-  insert(expr.end, `))(${args}))`, "early");
+  insert(expr.start, expr.end, (statement ? "void " : "") + (s.await ? `(await (async (${args}) => (` : `(((${args}) => (`), `))(${args}))`);
+}
+
+/**
+ * Whether the statement-level expression `expr0` (an expression statement's or an initialiser) gets a
+ * frame of its own: then what it evaluates, its variables' old values included, dies with the statement.
+ */
+export function framed(expr0: Node): boolean {
+  let expr = expr0;
+  while (expr.type === "AssignmentExpression") expr = expr.right;
+  if (FUNCTIONS.has(expr.type)) return false;
+  const s = scan(expr);
+  return s.calls >= 1 && !s.unsafe;
 }
 
 /** Does evaluating `n` short-circuit on an optional link (`a?.b`, `f?.()`) before it ends? */
-function optionalChain(n: Node): boolean {
+export function optionalChain(n: Node): boolean {
   for (let c = n; c.type === "MemberExpression" || c.type === "CallExpression"; c = c.type === "CallExpression" ? c.callee : c.object)
     if (c.optional) return true;
   return false;
@@ -158,7 +169,7 @@ function optionalChain(n: Node): boolean {
  * makes a single call is the value the call holds anyway, so it is left as it is, and so is a receiver
  * inside an optional chain (wrapping it would cut the chain's short-circuit).
  */
-function wrapOperands(call: Node, insert: Insert, locals: Locals): void {
+function wrapOperands(call: Node, insert: Wrap, locals: Locals): void {
   for (const a of call.arguments as Node[]) wrap(a.type === "SpreadElement" ? a.argument : a, insert, locals, false, 2);
   const callee = call.callee as Node;
   if (call.type === "CallExpression" && callee.type === "MemberExpression" && !optionalChain(callee.object)) wrap(callee.object, insert, locals, false, 2);
@@ -170,7 +181,7 @@ function wrapOperands(call: Node, insert: Insert, locals: Locals): void {
  * whose computation makes temporaries (`wrapOperands`). A node is wrapped before the nodes inside it, so
  * an outer frame's opening goes before an inner one's at the same position.
  */
-export function wrapTemporaries(root: Node, insert: Insert, skip: ReadonlySet<Node>): void {
+export function wrapTemporaries(root: Node, insert: Wrap, skip: ReadonlySet<Node>): void {
   const locals = analyzeLocals(root);
   const stack = [root];
   while (stack.length) {

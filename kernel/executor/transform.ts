@@ -6,14 +6,16 @@
 //  - every loop body and function entry polls the interrupt flag (so interrupts stop loops and
 //    recursion by throwing, and `finally` blocks run);
 //  - each statement's temporaries get a frame of their own, so they die with the statement as in
-//    Python (temporaries.ts).
+//    Python (temporaries.ts);
+//  - a tensor only one variable holds is released when the variable lets go of it (ownership.ts).
 // Edits never add or remove newlines, so line numbers of esbuild's output (and its source map) hold.
 import { transformSync, stop as stopEsbuild, type Message as EsbuildMessage } from "esbuild";
 import { Parser } from "acorn";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { REPO } from "../repo.ts";
-import { children, wrapTemporaries } from "./temporaries.ts";
+import { children, wrapTemporaries, type Wrap } from "./temporaries.ts";
+import { trackOwnership } from "./ownership.ts";
 
 export const IRQ = "__gradlab_irq";
 export const RT = "__gradlab";
@@ -68,11 +70,30 @@ export class CellSyntaxError extends Error {
 }
 
 type Node = { type: string; start: number; end: number; [k: string]: any };
+/**
+ * An insert or a replacement. Inserts at one position go: closings (of the wrapper that started last
+ * first), then plain inserts (in the order made), then openings (of the wrapper that ends last first):
+ * so wrappers from different passes (temporaries.ts, ownership.ts, this file's) nest by their extent.
+ */
 interface Edit {
   pos: number;
   end: number;
   text: string;
   order: number;
+  /** 0: a wrapper's closing, 1: a plain insert or a replacement, 2: a wrapper's opening */
+  kind: 0 | 1 | 2;
+  /** for a wrapper's halves: the other end of what it wraps */
+  other: number;
+  /** of wrappers of the same extent, the outermost (a loop body's braces around its statement) */
+  outer?: boolean;
+}
+function compareEdits(a: Edit, b: Edit): number {
+  if (a.pos !== b.pos) return a.pos - b.pos;
+  if (a.kind !== b.kind) return a.kind - b.kind;
+  const rank = Number(!!b.outer) - Number(!!a.outer);
+  if (a.kind === 0) return b.other - a.other || -rank || b.order - a.order;
+  if (a.kind === 2) return b.other - a.other || rank || a.order - b.order;
+  return a.order - b.order;
 }
 
 export function stripTypes(source: string, sourcefile: string) {
@@ -132,7 +153,8 @@ export function isPlainJs(source: string): boolean {
   return parseAsPlainJs(source) !== null;
 }
 
-export function transformCell(source: string, sourcefile: string, opts: { lastValue?: boolean } = {}): Transformed {
+/** `ownership: false` leaves out ownership.ts's calls (for tests that read another pass's output). */
+export function transformCell(source: string, sourcefile: string, opts: { lastValue?: boolean; ownership?: boolean } = {}): Transformed {
   const plain = parseAsPlainJs(source);
   let js: string, map: string | null, ast: Node;
   if (plain) {
@@ -154,22 +176,24 @@ export function transformCell(source: string, sourcefile: string, opts: { lastVa
   }
   const edits: Edit[] = [];
   let order = 0;
-  const insert = (pos: number, text: string) => edits.push({ pos, end: pos, text, order: order++ });
-  const replace = (pos: number, end: number, text: string) => edits.push({ pos, end, text, order: order++ });
+  const insert = (pos: number, text: string) => edits.push({ pos, end: pos, text, order: order++, kind: 1, other: pos });
+  const replace = (pos: number, end: number, text: string) => edits.push({ pos, end, text, order: order++, kind: 1, other: pos });
+  const wrap = (start: number, end: number, open: string, close: string, outer?: boolean) => {
+    edits.push({ pos: start, end: start, text: open, order: order++, kind: 2, other: end, outer });
+    edits.push({ pos: end, end, text: close, order: order++, kind: 0, other: start, outer });
+  };
   const names = new Set<string>();
   const hoisted: string[] = [];
   let importCount = 0;
 
   const body: Node[] = ast.body;
   const lastIdx = opts.lastValue === false ? -1 : body.length - 1;
-  // Statement temporaries get their own frame (temporaries.ts): its opening goes after, its closing
-  // before, any other edit at the same position (a loop's interrupt check, a declaration's parenthesis).
+  // Statement temporaries get their own frame (temporaries.ts); tensors one variable holds are released
+  // when it lets go (ownership.ts).
   const lastStmt = lastIdx >= 0 && body[lastIdx].type === "ExpressionStatement" ? body[lastIdx] : null;
-  wrapTemporaries(
-    ast,
-    (pos, text, placement) => edits.push({ pos, end: pos, text, order: (placement === "late" ? 1e9 : -1e9) + order++ }),
-    new Set(lastStmt ? [lastStmt] : []),
-  );
+  const unframed = new Set<Node>(lastStmt ? [lastStmt] : []);
+  wrapTemporaries(ast, wrap, unframed);
+  if (opts.ownership !== false) trackOwnership(ast, js, wrap, insert, unframed);
   // A dynamic import() in a script run by node:vm has no loader ("A dynamic import callback was not
   // specified"; Node 20 offers one only behind --experimental-vm-modules): it goes through the cell's
   // import, as static imports do, so both resolve a specifier the same way (relative to the notebook).
@@ -211,41 +235,38 @@ export function transformCell(source: string, sourcefile: string, opts: { lastVa
         replace(stmt.start, stmt.declarations[0].start, ";");
         for (const d of stmt.declarations) {
           collectPattern(d.id, names);
-          insert(d.id.start, "(");
           if (d.init) {
-            walkLoops(d.init, insert);
-            insert(d.init.end, ")");
-          } else insert(d.id.end, stmt.kind === "var" ? ")" : " = void 0)");
+            wrap(d.id.start, d.init.end, "(", ")");
+            walkLoops(d.init, insert, wrap);
+          } else wrap(d.id.start, d.id.end, "(", stmt.kind === "var" ? ")" : " = void 0)");
         }
         return;
       }
       case "FunctionDeclaration":
         names.add(stmt.id.name);
         hoisted.push(`globalThis[${JSON.stringify(stmt.id.name)}] = ${stmt.id.name};`);
-        walkLoops(stmt, insert);
+        walkLoops(stmt, insert, wrap);
         return;
       case "ClassDeclaration":
         names.add(stmt.id.name);
-        insert(stmt.start, `${stmt.id.name} = `);
-        walkLoops(stmt, insert);
-        insert(stmt.end, ";");
+        wrap(stmt.start, stmt.end, `${stmt.id.name} = `, ";");
+        walkLoops(stmt, insert, wrap);
         return;
       case "ExpressionStatement":
-        walkLoops(stmt, insert);
+        walkLoops(stmt, insert, wrap);
         if (idx === lastIdx) {
           // around the whole statement: the expression may be parenthesized, e.g. ({ a: 1 })
           let end = stmt.end;
           while (end > stmt.start && /[\s;]/.test(js[end - 1])) end--;
-          insert(stmt.start, "return (");
-          insert(end, ");");
+          wrap(stmt.start, end, "return (", ");", true);
         }
         return;
       default:
-        walkLoops(stmt, insert);
+        walkLoops(stmt, insert, wrap);
     }
   });
 
-  edits.sort((a, b) => a.pos - b.pos || a.order - b.order);
+  edits.sort(compareEdits);
   const prefix = `(async () => {${hoisted.join("")}`;
   let out = prefix;
   let cur = 0;
@@ -288,17 +309,14 @@ function collectPattern(p: Node | null, names: Set<string>): void {
 const LOOPS = new Set(["ForStatement", "ForInStatement", "ForOfStatement", "WhileStatement", "DoWhileStatement"]);
 const FUNCTIONS = new Set(["FunctionDeclaration", "FunctionExpression", "ArrowFunctionExpression"]);
 
-function walkLoops(node: Node, insert: (pos: number, text: string) => void): void {
+function walkLoops(node: Node, insert: (pos: number, text: string) => void, wrap: (...a: [...Parameters<Wrap>, boolean?]) => void): void {
   const stack: Node[] = [node];
   while (stack.length) {
     const n = stack.pop()!;
     if (LOOPS.has(n.type)) {
       const b = n.body as Node;
       if (b.type === "BlockStatement") insert(b.start + 1, LOOP_CHECK);
-      else {
-        insert(b.start, `{${LOOP_CHECK}`);
-        insert(b.end, "}");
-      }
+      else wrap(b.start, b.end, `{${LOOP_CHECK}`, "}", true);
     } else if (FUNCTIONS.has(n.type)) {
       const b = n.body as Node;
       if (b.type === "BlockStatement") {
@@ -307,10 +325,7 @@ function walkLoops(node: Node, insert: (pos: number, text: string) => void): voi
         const directive = first?.type === "ExpressionStatement" && typeof first.directive === "string";
         if (directive) insert(first.end, LOOP_CHECK);
         else insert(b.start + 1, LOOP_CHECK);
-      } else {
-        insert(b.start, `(${CHECK_EXPR},`);
-        insert(b.end, ")");
-      }
+      } else wrap(b.start, b.end, `(${CHECK_EXPR},`, ")");
     }
     stack.push(...children(n));
   }

@@ -24,6 +24,10 @@ export const OP_TABLE: ReadonlyMap<string, OpDef> = new Map(
   [...Object.entries(functions), ...Object.entries(methods)].map(([name, f]) => [name, (f as { readonly def: OpDef }).def]),
 );
 
+/** The op table's functions and methods (torch.add, Tensor.prototype.add...): none keeps its arguments. */
+const opCalls = new WeakSet<object>(Object.values(functions).filter((f) => typeof f === "function" && "def" in f));
+export const isOpCall = (fn: unknown): boolean => typeof fn === "function" && opCalls.has(fn);
+
 for (const [name, def] of OP_TABLE) {
   nameOp(def, name);
   const impl = typeof def.method === "function" ? def.method : def.impl;
@@ -38,13 +42,11 @@ for (const [name, def] of OP_TABLE) {
   } else {
     // Made once per op, so that a call passes its arguments through runOpCall instead of a new closure.
     const call = (self: Tensor, args: unknown[]) => impl(self, ...args);
-    Object.defineProperty(Tensor.prototype, name, {
-      value: function (this: Tensor, ...args: unknown[]) {
-        checkOpKwargs(name, def, args);
-        return runOpCall(name, this.storage.device, call, this, args);
-      },
-      writable: true,
-      configurable: true,
-    });
+    const method = function (this: Tensor, ...args: unknown[]) {
+      checkOpKwargs(name, def, args);
+      return runOpCall(name, this.storage.device, call, this, args);
+    };
+    opCalls.add(method);
+    Object.defineProperty(Tensor.prototype, name, { value: method, writable: true, configurable: true });
   }
 }

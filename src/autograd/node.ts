@@ -9,6 +9,7 @@ import { tuple } from "../pystr.ts";
 import { pyName } from "./names.ts";
 import { owned } from "../memory/lifetime.ts";
 import { setCategory } from "../memory/storage.ts";
+import { escape } from "../memory/ownership.ts";
 
 export type Edge = [Node | null, number];
 export type Grads = Array<Tensor | null>;
@@ -68,7 +69,8 @@ export class SavedVariable {
     }
     const hooks = activeSavedTensorsHooks();
     owned(() => {
-      if (hooks) this.packed = { value: hooks.pack(t), hooks };
+      // the pack hook is user code: it may keep the very handle it is given (pack: (t) => t)
+      if (hooks) this.packed = { value: hooks.pack(escape(t)), hooks };
       else {
         const d = outputOf ? t.detach() : t._alias(false);
         d._role = { kind: "saved", description: `saved for backward by ${node?.name() ?? "a custom Function"}` };

@@ -130,6 +130,17 @@ export function releaseRecord(rec: Releasable): void {
   rec.release();
 }
 
+/**
+ * Lets go of a handle that user code can no longer reach, known without a collection (the cell
+ * transform proved it: ownership.ts): what its finaliser would do, counted the same way.
+ */
+export function releaseUnreachable(rec: Releasable): void {
+  if (rec.released) return;
+  if (finalizer.unregister(rec)) live--;
+  reclaimed++;
+  as("collected", () => rec.release());
+}
+
 let cascade = false;
 /** The runtime let go of a handle that may have kept a user's handle reachable (a saved view's base). */
 export const noteCascade = () => void (cascade = true);

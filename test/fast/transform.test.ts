@@ -1,10 +1,13 @@
 // The cell transform in process, without a kernel or the runtime: redeclaration across cells,
 // top-level await, the interrupt checks in loops and functions, the last expression as the value.
 import { beforeAll, describe, expect, it } from "vitest";
+import { ownershipUntilLoaded } from "../../kernel/executor/ownership.ts";
 import { runInThisContext } from "node:vm";
 import { IRQ, RT, transformCell, CellSyntaxError } from "../../kernel/executor/transform.ts";
 
 const g = globalThis as Record<string, any>;
+/** For the tests that read the temporaries' arrows: without ownership.ts's calls around them. */
+const NO_OWNERSHIP = { ownership: false };
 const irq = new Int32Array(new SharedArrayBuffer(4));
 class Interrupted extends Error {}
 
@@ -18,6 +21,7 @@ beforeAll(() => {
     interrupted: () => {
       if (Atomics.load(irq, 0) !== 0) throw new Interrupted("interrupted");
     },
+    ...ownershipUntilLoaded(),
   };
 });
 
@@ -88,7 +92,11 @@ describe("cell transform", () => {
   });
 
   it("statement arrows take uncaptured locals as arguments, and leave captured or written ones to closures", async () => {
-    const code = transformCell("function f(x) { let h = x; for (const b of [1, 2]) { const g = (t) => t + b; h = g(h); } return h }", "t.ts").code;
+    const code = transformCell(
+      "function f(x) { let h = x; for (const b of [1, 2]) { const g = (t) => t + b; h = g(h); } return h }",
+      "t.ts",
+      NO_OWNERSHIP,
+    ).code;
     // h and g are read only by f itself: passed in, so the closure g (made in the loop) cannot keep h
     expect(code).toContain("h = (((g, h) => (g(h)))(g, h))");
     // same results as plain JavaScript, where a closure reads or writes a local between the reads
@@ -104,7 +112,7 @@ describe("cell transform", () => {
   });
 
   it("a call's operands that make temporaries get their own frames, and compute what plain JavaScript does", async () => {
-    const code = transformCell("function fwd(x) { return l2(act(l1(x))).add(x) }", "t.ts").code;
+    const code = transformCell("function fwd(x) { return l2(act(l1(x))).add(x) }", "t.ts", NO_OWNERSHIP).code;
     // act's argument is linear1's output, freed in Python once act returns: it lives in an arrow's frame;
     // and add's receiver is l2's output alone (act's is freed in Python once l2 returns)
     expect(code).toContain("return ((() => (l2(((() => (act(l1(x))))()))))()).add(x)");
@@ -144,7 +152,8 @@ describe("cell transform", () => {
     ] as const) {
       let from = 0;
       if (name === "sq" && col === 13) from = lines[line - 1].indexOf("sq(") + 1;
-      const at = lines[line - 1].indexOf(name === "sq" ? "sq(" : name, from);
+      // (a call's name also appears in what the transform inserts: `"abs"` for the policy that lends its arguments)
+      const at = lines[line - 1].indexOf(name === "return" ? name : `${name}(`, from);
       expect(at).toBeGreaterThanOrEqual(0);
       expect(t.jsPosition(line, at + 1)).toEqual({ line, col });
     }

@@ -1,0 +1,337 @@
+// Tensors freed where CPython frees them, without a garbage collection, where the cell's code shows it.
+//
+// `y = y.add(1)` in a loop drops the previous `y` at each turn. The runtime only learns that a handle is
+// unreachable from a full collection, so a chain of ops paid one per op (issue 20). But the transform
+// sees every place the cell's code puts a value: it tells the runtime (src/memory/ownership.ts), and a
+// handle only ever held by one variable is released when that variable lets go of it. Three rewrites:
+//   - an assignment or declaration of a tracked variable, as a statement of its own, becomes
+//     `y = own(mark(), <rhs>, <old y>)`: the old handle is released if the variable owned it, and the
+//     new one is owned if the right-hand side made it;
+//   - every expression whose value the code puts somewhere else (an argument, an array or object
+//     element, a property, a variable that is not tracked, a thrown or yielded value, a default) becomes
+//     `e(<expr>)`, which marks a handle (or the handles directly in an array or a plain object) as
+//     possibly kept: it is then never released early;
+//   - at the end of a block, `drop(...)` releases what its tracked variables still own, and
+//     `return x` of a tracked variable hands its handle to the caller (`give`).
+// Receivers (`y.add(1)`), operands of arithmetic and comparisons, and conditions keep no reference.
+// Tracked variables: those declared by `let`/`const`/`var` with a plain name (not in a loop's head) that
+// no function nested in their own reads or writes (a closure could outlive the block), and the cell's
+// globals (a closure reads a global's current value, never an old one). Everything not tracked is left
+// to the collector, as before.
+
+import { analyze } from "eslint-scope";
+import { children, framed, optionalChain, type Wrap } from "./temporaries.ts";
+
+type Node = { type: string; start: number; end: number; [k: string]: any };
+const RT = "__gradlab";
+/** transform.ts's interrupt flag, checked at every function's entry */
+const IRQ = "__gradlab_irq";
+
+/** Values that are never a tensor or a container of one the code could keep. */
+const INERT = new Set([
+  "Literal",
+  "TemplateLiteral",
+  "FunctionExpression",
+  "ArrowFunctionExpression",
+  "ClassExpression",
+  "UnaryExpression",
+  "BinaryExpression",
+  "UpdateExpression",
+  "ObjectExpression", // its values are wrapped one by one
+  "ArrayExpression", // its elements are
+  "ImportExpression",
+]);
+const FUNCTION = new Set(["FunctionDeclaration", "FunctionExpression", "ArrowFunctionExpression"]);
+const FOR_HEADS = new Set(["ForStatement", "ForInStatement", "ForOfStatement"]);
+
+/** Whether evaluating `n` may suspend (an await or a yield outside the functions it makes). */
+function suspends(n: Node): boolean {
+  const stack = [n];
+  while (stack.length) {
+    const c = stack.pop()!;
+    if (c.type === "AwaitExpression" || c.type === "YieldExpression" || (c.type === "ForOfStatement" && c.await)) return true;
+    if (c !== n && (FUNCTION.has(c.type) || c.type.startsWith("Class"))) continue;
+    stack.push(...children(c));
+  }
+  return false;
+}
+
+type Scope = ReturnType<typeof analyze>["scopes"][number];
+type Variable = Scope["variables"][number];
+const CLOSURES = new Set(["function", "class-field-initializer", "class-static-block"]);
+const makesClosures = (s: Scope): boolean => s.childScopes.some((c) => CLOSURES.has(c.type) || makesClosures(c));
+
+/** `insert` puts a statement at a position (after the closings of wrappers that end there). */
+export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: (pos: number, text: string) => void, unframed: ReadonlySet<Node>): void {
+  // direct eval can read and keep any local: leave such a cell to the collector
+  if (/\beval\s*\(/.test(js)) return;
+  const manager = analyze(root as unknown as Parameters<typeof analyze>[0], { ecmaVersion: 2022, sourceType: "module" });
+  const parents = new Map<Node, Node>();
+  for (const stack: Node[] = [root]; stack.length; ) {
+    const n = stack.pop()!;
+    for (const c of children(n)) {
+      parents.set(c, n);
+      stack.push(c);
+    }
+  }
+  // identifier node -> the variable it names (null: a global the cell does not declare)
+  const resolved = new Map<Node, Variable | null>();
+  for (const s of manager.scopes) for (const r of s.references) resolved.set(r.identifier as unknown as Node, r.resolved);
+
+  const tracked = new Set<Variable>();
+  /**
+   * block node (a function's body for its `var`s and top-level `let`s) -> its tracked variables: released
+   * at its end where `atEnd` (when it completes normally), or by a `return` below it
+   */
+  const localsOf = new Map<Node, Array<{ name: string; at: number; hoisted: boolean; atEnd: boolean }>>();
+  for (const scope of manager.scopes) {
+    if (scope.type === "global" || scope.type === "switch" || scope.type === "with" || scope.type === "catch") continue;
+    const cellLevel = scope.type === "module";
+    for (const v of scope.variables) {
+      const plain = v.defs.length > 0 && v.defs.every((d) => d.type === "Variable" && (d.node as unknown as Node).id.type === "Identifier");
+      if (!plain) continue;
+      if (v.defs.some((d) => FOR_HEADS.has(parents.get(d.parent as unknown as Node)?.type ?? ""))) continue;
+      if (!cellLevel && !v.references.every((r) => r.from.variableScope === scope.variableScope)) continue;
+      tracked.add(v);
+      if (cellLevel) continue;
+      const block = scope.block as unknown as Node;
+      const body = FUNCTION.has(block.type) ? (block.body as Node) : block;
+      if (body.type !== "BlockStatement") continue;
+      let locals = localsOf.get(body);
+      if (!locals) localsOf.set(body, (locals = []));
+      const d = v.defs[0];
+      // the release at the block's end reads the variables in an arrow (see own): where the user makes
+      // closures, that arrow would make them context variables, which outlive the block (temporaries.ts)
+      locals.push({ name: v.name, at: (d.node as unknown as Node).start, hoisted: (d.parent as unknown as Node).kind === "var", atEnd: !makesClosures(scope) });
+    }
+  }
+  // A function of a cell is trusted to mark what it keeps of its arguments (settle): a parameter that a
+  // closure of its own reads, or `arguments`, may outlive the call, so the values are marked on entry.
+  for (const scope of manager.scopes) {
+    if (scope.type !== "function") continue;
+    const kept = scope.variables.filter((v) =>
+      v.name === "arguments" ? v.references.length > 0 : v.defs.some((d) => d.type === "Parameter") && v.references.some((r) => r.from.variableScope !== scope),
+    );
+    if (!kept.length) continue;
+    const marks = kept.map((v) => (v.name === "arguments" ? `${RT}.es(arguments)` : `${RT}.e(${v.name})`)).join(", ");
+    const fn = scope.block as unknown as Node;
+    const body = fn.body as Node;
+    if (body.type !== "BlockStatement") wrapRange(body.start, body.end, `(${marks}, `, ")");
+    else {
+      // after a directive prologue ("use strict"), which must stay first
+      const first = (body.body as Node[])[0];
+      const directive = first?.type === "ExpressionStatement" && typeof first.directive === "string";
+      insert(directive ? first.end : body.start + 1, `${marks};`);
+    }
+  }
+
+  /** What a `return` at `ret` ends: the tracked locals of the blocks around it, up to its function. */
+  const endedBy = (ret: Node): string[] => {
+    const names: string[] = [];
+    for (let n = parents.get(ret); n && !FUNCTION.has(n.type); n = parents.get(n)) {
+      for (const l of localsOf.get(n) ?? []) if (l.hoisted || l.at < ret.start) names.push(l.name);
+    }
+    return names;
+  };
+
+  const wrap = (n: Node, open: string, close: string) => wrapRange(n.start, n.end, open, close);
+  const inert = (n: Node) => INERT.has(n.type) || (n.type === "Identifier" && n.name === "undefined");
+  const escape = (n: Node | null | undefined) => {
+    if (n && !inert(n)) wrap(n, `${RT}.e(`, ")");
+  };
+  /**
+   * A call whose arguments are lent (settle: see src/memory/ownership.ts): for `f(x)`, settle's opening
+   * (f's name, read again); for `o.m(x)`, settleOn's opening and the receiver `o` to record (evaluated
+   * once: a getter in it must not run twice). Null for an optional link, super, a private or computed
+   * method name, `new o.C(x)` (a wrapper would change what `new` applies to), or where the receiver or
+   * the arguments could suspend (another cell's code would share the stack meanwhile).
+   */
+  const lendable = (call: Node): { open: string; receiver?: Node } | null => {
+    const callee = call.callee as Node;
+    if (call.optional || parents.get(call)?.type === "ChainExpression") return null;
+    if ((call.arguments as Node[]).some(suspends)) return null;
+    if (callee.type === "Identifier") return { open: `${RT}.settle(${RT}.depth(), ${callee.name}, ` };
+    if (call.type !== "CallExpression" || callee.type !== "MemberExpression" || callee.optional) return null;
+    const o = callee.object as Node;
+    if (o.type === "Super" || suspends(o)) return null;
+    // `a?.b.m(x)`: a wrapper around `a?.b` would end the chain's short-circuit there
+    for (let c = o; c.type === "MemberExpression" || c.type === "CallExpression"; c = c.type === "CallExpression" ? c.callee : c.object)
+      if (c.optional) return null;
+    const p = callee.property as Node;
+    const key = !callee.computed ? (p.type === "Identifier" ? JSON.stringify(p.name) : null) : p.type === "Literal" ? js.slice(p.start, p.end) : null;
+    return key === null ? null : { open: `${RT}.so(${RT}.depth(), ${key}, `, receiver: o };
+  };
+  /** `name = rhs` as a statement: the variable it writes if it is tracked, else null */
+  const trackedTarget = (id: Node): { name: string; old: string } | null => {
+    if (id.type !== "Identifier" || id.name.startsWith(RT)) return null;
+    const v = resolved.get(id);
+    if (v === undefined) return null;
+    if (v === null) return { name: id.name, old: `globalThis[${JSON.stringify(id.name)}]` }; // a global of an earlier cell
+    return tracked.has(v) ? { name: id.name, old: id.name } : null;
+  };
+  // An argument stays in a register of the frame that made the call until something overwrites it, and
+  // a register keeps a tensor alive: the old value must be read inside the statement's own frame
+  // (temporaries.ts), which ends with it. Where the statement has none, nothing is owned.
+  const own = (stmt: Node, rhs: Node, old: string | null): boolean => {
+    if (rhs.type === "ImportExpression" || unframed.has(stmt) || !framed(rhs)) return false;
+    wrap(rhs, `${RT}.own(${RT}.mark(), `, old ? `, ${old})` : ")");
+    return true;
+  };
+  const ownedStatements = new Set<Node>();
+
+  for (const stack: Node[] = [root]; stack.length; ) {
+    const n = stack.pop()!;
+    switch (n.type) {
+      case "ExpressionStatement": {
+        const a = n.expression;
+        if (a.type === "AssignmentExpression" && a.operator === "=") {
+          const t = trackedTarget(a.left);
+          if (t && own(n, a.right, t.old)) ownedStatements.add(a);
+        }
+        break;
+      }
+      case "VariableDeclaration": {
+        const head = FOR_HEADS.has(parents.get(n)?.type ?? "");
+        for (const d of n.declarations as Node[]) {
+          if (!d.init) continue;
+          const v = d.id.type === "Identifier" ? resolved.get(d.id) : undefined;
+          // a declaration at the cell's level or with `var` may overwrite a value of its own
+          const rebinds = v && (v.scope.type === "module" || n.kind === "var");
+          if (!(!head && v && tracked.has(v) && own(d, d.init, rebinds ? d.id.name : null))) escape(d.init);
+        }
+        break;
+      }
+      case "AssignmentExpression":
+        if (!ownedStatements.has(n)) escape(n.right);
+        break;
+      case "CallExpression":
+      case "NewExpression": {
+        if (n.type === "CallExpression") receiverTemporary(n);
+        const args = n.arguments as Node[];
+        for (const a of args) if (a.type === "SpreadElement") wrap(a.argument, `${RT}.es(`, ")");
+        const lent = lendable(n);
+        if (lent && args.some((a) => a.type !== "SpreadElement" && !inert(a))) {
+          wrap(n, lent.open, ")");
+          if (lent.receiver) wrap(lent.receiver, `${RT}.rv(`, ")");
+          for (const a of args) if (a.type !== "SpreadElement" && !inert(a)) wrap(a, `${RT}.p(`, ")");
+        } else for (const a of args) escape(a.type === "SpreadElement" ? null : a);
+        break;
+      }
+      case "ArrayExpression":
+        for (const el of n.elements as Array<Node | null>) {
+          if (el?.type === "SpreadElement") wrap(el.argument, `${RT}.es(`, ")");
+          else escape(el);
+        }
+        break;
+      case "Property":
+        if (parents.get(n)?.type !== "ObjectExpression" || n.kind !== "init" || n.method) break;
+        // `{ t }` is `{ t: t }`: the wrapped value needs the key written out
+        if (n.shorthand) wrap(n.value, `${n.key.name}: ${RT}.e(`, ")");
+        else escape(n.value);
+        break;
+      case "PropertyDefinition":
+      case "AssignmentPattern":
+        escape(n.type === "PropertyDefinition" ? n.value : n.right);
+        break;
+      case "ThrowStatement":
+        escape(n.argument);
+        break;
+      case "YieldExpression":
+        if (!n.delegate) escape(n.argument);
+        break;
+      case "TaggedTemplateExpression":
+        for (const e of n.quasi.expressions as Node[]) escape(e);
+        break;
+      case "ReturnStatement": {
+        // The function's frame goes: its tracked locals are released, but for the one it returns, whose
+        // handle is the caller's to own. (A returned value is not kept by the function: what else could
+        // keep it went through a place that marked it.)
+        const a = n.argument as Node | null;
+        const ended = endedBy(n);
+        if (!ended.length) break;
+        const v = a?.type === "Identifier" ? resolved.get(a) : undefined;
+        const gives = a && v && tracked.has(v) && v.scope.type !== "module" ? "true" : "false";
+        if (a) wrap(a, `${RT}.ret(${gives}, `, `, ${ended.join(", ")})`);
+        else insert(n.start + "return".length, ` ${RT}.ret(false, undefined, ${ended.join(", ")})`);
+        break;
+      }
+    }
+    stack.push(...children(n));
+  }
+
+  /**
+   * `f(x).g(...)`: f's result is released once g returned, where no `await` or `yield` can come between
+   * (another cell's code could use the receivers' stack meanwhile) and no optional link could skip g.
+   */
+  function receiverTemporary(call: Node): void {
+    const callee = call.callee as Node;
+    if (callee.type !== "MemberExpression" || call.optional || callee.optional) return;
+    const recv = callee.object as Node;
+    // a link that short-circuits would skip g and after() with it (`o?.f().g()`)
+    if (recv.type !== "CallExpression" || optionalChain(recv)) return;
+    if ((call.arguments as Node[]).some(suspends) || (callee.computed && suspends(callee.property))) return;
+    wrap(call, `${RT}.after(`, ")");
+    wrap(recv, `${RT}.hold(${RT}.mark(), `, ")");
+  }
+
+  for (const [body, locals] of localsOf) {
+    const names = locals.filter((l) => l.atEnd).map((l) => l.name);
+    const last = (body.body as Node[]).at(-1);
+    // nothing after a return, throw, break or continue would run
+    if (!names.length || (last && /^(Return|Throw|Break|Continue)Statement$/.test(last.type))) continue;
+    insert(body.end - 1, `;void ((() => ${RT}.drop(${names.join(", ")}))());`);
+  }
+}
+
+const CALLS = ["own", "mark", "e", "es", "drop", "ret", "hold", "after", "p", "depth", "settle", "rv", "so"] as const;
+type Ownership = Record<(typeof CALLS)[number], (...a: any[]) => unknown>;
+/** What cells call before the runtime is loaded: no tensor exists yet, so nothing to do. */
+export const ownershipUntilLoaded = (): Ownership => ({
+  own: (_m: number, v: unknown) => v,
+  mark: () => 0,
+  e: (v: unknown) => v,
+  es: (v: unknown) => v,
+  drop: () => {},
+  ret: (_gives: boolean, v: unknown) => v,
+  hold: (_m: number, v: unknown) => v,
+  after: (v: unknown) => v,
+  p: (v: unknown) => v,
+  depth: () => 0,
+  settle: (_d: number, _f: unknown, v: unknown) => v,
+  rv: (v: unknown) => v,
+  so: (_d: number, _k: unknown, v: unknown) => v,
+});
+/**
+ * Once the runtime is loaded, cells tell it which tensors their variables own (src/memory/ownership.ts).
+ * Called before each cell: it also forgets receivers an exception left held.
+ */
+export function bindOwnership(rt: Ownership, torch: unknown): void {
+  const t = torch as { _ownership?: RuntimeOwnership; _ownershipPolicy?: { keepsNoArguments(fn: unknown): boolean } } | null;
+  const o = t?._ownership;
+  if (!o) return;
+  o.reset();
+  if (rt.own === o.own) return;
+  for (const k of CALLS) rt[k] = o[k];
+  const runtime = t._ownershipPolicy?.keepsNoArguments ?? (() => false);
+  // a module (a callable object) of a class a cell defined: its forward is the class's code
+  o.setArgumentPolicy((fn) => runtime(fn) || cellFunction(fn) || (typeof fn === "function" && cellFunction(fn.constructor)));
+}
+type RuntimeOwnership = Ownership & { reset(): void; setArgumentPolicy(p: (fn: unknown) => boolean): void };
+
+/**
+ * A function a cell made (every one the transform saw checks the interrupt flag on entry) that runs
+ * to its end when called: not async, not a generator (those keep their arguments past the call).
+ * Such a function marks what it keeps itself. Answers are cached per function object.
+ */
+const cellFunctions = new WeakMap<object, boolean>();
+function cellFunction(fn: unknown): boolean {
+  if (typeof fn !== "function") return false;
+  let known = cellFunctions.get(fn);
+  if (known === undefined) {
+    const src = Function.prototype.toString.call(fn);
+    const plain = src.startsWith("class") || Object.getPrototypeOf(fn) === Function.prototype;
+    known = plain && src.includes(IRQ);
+    cellFunctions.set(fn, known);
+  }
+  return known;
+}

@@ -1,0 +1,193 @@
+// Freeing a tensor at the moment its last reference goes, without a garbage collection, where the cell
+// transform can prove it (kernel/executor/ownership.ts writes the calls to these functions into cells).
+//
+// CPython frees `y`'s old tensor when `y = y.add(1)` rebinds the name; V8 can only tell that a handle is
+// unreachable with a full collection, so the runtime reclaims before every figure and every allocation
+// that would set a new peak (lifetime.ts). A chain of ops then paid one full collection per op. The
+// transform sees every place a cell's code puts a value, and a handle's record carries what it found:
+//   - `own`: 0 while no variable the transform tracks holds the handle and no code was seen keeping
+//     it; 1 once exactly one such variable holds it (`own()` on an assignment or declaration); 2 once
+//     it may be held anywhere else (it was passed to a function, put in an array or an object, assigned
+//     to a property or a second variable, returned from a generator...: `escape()`), for good;
+//   - `serial`: when the handle was made, so that an assignment can tell a handle made by its own
+//     right-hand side from one that existed before (which someone else may hold).
+// When a variable that owns its handle is rebound or leaves its block, and the handle has not escaped,
+// nothing else can reach it: it is released there, as CPython would, under the reason "collected".
+// Everything else is left to the collector, as before. The runtime itself never keeps a user's handle
+// (lifetime.ts's rule), and where it hands one to user code that could keep it (a saved-tensor pack
+// hook) it marks it escaped. A handle wrongly released would throw "was disposed" at its next use,
+// never read freed memory.
+
+import { RECORD, releaseUnreachable } from "./lifetime.ts";
+
+/** What a handle's record carries for this module (HandleRecord in tensor.ts). */
+export interface Ownable {
+  own: 0 | 1 | 2;
+  /** Calls running now that were given the handle as an argument (see lend). */
+  lent: number;
+  readonly serial: number;
+  readonly released: boolean;
+}
+let serials = 0;
+/** A serial for a new handle's record. */
+export const nextSerial = () => ++serials;
+
+const recordOf = (v: unknown): Ownable | undefined =>
+  v !== null && typeof v === "object" ? ((v as Record<symbol, unknown>)[RECORD] as Ownable | undefined) : undefined;
+
+/** The last serial given out: taken before a right-hand side runs. */
+export const mark = (): number => serials;
+
+function markKept(v: unknown): void {
+  const r = recordOf(v);
+  if (r !== undefined && r.own !== undefined) r.own = 2;
+}
+/**
+ * `v` may be kept where the transform cannot follow it: never release it early. So are the tensors
+ * directly in an array or a plain object (`[a, b]` made elsewhere, `{ values, indices }` of an op).
+ * Returns v.
+ */
+export function escape<T>(v: T): T {
+  if (v === null || typeof v !== "object") return v;
+  if (Array.isArray(v)) for (const x of v) markKept(x);
+  else if (Object.getPrototypeOf(v) === Object.prototype) for (const k in v) markKept((v as Record<string, unknown>)[k]);
+  else markKept(v);
+  return v;
+}
+/** A spread (`f(...xs)`): every element may be kept; an iterable is read once, into an array. */
+export function escapeAll(v: unknown): unknown[] {
+  const xs = Array.isArray(v) ? v : [...(v as Iterable<unknown>)];
+  for (const x of xs) markKept(x);
+  return xs;
+}
+
+function dropRecord(r: Ownable | undefined): void {
+  if (r !== undefined && r.own === 1 && r.lent === 0 && !r.released) releaseUnreachable(r as unknown as Parameters<typeof releaseUnreachable>[0]);
+}
+
+/**
+ * `name = v` for a tracked variable whose previous value was `old` (`mark` taken before v was
+ * computed): releases `old` if the variable owned it, and makes the variable own `v` if v was made by
+ * the right-hand side and nothing else holds it. Returns v.
+ */
+export function own<T>(m: number, v: T, old?: unknown): T {
+  if (v === old) return v;
+  const r = recordOf(v);
+  if (r !== undefined && r.own !== undefined) r.own = r.own === 0 && r.serial > m ? 1 : 2;
+  dropRecord(recordOf(old));
+  return v;
+}
+
+/** Tracked variables going out of scope (the end of their block): releases the handles they own. */
+export function drop(...vs: unknown[]): void {
+  for (const v of vs) dropRecord(recordOf(v));
+}
+
+/**
+ * `return v` from a function whose tracked locals are `locals`: they end with the function, so what they
+ * own is released, but for v, which the caller may own (`gives`: v is one of those locals). Returns v.
+ */
+export function ret<T>(gives: boolean, v: T, ...locals: unknown[]): T {
+  const rv = recordOf(v);
+  for (const l of locals) {
+    const r = recordOf(l);
+    if (r !== rv) dropRecord(r);
+  }
+  if (gives && rv !== undefined && rv.own === 1) rv.own = 0;
+  return v;
+}
+
+/**
+ * Receivers that are temporaries: `f(x).g()` is `after(hold(mark(), f(x)).g())`. The receiver is
+ * released once g returned if f made it (after the mark), nothing took it since, and g did not return
+ * it (`x.contiguous()` may be x). The stack holds records, not handles: an entry that an exception
+ * leaves behind keeps nothing alive, and is forgotten at the next cell (reset). The transform never
+ * puts an `await` between a hold and its after, so no other code runs in between.
+ */
+const held: Array<Ownable | undefined> = [];
+const heldFresh: boolean[] = [];
+let heldDepth = 0;
+export function hold<T>(m: number, t: T): T {
+  const r = recordOf(t);
+  held[heldDepth] = r;
+  heldFresh[heldDepth] = r !== undefined && r.own === 0 && r.serial > m;
+  heldDepth++;
+  return t;
+}
+export function after<T>(result: T): T {
+  if (heldDepth === 0) return result;
+  heldDepth--;
+  const r = held[heldDepth];
+  held[heldDepth] = undefined;
+  if (heldFresh[heldDepth] && r !== undefined && r.own === 0 && recordOf(result) !== r) {
+    r.own = 1;
+    dropRecord(r);
+  }
+  return result;
+}
+/** Forgets receivers and arguments an exception left on the stacks (before a cell runs). */
+export function reset(): void {
+  held.fill(undefined);
+  heldDepth = 0;
+  lentStack.fill(undefined);
+  lentDepth = 0;
+}
+
+/**
+ * Arguments: `f(x)` is `settle(depth(), f, f(lend(x)))`. While f runs, x is lent (a parameter holds it:
+ * never released, even if its variable is rebound inside f). Once f returned, x is marked kept unless f
+ * is known to keep none of its arguments: the runtime's ops and modules, or a function of a cell (which
+ * marks what it keeps itself); `keepsNoArguments` says (set by the kernel). Containers passed as an
+ * argument (`f(parts)`) have their tensors marked when f may keep them. The stack holds records and
+ * containers of the calls running now; an exception leaves entries that the caller's settle takes as
+ * its own (their calls are over too), or that the next cell forgets (reset: their lent counts stay, so
+ * they are left to the collector).
+ */
+let keepsNoArguments: (fn: unknown) => boolean = () => false;
+export const setArgumentPolicy = (policy: (fn: unknown) => boolean) => void (keepsNoArguments = policy);
+const lentStack: unknown[] = [];
+let lentDepth = 0;
+export const depth = (): number => lentDepth;
+export function lend<T>(v: T): T {
+  if (v === null || typeof v !== "object") return v;
+  const r = recordOf(v);
+  if (r !== undefined && r.lent !== undefined) r.lent++;
+  lentStack[lentDepth++] = r ?? v;
+  return v;
+}
+export function settle<T>(base: number, fn: unknown, result: T): T {
+  return settleFrom(base, !keepsNoArguments(fn), result);
+}
+/**
+ * A method call `o.m(x)` is `settleOn(depth(), "m", receiver(o).m(lend(x)))`: the receiver, evaluated
+ * once, is the entry at `base` (pushed before the arguments), and the method is read from it again only
+ * to ask the policy (reading `o` twice would run a getter twice: `x.T.matmul(w)` would transpose twice).
+ */
+export function receiver<T>(v: T): T {
+  lentStack[lentDepth++] = v;
+  return v;
+}
+export function settleOn<T>(base: number, key: PropertyKey, result: T): T {
+  const o = lentStack[base];
+  lentStack[base] = undefined;
+  const fn = o !== null && o !== undefined ? (o as Record<PropertyKey, unknown>)[key] : undefined;
+  settleFrom(base + 1, !keepsNoArguments(fn), result);
+  lentDepth = Math.min(lentDepth, base);
+  return result;
+}
+function settleFrom<T>(base: number, keeps: boolean, result: T): T {
+  for (let i = lentDepth - 1; i >= base; i--) {
+    const e = lentStack[i];
+    lentStack[i] = undefined;
+    if (e !== null && typeof e === "object" && "lent" in e) {
+      const r = e as Ownable;
+      r.lent--;
+      if (keeps) r.own = 2;
+    } else if (keeps) escape(e);
+  }
+  lentDepth = Math.min(lentDepth, base);
+  return result;
+}
+
+/** The names cells call (kernel/executor/ownership.ts writes `__gradlab.e(...)` and so on). */
+export { escape as e, escapeAll as es, lend as p, receiver as rv, settleOn as so };

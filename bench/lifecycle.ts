@@ -79,6 +79,8 @@ async function measure(setup: Setup, step: typeof explicit | "cell") {
   await setup.sync();
   const ms = (performance.now() - t0) / STEPS;
   const after = torch.cuda.memory_allocated();
+  // runCell's globals outlive the round (as a notebook's names do): let the next round's base go without them
+  if (step === "cell") await runCell("model = opt = input = undefined;", g);
   return { ms, reclaims: (reclaimStats.runs - r0.runs) / STEPS, gcMs: (reclaimStats.ms - r0.ms) / STEPS, after };
 }
 

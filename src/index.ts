@@ -47,14 +47,17 @@ export * as _ownership from "./memory/ownership.ts";
 const runtimeModules = new WeakSet<object>(
   Object.values(nnNamespace).filter((c) => c === Module || (typeof c === "function" && c.prototype instanceof Module)),
 );
+/** torch.nn.functional's functions: computations whose autograd saves what it needs as an op does. */
+const functionalCalls = new WeakSet<object>(Object.values(nnNamespace.functional).filter((f) => typeof f === "function"));
 /**
  * keepsNoArguments(fn): whether calling fn keeps none of its arguments, as far as the runtime knows: an op,
- * or a module of the runtime's own classes (its hooks are cells' code, which marks what it keeps). For
+ * a function of torch.nn.functional, or a module of the runtime's own classes (its hooks are cells' code, which marks what it keeps). For
  * memory/ownership.ts's argument policy; the kernel adds the functions and classes cells define. (An
  * object, not a function of torch's: torch's functions are PyTorch's, and each refuses unknown options.)
  */
 export const _ownershipPolicy = {
-  keepsNoArguments: (fn: unknown): boolean => isOpCall(fn) || (fn instanceof Module && runtimeModules.has(fn.constructor)),
+  keepsNoArguments: (fn: unknown): boolean =>
+    isOpCall(fn) || (typeof fn === "function" && functionalCalls.has(fn)) || (fn instanceof Module && runtimeModules.has(fn.constructor)),
 };
 export * as autograd from "./autograd/api.ts";
 export { no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, is_inference_mode_enabled } from "./autograd/grad-mode.ts";

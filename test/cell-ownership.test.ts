@@ -10,7 +10,7 @@ import { runCell } from "./helpers/cells.ts";
 
 /** Each tensor's sum, read in the cell (none of them may have been released). */
 const sums = (...ts: torch.Tensor[]) => Promise.all(ts.map((t) => t.sum().item()));
-const cell = (src: string) => runCell(src, { torch, sums });
+const cell = (src: string) => runCell(src, { torch, F: torch.nn.functional, sums });
 /** Full collections the runtime ran while `fn` ran. */
 async function collections(fn: () => Promise<unknown>): Promise<number> {
   const before = reclaimStats.runs;
@@ -51,6 +51,28 @@ describe("a variable's own tensor is freed when the variable lets go of it", () 
     }`);
     // the getter's tensor and z at the peak, as in PyTorch
     expect(await cell("kept")).toEqual([1, 2048, 768]);
+  });
+
+  it("a call's argument that is a temporary is freed when the call returns, unless the callee kept it", async () => {
+    await cell("const x = torch.ones(256);");
+    const base = torch.cuda.memory_allocated();
+    torch.cuda.reset_peak_memory_stats();
+    const runs = await collections(() => cell("for (let i = 0; i < 50; i++) { const b = torch.relu(x.mul(2)); const c = F.mse_loss(b.add(1), x.sub(1)); }"));
+    expect(torch.cuda.memory_allocated()).toBe(base);
+    // b, b.add(1), x.sub(1), mse_loss's elementwise loss and its mean, as in PyTorch; nothing of an
+    // earlier turn (x.mul(2) is gone before the second statement)
+    expect(torch.cuda.max_memory_allocated()).toBe(base + 4 * 1024 + 512);
+    // (what remains: the first turn's allocations each set a new peak, and a new peak reclaims first)
+    expect(runs).toBeLessThan(10);
+    // a function of the cell that keeps its argument, and one that returns it
+    await cell(`
+      kept = [];
+      function remember(t) { kept.push(t); return 1; }
+      function same(t) { return t; }
+      remember(x.mul(3));
+      const back = same(x.mul(4));
+      memory = await sums(kept[0], back);`);
+    expect(await cell("memory")).toEqual([768, 1024]);
   });
 
   it("a loop body's consts are freed at the end of each turn", async () => {

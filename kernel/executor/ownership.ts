@@ -211,9 +211,17 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
         for (const a of args) if (a.type === "SpreadElement") wrap(a.argument, `${RT}.es(`, ")");
         const lent = lendable(n);
         if (lent && args.some((a) => a.type !== "SpreadElement" && !inert(a))) {
+          // an argument that is a call's result (`f(g(x))`) is a temporary: released once f returned, as
+          // CPython does, unless f kept it (settle runs first) or returned it
+          const temporaries = args.filter((a) => a.type === "CallExpression" && !optionalChain(a));
+          for (const _ of temporaries) wrap(n, `${RT}.after(`, ")");
           wrap(n, lent.open, ")");
           if (lent.receiver) wrap(lent.receiver, `${RT}.rv(`, ")");
-          for (const a of args) if (a.type !== "SpreadElement" && !inert(a)) wrap(a, `${RT}.p(`, ")");
+          for (const a of args)
+            if (a.type !== "SpreadElement" && !inert(a)) {
+              wrap(a, `${RT}.p(`, ")");
+              if (temporaries.includes(a)) wrap(a, `${RT}.hold(${RT}.mark(), `, ")");
+            }
         } else for (const a of args) escape(a.type === "SpreadElement" ? null : a);
         break;
       }

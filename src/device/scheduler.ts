@@ -133,6 +133,7 @@ export async function flush(): Promise<void> {
     // Commands recorded while the device was being acquired are part of this batch too.
     if (queue.length > 0) submitBatch(dev, takeQueue());
   }
+  judgeSubmits();
   await Promise.all(inFlight);
 }
 
@@ -260,18 +261,14 @@ function submitGroup(dev: DeviceState, st: EncodeState, group: Group): void {
   const reads = encodeAndSubmit(dev, st, group.cmds);
   beginWait();
   const scope = device.popErrorScope();
-  // The submit's own verdict: an error that no pending verdict explains is a GradLab bug. (The closures
-  // below keep only what they need: a loop that never awaits must not keep its commands alive here.)
-  const internal = Promise.all([scope.catch((e: unknown) => e as GPUError), ...groupRisks.map((r) => r.verdict)]).then(([e]) => {
-    unsettledSubmits--;
-    let why: string | null = null;
-    if (e && !groupRisks.some((r) => r.failed !== null)) {
-      why = `internal WebGPU error (please report): ${firstLine((e as GPUError).message)}`;
-      for (const [segment, blocks] of lastWrite) for (const [block, m] of blocks) if (m >= n) invalid.set(idOf({ segment, block }), why);
-    }
-    if (unsettledSubmits === 0) lastWrite.clear();
-    return why;
-  });
+  if (reads.length === 0) {
+    // Nothing waits on this submit but its own verdict: judged with the other such submits of this job,
+    // once the job ends (or flush() asks), by one chain of promises instead of one per submit.
+    if (unjudged.length === 0) queueMicrotask(judgeSubmits);
+    unjudged.push({ n, scope, risks: groupRisks, device });
+    return;
+  }
+  const internal = verdictOf(n, scope, groupRisks);
   const done = (async () => {
     const results = await Promise.allSettled(reads.map((r) => r.data));
     const why = await internal;
@@ -285,6 +282,41 @@ function submitGroup(dev: DeviceState, st: EncodeState, group: Group): void {
     }
     if (reads.length === 0) await device.queue.onSubmittedWorkDone();
   })();
+  inFlight.add(done);
+  void done.finally(() => inFlight.delete(done));
+}
+
+/**
+ * A submit's own verdict: an error that no pending verdict explains is a GradLab bug, and every block
+ * written since that submit is then invalid. Resolves to the reason, or null. (The closure keeps only what
+ * it needs: a loop that never awaits must not keep its commands alive here.)
+ */
+function verdictOf(n: number, scope: Promise<GPUError | null>, risks: Risk[]): Promise<string | null> {
+  return Promise.all([scope.catch((e: unknown) => e as GPUError), ...risks.map((r) => r.verdict)]).then(([e]) => {
+    unsettledSubmits--;
+    let why: string | null = null;
+    if (e && !risks.some((r) => r.failed !== null)) {
+      why = `internal WebGPU error (please report): ${firstLine((e as GPUError).message)}`;
+      for (const [segment, blocks] of lastWrite) for (const [block, m] of blocks) if (m >= n) invalid.set(idOf({ segment, block }), why);
+    }
+    if (unsettledSubmits === 0) lastWrite.clear();
+    return why;
+  });
+}
+
+/**
+ * Submits without reads whose verdicts no chain follows yet. A loop that never awaits makes one every 512
+ * commands, and gives no promise a chance to settle until it ends: a chain per submit (its promises,
+ * closures and their optimised code) held 1.1 KiB of live heap per step of a 64-128-10 MLP. Here each
+ * costs an entry until the job ends.
+ */
+let unjudged: Array<{ n: number; scope: Promise<GPUError | null>; risks: Risk[]; device: GPUDevice }> = [];
+function judgeSubmits(): void {
+  if (unjudged.length === 0) return;
+  const batch = unjudged;
+  unjudged = [];
+  const { device } = batch[batch.length - 1];
+  const done = Promise.all(batch.map(({ n, scope, risks }) => verdictOf(n, scope, risks))).then(() => device.queue.onSubmittedWorkDone());
   inFlight.add(done);
   void done.finally(() => inFlight.delete(done));
 }

@@ -32,6 +32,20 @@ describe("GradLab Lite's typings", () => {
     expect(typings.files[typings.runtimeModule.replace(/\.js$/, ".d.ts")]).toBeDefined();
   });
 
+  it("a cell that prints, times and waits gets no type warning in the browser, as on the server", async () => {
+    // the browser's cells had TypeScript's language alone: every console.log warned "Cannot find name
+    // 'console'" (TS2584) once the service had loaded (notebooks 06, 09 and 11 in the Lite tier)
+    const cell = "const t0 = performance.now();\nawait new Promise((r) => setTimeout(r, 1));\nconsole.log('took', performance.now() - t0);";
+    const diagnostics = browser.handle({ op: "diagnostics", code: cell }) as Array<{ code: number }>;
+    expect(diagnostics.map((d) => d.code)).toEqual([]);
+    expect(await server.diagnostics(cell)).toEqual([]);
+    // and a real mistake still warns in both
+    const wrong = "console.lgo('x');";
+    const wrongB = (browser.handle({ op: "diagnostics", code: wrong }) as Array<{ code: number }>).map((d) => d.code);
+    expect(wrongB).toHaveLength(1);
+    expect(wrongB).toEqual(((await server.diagnostics(wrong)) as Array<{ code: number }>).map((d) => d.code));
+  }, 60_000);
+
   it("complete `torch.`, a tensor's `x.` and inspect torch.ones as the server kernel's service does", async () => {
     const cell = "const x = torch.ones(2, 3);";
     browser.handle({ op: "addCell", code: cell });

@@ -24,7 +24,7 @@ import { build, type Plugin } from "esbuild";
 import { createRequire } from "node:module";
 import type * as TS from "typescript";
 import { REPO, RUNTIME_MODULE } from "../repo.ts";
-import { notebookOptions, notebookRoots, type Typings } from "../language/service.ts";
+import { BROWSER_LIBS, notebookOptions, notebookRoots, type Typings } from "../language/service.ts";
 import { LITE_DIR, LITE_WORKER } from "./paths.ts";
 
 const MODULES = join(LITE_DIR, "node_modules");
@@ -265,11 +265,11 @@ async function bundleLanguage(dist: string): Promise<void> {
 
 /** typings.json: the files the language service reads when it compiles a notebook, as Node reads them
  *  for the server kernel (TypeScript's lib files, the runtime's typings and the package.json files module
- *  resolution reads), without @types/node (a browser has no Node). Paths are relative to the checkout.
+ *  resolution reads), without @types/node (a browser has no Node) but with a Worker's globals. Paths are relative to the checkout.
  *  The runtime's typings are the built ones (dist/src/*.d.ts, beside the built CLI that builds sites). */
 export function collectTypings(runtimeModule = RUNTIME_MODULE): Typings {
   const ts: typeof TS = createRequire(import.meta.url)("typescript");
-  const where = { baseDir: REPO, runtimeModule, types: [], typeRoots: [] };
+  const where = { baseDir: REPO, runtimeModule, types: [], typeRoots: [], libs: BROWSER_LIBS };
   const options = notebookOptions(ts, where);
   const roots = notebookRoots(where);
   const virtual = new Map([roots.prelude, roots.torch, [roots.cells, "export {};\n"]]);

@@ -19,6 +19,9 @@ export interface NotebookFiles {
   defaultLibFileName(options: TS.CompilerOptions): string;
   /** @types packages the cells see (the server: ["node"]; a browser has no Node) and where they are */
   types: string[];
+  /** TypeScript lib files beyond the language's (a browser's cells run in a Worker: lib.webworker.d.ts
+   *  declares what Node's types declare on the server, `console`, `performance`, timers) */
+  libs?: string[];
   typeRoots: string[];
   /** the cells' bytes the checker sees at most (older cells' names stay known as `any`) */
   historyBytes: number;
@@ -33,6 +36,9 @@ export interface Typings {
 }
 
 /** NotebookFiles over Typings, at a virtual root: no file system (GradLab Lite's language Worker). */
+/** The lib files a browser's cells are checked with beyond the language's (see NotebookFiles.libs). */
+export const BROWSER_LIBS = ["lib.webworker.d.ts"];
+
 export function typingsFiles(typings: Typings, root = "/gradlab"): NotebookFiles {
   const files = new Map(Object.entries(typings.files).map(([p, text]) => [`${root}/${p}`, text]));
   const dirs = new Set<string>();
@@ -45,9 +51,10 @@ export function typingsFiles(typings: Typings, root = "/gradlab"): NotebookFiles
     directoryExists: (p) => dirs.has(p.replace(/\/$/, "")),
     getDirectories: () => [],
     defaultLibFileName: () => `${root}/${typings.defaultLib}`,
-    // no @types/node: there is no Node in a browser
+    // no @types/node: there is no Node in a browser; its cells run in a Worker
     types: [],
     typeRoots: [],
+    libs: BROWSER_LIBS,
     historyBytes: 64 * 1024,
   };
 }
@@ -115,7 +122,7 @@ const IGNORED = new Set([2300, 2451, 2403, 2393, 1375, 1378, 2440, 6133, 7016, 2
 
 /** The compiler options the cells are checked with (also what `gradlab lite build` collects the
  *  site's typings by, so the browser reads the files the server reads). */
-export function notebookOptions(ts: typeof TS, files: Pick<NotebookFiles, "types" | "typeRoots">): TS.CompilerOptions {
+export function notebookOptions(ts: typeof TS, files: Pick<NotebookFiles, "types" | "typeRoots" | "libs">): TS.CompilerOptions {
   return {
     target: ts.ScriptTarget.ES2022,
     module: ts.ModuleKind.ESNext,
@@ -126,7 +133,7 @@ export function notebookOptions(ts: typeof TS, files: Pick<NotebookFiles, "types
     noImplicitAny: false,
     skipLibCheck: true,
     esModuleInterop: true,
-    lib: ["lib.es2023.d.ts", "lib.esnext.disposable.d.ts"],
+    lib: ["lib.es2023.d.ts", "lib.esnext.disposable.d.ts", ...(files.libs ?? [])],
     types: files.types,
     // the cells file is a module; let it see the UMD global \`torch\`
     allowUmdGlobalAccess: true,

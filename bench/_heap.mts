@@ -1,0 +1,28 @@
+import v8 from "node:v8";
+import * as torch from "../src/index.ts";
+const gc = (globalThis as any).gc;
+const { nn } = torch;
+const model = new nn.Sequential(new nn.Linear(64, 128), new nn.ReLU(), new nn.Linear(128, 10));
+const opt = new torch.optim.Adam(model.parameters(), { lr: 1e-3 });
+const x = torch.randn(32, 64);
+const y = torch.randn(32, 10);
+const step = () => {
+  opt.zero_grad();
+  const loss = torch.nn.functional.mse_loss(model(x) as torch.Tensor, y);
+  loss.backward();
+  opt.step();
+};
+step();
+await torch.cuda.synchronize();
+const N = Number(process.env.N ?? 300);
+for (let i = 0; i < Number(process.env.WARM ?? 100); i++) step();
+gc();
+const h0 = process.memoryUsage().heapUsed;
+v8.writeHeapSnapshot("/tmp/hs/a.heapsnapshot");
+for (let i = 0; i < N; i++) step();
+gc();
+const h1 = process.memoryUsage().heapUsed;
+v8.writeHeapSnapshot("/tmp/hs/b.heapsnapshot");
+console.log("KiB/step", ((h1 - h0) / N / 1024).toFixed(2));
+await torch.cuda.synchronize();
+process.exit(0);

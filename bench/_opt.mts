@@ -1,0 +1,20 @@
+import * as torch from "../src/index.ts";
+const { nn } = torch;
+const model = new nn.Sequential(new nn.Linear(64, 128), new nn.ReLU(), new nn.Linear(128, 10));
+const opt = new torch.optim.Adam(model.parameters(), { lr: 1e-3 });
+const x = torch.randn(32, 64);
+const y = torch.randn(32, 10);
+const step = () => {
+  opt.zero_grad();
+  const loss = torch.nn.functional.mse_loss(model(x) as torch.Tensor, y);
+  loss.backward();
+  opt.step();
+};
+step();
+await torch.cuda.synchronize();
+for (let i = 0; i < 700; i++) step();
+console.log("=====MARK=====");
+for (let i = 0; i < 600; i++) step();
+console.log("=====END=====");
+await torch.cuda.synchronize();
+process.exit(0);

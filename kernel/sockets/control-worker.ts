@@ -58,12 +58,30 @@ const streams = new StreamCoalescer(({ parent, name, text }) => {
 const streamRing = new RingReader(ring);
 let drainTimer: ReturnType<typeof setTimeout> | null = null;
 const toCoalescer = (kind: number, text: string, parent: string) => streams.write(kind === STDERR ? "stderr" : "stdout", text, parent);
-/** Publishes the ring's text up to `upTo` (default: all of it) and whatever the coalescer holds. */
-function flushStreams(upTo?: number): void {
-  streamRing.read(toCoalescer, upTo);
+/**
+ * Messages the main thread posted after marking the stream ring (ring.ts), in order: each is sent when
+ * the reader reaches its mark, so it leaves after exactly the text written before it.
+ */
+const marked: Array<() => void> = [];
+function atMark(): boolean {
+  const send = marked.shift();
+  if (!send) return false;
   streams.flush();
-  // text written after `upTo`, or while this drained, gets its own drain
-  if (streamRing.pending) drainSoon();
+  send();
+  return true;
+}
+/** Publishes the ring's text (up to a mark whose message has not arrived) and what the coalescer holds. */
+function flushStreams(): void {
+  const blocked = streamRing.read(toCoalescer, atMark);
+  streams.flush();
+  // text written while this drained gets its own drain; past a mark, the mark's message drains
+  if (!blocked && streamRing.pending) drainSoon();
+}
+/** Sends a message from the main thread in its place among the texts (unmarked: the ring stayed full). */
+function inOrder(m: { marked: boolean }, send: () => void): void {
+  if (m.marked) marked.push(send);
+  flushStreams();
+  if (!m.marked) send();
 }
 function drainSoon(): void {
   drainTimer ??= setTimeout(() => {
@@ -187,30 +205,32 @@ function fromMain(m: ToWorker): void {
   try {
     if (m.type === "streams") drainSoon();
     else if (m.type === "iopub") {
-      flushStreams(m.upTo);
-      iopubOut.send(unpackFrames(m.frames));
+      inOrder(m, () => iopubOut.send(unpackFrames(m.frames)));
     } else if (m.type === "input_request") {
-      flushStreams(m.upTo); // what the cell printed before asking comes first, as in ipykernel
-      stdinOut.send(
-        serialize(
-          signer,
-          makeHeader("input_request", session),
-          m.parent,
-          {},
-          { prompt: m.prompt, password: m.password },
-          m.identities.map((b) => Buffer.from(b)),
+      // what the cell printed before asking comes first, as in ipykernel
+      inOrder(m, () =>
+        stdinOut.send(
+          serialize(
+            signer,
+            makeHeader("input_request", session),
+            m.parent,
+            {},
+            { prompt: m.prompt, password: m.password },
+            m.identities.map((b) => Buffer.from(b)),
+          ),
         ),
       );
     } else if (m.type === "control-send") {
       controlOut.send(unpackFrames(m.frames));
     } else if (m.type === "close") {
-      flushStreams(m.upTo);
-      if (drainTimer) clearTimeout(drainTimer);
-      // the bound on flushing must not keep this thread alive once it is done (unref)
-      void Promise.race([Promise.all([controlOut.flushed(), iopubOut.flushed()]), new Promise((r) => setTimeout(r, 500).unref())]).then(() => {
-        for (const s of [hb, control, stdin, iopub]) s.close();
-        post({ type: "closed" });
-        parentPort!.close();
+      inOrder(m, () => {
+        if (drainTimer) clearTimeout(drainTimer);
+        // the bound on flushing must not keep this thread alive once it is done (unref)
+        void Promise.race([Promise.all([controlOut.flushed(), iopubOut.flushed()]), new Promise((r) => setTimeout(r, 500).unref())]).then(() => {
+          for (const s of [hb, control, stdin, iopub]) s.close();
+          post({ type: "closed" });
+          parentPort!.close();
+        });
       });
     }
   } catch (e) {

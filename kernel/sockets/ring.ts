@@ -8,8 +8,11 @@
 //
 // Layout: Int32 head and tail (byte counters, wrapping at 2^32; the ring's size is a power of two),
 // then records aligned to 8 bytes: [Int32 payload bytes, or -1: the rest of the ring is unused, go to
-// its start][Int32 kind][payload, UTF-8]. Kinds: stdout text, stderr text, or the parent header (JSON)
-// of the text records that follow it.
+// its start][Int32 kind][payload, UTF-8]. Kinds: stdout text, stderr text, the parent header (JSON)
+// of the text records that follow it, or a mark: where a message the main thread posted (a display, an
+// input request) goes between the texts. The reader stops at a mark until that message has arrived: a
+// position sent with the message was not enough, since a drain that ran before the message arrived
+// had already published the text written after it (a display arrived 649 lines late under load).
 const RING_BYTES = 1 << 20;
 const HEAD = 0;
 const TAIL = 1;
@@ -19,6 +22,7 @@ const WRAP = -1;
 export const STDOUT = 0;
 export const STDERR = 1;
 const PARENT = 2;
+const MARK = 3;
 
 /** How long a writer waits for room, in all, before it gives up on a write (only a dead socket
  *  thread, which can publish nothing any more, leaves the ring full that long). */
@@ -48,10 +52,6 @@ class Ring {
     return (head - tail) >>> 0;
   }
 
-  /** The writer's position now: a reader that drains `upTo` it has read everything written so far. */
-  get head(): number {
-    return Atomics.load(this.ctl, HEAD);
-  }
 }
 
 export class RingWriter extends Ring {
@@ -91,13 +91,19 @@ export class RingWriter extends Ring {
     }
   }
 
+  /** Marks where the text written so far ends, for a message posted right after (see MARK); false if
+   *  the ring stayed full (a dead reader). The message, not a wake-up, makes the reader go on. */
+  mark(): boolean {
+    return this.put(MARK, "", false);
+  }
+
   private dropped(chars: number): void {
     // the parent record may be the one lost: write it again before the next text
     this.lastParent = null;
     this.onDrop(chars);
   }
 
-  private put(kind: number, text: string): boolean {
+  private put(kind: number, text: string, wake = true): boolean {
     const need = REC + align(text.length * 3);
     let head = Atomics.load(this.ctl, HEAD);
     const start = head;
@@ -117,7 +123,7 @@ export class RingWriter extends Ring {
     Atomics.store(this.ctl, HEAD, (head + REC + align(written)) | 0);
     // Head is stored before tail is read, and the reader stores tail before it reads head (both
     // sequentially consistent): either it sees this record, or this sees the ring drained and wakes it.
-    if (Atomics.load(this.ctl, TAIL) === start) this.wake();
+    if (wake && Atomics.load(this.ctl, TAIL) === start) this.wake();
     return true;
   }
 
@@ -140,13 +146,14 @@ export class RingReader extends Ring {
   /** parent header (JSON) of the text records being read */
   private parent = "{}";
 
-  /** Reads records up to position `upTo` (a `head` the writer had; default: everything written),
-   *  handing each text to `onText` with its parent's JSON. */
-  read(onText: (kind: typeof STDOUT | typeof STDERR, text: string, parent: string) => void, upTo = Atomics.load(this.ctl, HEAD)): void {
+  /** Reads the records written so far, handing each text to `onText` with its parent's JSON. At a mark
+   *  it calls `onMark`, which sends the message posted with it and says true, or says false when that
+   *  message has not arrived yet: reading stops there, and read returns true (blocked at a mark). */
+  read(onText: (kind: typeof STDOUT | typeof STDERR, text: string, parent: string) => void, onMark: () => boolean = () => true): boolean {
     let tail = Atomics.load(this.ctl, TAIL);
-    // `upTo` behind tail: already read
-    if (this.used(upTo, tail) > this.size) return;
-    while (tail !== upTo) {
+    const head = Atomics.load(this.ctl, HEAD);
+    let blocked = false;
+    while (tail !== head) {
       const pos = tail & (this.size - 1);
       const len = this.ints[pos / 4];
       if (len === WRAP) {
@@ -154,13 +161,21 @@ export class RingReader extends Ring {
         continue;
       }
       const kind = this.ints[pos / 4 + 1];
-      const text = this.data.toString("utf8", pos + REC, pos + REC + len);
-      if (kind === PARENT) this.parent = text;
-      else onText(kind as typeof STDOUT | typeof STDERR, text, this.parent);
+      if (kind === MARK) {
+        if (!onMark()) {
+          blocked = true;
+          break;
+        }
+      } else {
+        const text = this.data.toString("utf8", pos + REC, pos + REC + len);
+        if (kind === PARENT) this.parent = text;
+        else onText(kind as typeof STDOUT | typeof STDERR, text, this.parent);
+      }
       tail = (tail + REC + align(len)) | 0;
     }
     Atomics.store(this.ctl, TAIL, tail);
     Atomics.notify(this.ctl, TAIL);
+    return blocked;
   }
 
   /** Whether text was written that has not been read (checked after storing tail: see RingWriter.put). */

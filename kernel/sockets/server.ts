@@ -144,7 +144,7 @@ export class SocketServer {
   /** Publishes signed frames on iopub, after everything posted before them. */
   iopub(frames: Buffer[]): void {
     const packed = packFrames(frames);
-    this.post({ type: "iopub", frames: packed, upTo: this.ring.head }, [packed.bytes]);
+    this.post({ type: "iopub", frames: packed, marked: this.ring.mark() }, [packed.bytes]);
   }
 
   /** Text a cell wrote; the socket thread coalesces it into stream messages (parent: header JSON). */
@@ -154,7 +154,7 @@ export class SocketServer {
 
   /** Asks the client on stdin; the reply arrives in `shared.stdinData` (see Kernel.prompt). */
   inputRequest(prompt: string, password: boolean, parent: object, identities: Uint8Array[]): void {
-    this.post({ type: "input_request", prompt, password, parent, identities, upTo: this.ring.head });
+    this.post({ type: "input_request", prompt, password, parent, identities, marked: this.ring.mark() });
   }
 
   /** Closes every socket in both threads (exiting with zeromq sockets open aborts). What is queued
@@ -163,7 +163,7 @@ export class SocketServer {
     await Promise.race([this.shellOut.flushed(), delay(500)]);
     const closed = new Promise<void>((r) => (this.workerClosed = r));
     const exited = new Promise<void>((r) => this.worker.once("exit", () => r()));
-    this.post({ type: "close", upTo: this.ring.head });
+    this.post({ type: "close", marked: this.ring.mark() });
     await Promise.race([closed, delay(1500)]);
     // With its sockets closed and its port closed, the socket thread ends by itself once zeromq has
     // let go of them; terminate() only if it does not (terminating it while zeromq still closed its

@@ -49,16 +49,17 @@ export type FromWorker =
 
 /** Messages the main thread posts to the socket thread. iopub lives there, so that what a cell prints
  *  or displays leaves the kernel while the main thread is still busy in the cell. Printed text goes
- *  through the stream ring; every other message names the ring position it was posted at, and the
- *  text before that position leaves first, so everything leaves in the order the cell produced it. */
+ *  through the stream ring; every other message is posted right after a mark in the ring, and leaves
+ *  when the reader reaches it, so everything leaves in the order the cell produced it. */
 export type ToWorker =
-  | { type: "input_request"; prompt: string; password: boolean; parent: object; identities: Uint8Array[]; upTo: number }
+  | { type: "input_request"; prompt: string; password: boolean; parent: object; identities: Uint8Array[]; marked: boolean }
   /** text a cell wrote is in the stream ring (ring.ts), which was empty: drain it soon */
   | { type: "streams" }
-  /** a signed iopub message, ready to send; the stream ring's text up to `upTo` leaves first */
-  | { type: "iopub"; frames: PackedFrames; upTo: number }
+  /** a signed iopub message, ready to send; `marked`: the stream ring has its mark (ring.ts), and the
+   *  text written before it leaves first */
+  | { type: "iopub"; frames: PackedFrames; marked: boolean }
   | { type: "control-send"; frames: PackedFrames }
-  | { type: "close"; upTo: number };
+  | { type: "close"; marked: boolean };
 
 /** A protocol header date (ISO 8601, up to microseconds, Z or an offset) in µs since the epoch; NaN
  *  when it is not one. */

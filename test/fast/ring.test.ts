@@ -1,6 +1,7 @@
 // The stream ring between the main thread and the socket thread (kernel/sockets/ring.ts): records
-// come out as they went in (kinds, parents, UTF-8), across the ring's end, up to a position, and a
-// writer that fills the ring waits for a reader in another thread instead of losing text.
+// come out as they went in (kinds, parents, UTF-8), across the ring's end, with messages in their place
+// among them (marks), and a writer that fills the ring waits for a reader in another thread instead of
+// losing text.
 import { describe, expect, it } from "vitest";
 import { Worker } from "node:worker_threads";
 import { createRequire } from "node:module";
@@ -9,9 +10,9 @@ import { pathToFileURL } from "node:url";
 import { createRing, RingReader, RingWriter, STDERR, STDOUT } from "../../kernel/sockets/ring.ts";
 
 type Got = [number, string, string];
-const drain = (r: RingReader, upTo?: number) => {
+const drain = (r: RingReader) => {
   const got: Got[] = [];
-  r.read((k, t, p) => got.push([k, t, p]), upTo);
+  r.read((k, t, p) => got.push([k, t, p]));
   return got;
 };
 
@@ -37,16 +38,42 @@ describe("stream ring", () => {
     expect(drain(r)).toEqual([[STDOUT, "c", "P2"]]);
   });
 
-  it("reads up to a position and leaves what was written after it", () => {
+  it("stops at a mark until the message posted with it is there, then goes on after it", () => {
+    // the display posted after "before" must leave before "after", however late it reaches the reader
+    const sab = createRing(1024);
+    let wakes = 0;
+    const w = new RingWriter(sab, () => wakes++);
+    const r = new RingReader(sab);
+    w.write(STDOUT, "before", "P");
+    expect(w.mark()).toBe(true);
+    w.write(STDOUT, "after", "P");
+    expect(wakes).toBe(1); // the mark's message, not a wake-up, makes the reader go on
+    const out: string[] = [];
+    const messages: string[] = [];
+    const read = () => r.read((_k, t) => out.push(t), () => (messages.length ? (out.push(messages.shift()!), true) : false));
+    expect(read()).toBe(true); // blocked at the mark: its message has not arrived
+    expect(out).toEqual(["before"]);
+    expect(read()).toBe(true); // still blocked: nothing after the mark leaks out
+    expect(out).toEqual(["before"]);
+    messages.push("display");
+    expect(read()).toBe(false);
+    expect(out).toEqual(["before", "display", "after"]);
+    expect(r.pending).toBe(false);
+  });
+
+  it("messages whose marks come first leave first, and one that arrived early waits for its mark", () => {
     const sab = createRing(1024);
     const w = new RingWriter(sab, () => {});
     const r = new RingReader(sab);
-    w.write(STDOUT, "before", "P");
-    const at = w.head;
-    w.write(STDOUT, "after", "P");
-    expect(drain(r, at)).toEqual([[STDOUT, "before", "P"]]);
-    expect(drain(r, at)).toEqual([]); // already read
-    expect(drain(r)).toEqual([[STDOUT, "after", "P"]]);
+    const messages = ["m1", "m2"]; // both already arrived
+    w.write(STDOUT, "a", "P");
+    w.mark();
+    w.write(STDOUT, "b", "P");
+    w.mark();
+    w.write(STDOUT, "c", "P");
+    const out: string[] = [];
+    r.read((_k, t) => out.push(t), () => (messages.length ? (out.push(messages.shift()!), true) : false));
+    expect(out).toEqual(["a", "m1", "b", "m2", "c"]);
   });
 
   it("wraps around the ring's end many times without losing or reordering a character", () => {

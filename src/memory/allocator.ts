@@ -7,7 +7,7 @@
 
 import { OutOfMemoryError, RuntimeError } from "../errors.ts";
 import { formatBytes } from "./format-bytes.ts";
-import { reclaimBeforeGrowth } from "./lifetime.ts";
+import { reclaimBeforeGrowth, reclaimIfPiledUp } from "./lifetime.ts";
 
 const kMinBlockSize = 512;
 const kSmallSize = 1 << 20;
@@ -119,6 +119,7 @@ export class CachingAllocator {
       );
     }
     const pool: PoolName = size <= kSmallSize ? "small_pool" : "large_pool";
+    reclaimIfPiledUp();
     let block = this.bestFit(pool, size);
     // Before this allocation sets a new peak, grows the reserved memory or runs out of memory, free what
     // user code can no longer reach (memory/lifetime.ts): PyTorch would have freed it already, so its

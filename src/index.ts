@@ -6,6 +6,7 @@
 import { Tensor } from "./tensor.ts";
 import { isOpCall } from "./api/install.ts";
 import { Module } from "./nn/module.ts";
+import { FunctionCtx } from "./autograd/function.ts";
 import * as nnNamespace from "./nn/index.ts";
 import { formatTensor } from "./format.ts";
 import { pyStr } from "./pystr.ts";
@@ -51,13 +52,19 @@ const runtimeModules = new WeakSet<object>(
 const functionalCalls = new WeakSet<object>(Object.values(nnNamespace.functional).filter((f) => typeof f === "function"));
 /**
  * keepsNoArguments(fn): whether calling fn keeps none of its arguments, as far as the runtime knows: an op,
- * a function of torch.nn.functional, or a module of the runtime's own classes (its hooks are cells' code, which marks what it keeps). For
+ * a function of torch.nn.functional, a module of the runtime's own classes (its hooks are cells' code,
+ * which marks what it keeps), a custom Function's `ctx.save_for_backward` (it keeps handles of its own) or
+ * torch.print (it reads what it prints before it returns). For
  * memory/ownership.ts's argument policy; the kernel adds the functions and classes cells define. (An
  * object, not a function of torch's: torch's functions are PyTorch's, and each refuses unknown options.)
  */
 export const _ownershipPolicy = {
   keepsNoArguments: (fn: unknown): boolean =>
-    isOpCall(fn) || (typeof fn === "function" && functionalCalls.has(fn)) || (fn instanceof Module && runtimeModules.has(fn.constructor)),
+    isOpCall(fn) ||
+    (typeof fn === "function" && functionalCalls.has(fn)) ||
+    (fn instanceof Module && runtimeModules.has(fn.constructor)) ||
+    fn === FunctionCtx.prototype.save_for_backward ||
+    fn === print,
 };
 export * as autograd from "./autograd/api.ts";
 export { no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, is_inference_mode_enabled } from "./autograd/grad-mode.ts";
@@ -81,7 +88,11 @@ export function del(...ts: Tensor[]): void {
 export * from "./api/functions.ts";
 import "./api/install.ts";
 
-/** Python's print(): tensors in PyTorch's repr, other values as Python's str() shows them. */
+/**
+ * Python's print(): tensors in PyTorch's repr, other values as Python's str() shows them. Everything but
+ * the values is read, and every read queued, before it returns its promise: it keeps none of its
+ * arguments (keepsNoArguments below), so `torch.print(x.sum())` in a cell frees the sum at once.
+ */
 export async function print(...values: unknown[]): Promise<void> {
   const parts = await Promise.all(values.map((v) => (v instanceof Tensor ? v.repr() : pyStr(v))));
   console.log(parts.join(" "));

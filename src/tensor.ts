@@ -269,7 +269,11 @@ export class Tensor {
       const dtype = this.dtype === "float32" ? [] : [`dtype=torch.${this.dtype}`];
       return `tensor(..., ${[`device='${this.storage.device.name}'`, size, ...dtype, ...this._reprSuffixes()].join(", ")})`;
     }
-    return formatTensor(await this.data(), this.shape, this.dtype, this._reprSuffixes());
+    // grad_fn and requires_grad are read before the values arrive: a temporary (`x.mul(2).repr()` in a
+    // cell) is released once repr returns its promise (memory/ownership.ts), and a released handle has
+    // no autograd meta any more (its repr lost ", grad_fn=<MulBackward0>")
+    const suffixes = this._reprSuffixes();
+    return formatTensor(await this.data(), this.shape, this.dtype, suffixes);
   }
   _reprSuffixes(): string[] {
     const fn = this.grad_fn;

@@ -3,7 +3,7 @@
 // PyTorch way costs no collection per op, and the figures stay PyTorch's. And every way a student keeps
 // a second reference (a list, an object, another variable, a closure, a function of an earlier cell, a
 // generator, a pack hook) keeps the tensor usable: none of these may throw "was disposed".
-import { beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import * as torch from "../src/index.ts";
 import { reclaimStats } from "../src/memory/lifetime.ts";
 import { runCell } from "./helpers/cells.ts";
@@ -192,6 +192,87 @@ describe("a variable's own tensor is freed when the variable lets go of it", () 
     const runs = await collections(() => cell("for (let i = 0; i < 20; i++) step();"));
     expect(torch.cuda.memory_allocated()).toBe(base);
     expect(runs).toBeLessThan(5);
+  });
+
+  it("a custom Function a cell defined: a temporary given to apply is freed once backward released what ctx saved", async () => {
+    // notebook 04: MyLinearFunction.apply(inp.relu(), W); relu's output is held by ctx's saved tensors
+    // only, so backward frees it, as in PyTorch (the browser, which cannot collect, kept it: 12 MiB, not 8)
+    const { handles } = reclaimStats;
+    await cell(`{
+      class MyLinear extends torch.autograd.Function {
+        static forward(ctx, x, w) { ctx.save_for_backward(x, w); return x.matmul(w); }
+        static backward(ctx, g) { const [x, w] = ctx.saved_tensors; return [g.matmul(w.t()), x.t().matmul(g)]; }
+      }
+      const inp = torch.randn(64, 64);
+      const W = torch.randn(64, 64, { requires_grad: true });
+      memory = torch.cuda.memory_allocated();
+      const out = MyLinear.apply(inp.relu(), W);
+      const loss = out.sum();
+      loss.backward();
+      kept = [torch.cuda.memory_allocated() - memory, await W.grad.sum().item() !== 0];
+    }`);
+    // out and W.grad (16 KiB each) and loss; the relu output is gone, and no collection had to find it
+    // (a browser has none to run before a figure)
+    expect(await cell("kept")).toEqual([2 * 16384 + 512, true]);
+    expect(reclaimStats.handles - handles).toBe(0);
+  });
+
+  it("a custom Function whose forward keeps an input on ctx, or returns it marked dirty, keeps it usable", async () => {
+    await cell(`
+      class Scale extends torch.autograd.Function {
+        static forward(ctx, x, w) { ctx.x = x; ctx.save_for_backward(w); return x.mul(w); }
+        static backward(ctx, g) { const [w] = ctx.saved_tensors; return [g.mul(w), g.mul(ctx.x)]; }
+      }
+      class AddOne extends torch.autograd.Function {
+        static forward(ctx, x) { x.add_(1); ctx.mark_dirty(x); return x; }
+        static backward(ctx, g) { return g; }
+      }
+      const w = torch.ones(3, { requires_grad: true });
+      const y = Scale.apply(torch.ones(3).mul(2), w);
+      y.sum().backward();
+      const z = AddOne.apply(torch.ones(3).mul(2));
+    `);
+    expect(await cell("[Array.from(await w.grad.tolist()), await z.sum().item()]")).toEqual([[2, 2, 2], 9]);
+  });
+
+  it("torch.print and repr of a temporary: PyTorch's text, grad_fn included, and the temporary freed at once", async () => {
+    // notebook 13 printed x.sum(1) with torch.print: the browser, which cannot collect, kept the sum;
+    // and a temporary's repr read grad_fn after the handle was released: ", grad_fn=<...>" was missing
+    const printed: string[] = [];
+    const log = vi.spyOn(console, "log").mockImplementation((...a: unknown[]) => void printed.push(a.join(" ")));
+    const { handles } = reclaimStats;
+    try {
+      await cell(`{
+        const w = torch.ones(2, { requires_grad: true });
+        memory = torch.cuda.memory_allocated();
+        await torch.print(w.mul(2), w.add(1).sum());
+        kept = [await w.mul(3).repr(), torch.cuda.memory_allocated() - memory];
+      }`);
+    } finally {
+      log.mockRestore();
+    }
+    expect(printed).toEqual(["tensor([2., 2.], grad_fn=<MulBackward0>) tensor(4., grad_fn=<SumBackward0>)"]);
+    expect(await cell("kept")).toEqual(["tensor([3., 3.], grad_fn=<MulBackward0>)", 0]);
+    expect(reclaimStats.handles - handles).toBe(0);
+  });
+
+  it("save_on_cpu: the saved activation leaves the device without a collection, and backward still works", async () => {
+    // notebook 10: save_on_cpu's own pack hook keeps an alias, not the handle; marking the handle as kept
+    // (as for a user's hook) left relu's output to the collector: 1 MiB in the browser, 0 in PyTorch
+    const { handles } = reclaimStats;
+    await cell(`{
+      const xh = torch.randn(64, 64, { requires_grad: true });
+      const W1h = torch.randn(64, 64, { requires_grad: true });
+      memory = torch.cuda.memory_allocated();
+      const offloaded = torch.autograd.graph.save_on_cpu(() => xh.matmul(W1h).relu().sum());
+      await torch.webgpu.synchronize();
+      const held = torch.cuda.memory_allocated() - memory;
+      offloaded.backward();
+      kept = [held, Array.from(xh.grad.shape), (await xh.grad.abs().sum().item()) > 0];
+    }`);
+    // only the loss (512 B): relu's output went to host memory, matmul's output was never saved
+    expect(await cell("kept")).toEqual([512, [64, 64], true]);
+    expect(reclaimStats.handles - handles).toBe(0);
   });
 
   it("a saved-tensor pack hook that keeps the very tensor it is given: backward still works", async () => {

@@ -107,6 +107,16 @@ describe("tensors dropped by PyTorch-style code are freed before any figure is r
     expect(alloc()).toBe(before);
   });
 
+  it("the runtime's modules leave no handle of their own for the collector when they are made", () => {
+    // a browser cannot collect before a figure: such a handle showed in its lifecycle_report (notebook 00)
+    alloc();
+    const { handles } = reclaimStats;
+    const made = [new torch.nn.Linear(8, 4), new torch.nn.Embedding(10, 3), new torch.nn.LayerNorm(5)];
+    alloc(); // reclaims
+    expect(reclaimStats.handles - handles).toBe(0);
+    void made;
+  });
+
   it("lifecycle_report says what was freed by dispose, by a scope and by collection, and what is held", () => {
     cuda.memory.lifecycle_report(); // start a new count
     const kept = torch.zeros(1024); // 4 KiB, still held at the report

@@ -314,17 +314,30 @@ export const ownershipUntilLoaded = (): Ownership => ({
  * Called before each cell: it also forgets receivers an exception left held.
  */
 export function bindOwnership(rt: Ownership, torch: unknown): void {
-  const t = torch as { _ownership?: RuntimeOwnership; _ownershipPolicy?: { keepsNoArguments(fn: unknown): boolean } } | null;
+  const t = torch as {
+    _ownership?: RuntimeOwnership;
+    _ownershipPolicy?: { keepsNoArguments(fn: unknown): boolean };
+    autograd?: { Function?: { apply?: unknown } };
+  } | null;
   const o = t?._ownership;
   if (!o) return;
   o.reset();
   if (rt.own === o.own) return;
   for (const k of CALLS) rt[k] = o[k];
   const runtime = t._ownershipPolicy?.keepsNoArguments ?? (() => false);
-  // a module (a callable object) of a class a cell defined: its forward is the class's code
-  o.setArgumentPolicy((fn) => runtime(fn) || cellFunction(fn) || (typeof fn === "function" && cellFunction(fn.constructor)));
+  const customApply = t.autograd?.Function?.apply;
+  o.setArgumentPolicy(
+    (fn, self) =>
+      runtime(fn) ||
+      cellFunction(fn) ||
+      // a module (a callable object) of a class a cell defined: its forward is the class's code
+      (typeof fn === "function" && cellFunction(fn.constructor)) ||
+      // a custom autograd.Function a cell defined: apply hands its arguments to the class's forward,
+      // which marks what it keeps (ctx.x = x included); save_for_backward keeps handles of its own
+      (fn === customApply && fn !== undefined && typeof self === "function" && cellFunction((self as { forward?: unknown }).forward)),
+  );
 }
-type RuntimeOwnership = Ownership & { reset(): void; setArgumentPolicy(p: (fn: unknown) => boolean): void };
+type RuntimeOwnership = Ownership & { reset(): void; setArgumentPolicy(p: (fn: unknown, self?: unknown) => boolean): void };
 
 /**
  * A function a cell made (every one the transform saw checks the interrupt flag on entry) that runs

@@ -51,7 +51,6 @@ class Ring {
   protected used(head: number, tail: number): number {
     return (head - tail) >>> 0;
   }
-
 }
 
 export class RingWriter extends Ring {

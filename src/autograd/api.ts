@@ -8,7 +8,7 @@ import { upload } from "../device/scheduler.ts";
 import { contiguousOf } from "../ops/views.ts";
 import { run_backward, setTracer, type TraceEvent } from "./engine.ts";
 import { isAnomalyEnabled, setAnomaly, type Grads } from "./node.ts";
-import { saved_tensors_hooks } from "./saved-hooks.ts";
+import { saved_tensors_hooks, withHooks } from "./saved-hooks.ts";
 import { within, type Guard } from "./guard.ts";
 import { platform } from "../platform/current.ts";
 
@@ -123,7 +123,7 @@ function save_on_cpu<T>(fn?: () => T) {
     upload(t.storage.liveBlock(), new Uint8Array(p.host));
     return t;
   };
-  return saved_tensors_hooks(pack, unpack, fn, (v) => (v as Packed).t?.dispose());
+  return withHooks({ pack, unpack, release: (v) => (v as Packed).t?.dispose(), keepsNoHandle: true }, fn);
 }
 
 export const graph = { saved_tensors_hooks, save_on_cpu };

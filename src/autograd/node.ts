@@ -69,8 +69,8 @@ export class SavedVariable {
     }
     const hooks = activeSavedTensorsHooks();
     owned(() => {
-      // the pack hook is user code: it may keep the very handle it is given (pack: (t) => t)
-      if (hooks) this.packed = { value: hooks.pack(escape(t)), hooks };
+      // a user's pack hook may keep the very handle it is given (pack: (t) => t)
+      if (hooks) this.packed = { value: hooks.pack(hooks.keepsNoHandle ? t : escape(t)), hooks };
       else {
         const d = outputOf ? t.detach() : t._alias(false);
         d._role = { kind: "saved", description: `saved for backward by ${node?.name() ?? "a custom Function"}` };

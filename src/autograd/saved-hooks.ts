@@ -8,6 +8,10 @@ export interface PackHooks {
   unpack(v: unknown): Tensor;
   /** Called when the saved variable is released (after its node ran, or when its graph dies). */
   release?(v: unknown): void;
+  /** The runtime's own hooks (save_on_cpu): pack keeps no handle it is given, only an alias of its own.
+   *  A user's pack hook may keep the very handle (pack: (t) => t), which is then never released early
+   *  (memory/ownership.ts). */
+  keepsNoHandle?: boolean;
 }
 
 const stack: PackHooks[] = [];
@@ -21,7 +25,10 @@ export function saveHooksStack(): () => void {
 
 /** As a `using` guard, or with a callback: `saved_tensors_hooks(pack, unpack, () => model(x))`. */
 export function saved_tensors_hooks<T>(pack: PackHooks["pack"], unpack: PackHooks["unpack"], fn?: () => T, release?: PackHooks["release"]): Guard | T {
-  const hooks = { pack, unpack, release };
+  return withHooks({ pack, unpack, release }, fn);
+}
+/** Makes `hooks` the active pack hooks while fn runs, or until the guard is disposed. */
+export function withHooks<T>(hooks: PackHooks, fn?: () => T): Guard | T {
   stack.push(hooks);
   return within(() => {
     const i = stack.lastIndexOf(hooks);

@@ -143,8 +143,9 @@ export function reset(): void {
  * its own (their calls are over too), or that the next cell forgets (reset: their lent counts stay, so
  * they are left to the collector).
  */
-let keepsNoArguments: (fn: unknown) => boolean = () => false;
-export const setArgumentPolicy = (policy: (fn: unknown) => boolean) => void (keepsNoArguments = policy);
+let keepsNoArguments: (fn: unknown, self?: unknown) => boolean = () => false;
+/** `policy(fn, self)`: whether calling fn (on `self`, for a method call) keeps none of its arguments. */
+export const setArgumentPolicy = (policy: (fn: unknown, self?: unknown) => boolean) => void (keepsNoArguments = policy);
 const lentStack: unknown[] = [];
 let lentDepth = 0;
 export const depth = (): number => lentDepth;
@@ -171,7 +172,7 @@ export function settleOn<T>(base: number, key: PropertyKey, result: T): T {
   const o = lentStack[base];
   lentStack[base] = undefined;
   const fn = o !== null && o !== undefined ? (o as Record<PropertyKey, unknown>)[key] : undefined;
-  settleFrom(base + 1, !keepsNoArguments(fn), result);
+  settleFrom(base + 1, !keepsNoArguments(fn, o), result);
   lentDepth = Math.min(lentDepth, base);
   return result;
 }

@@ -36,3 +36,18 @@ export const Parameter = function Parameter(data?: Tensor, opts?: { requires_gra
 } as unknown as { new (data?: Tensor, opts?: { requires_grad?: boolean }): InstanceType<typeof ParameterImpl>; prototype: InstanceType<typeof ParameterImpl> };
 Parameter.prototype = ParameterImpl.prototype;
 export type Parameter = InstanceType<typeof ParameterImpl>;
+
+/**
+ * A parameter of `shape` for a module of the runtime to initialise (reset_parameters fills it). The
+ * tensor it wraps is disposed at once: left for the collector, it was two handles per Linear that a
+ * browser (which cannot collect before a figure) still counted in lifecycle_report. Runtime code making
+ * its own tensors: no user code runs in between (owned: memory/lifetime.ts).
+ */
+export function emptyParameter(shape: number[]): Parameter {
+  return owned(() => {
+    const data = Tensor.empty(shape);
+    const p = new Parameter(data);
+    data.dispose();
+    return p;
+  });
+}

@@ -10,6 +10,13 @@ import { pathToFileURL } from "node:url";
 import { createRing, RingReader, RingWriter, STDERR, STDOUT } from "../../kernel/sockets/ring.ts";
 
 type Got = [number, string, string];
+/** A reader's onMark: the next message that arrived goes out (into `out`), or there is none yet. */
+const takeFrom = (messages: string[], out: string[]) => (): boolean => {
+  const m = messages.shift();
+  if (m === undefined) return false;
+  out.push(m);
+  return true;
+};
 const drain = (r: RingReader) => {
   const got: Got[] = [];
   r.read((k, t, p) => got.push([k, t, p]));
@@ -50,7 +57,7 @@ describe("stream ring", () => {
     expect(wakes).toBe(1); // the mark's message, not a wake-up, makes the reader go on
     const out: string[] = [];
     const messages: string[] = [];
-    const read = () => r.read((_k, t) => out.push(t), () => (messages.length ? (out.push(messages.shift()!), true) : false));
+    const read = () => r.read((_k, t) => out.push(t), takeFrom(messages, out));
     expect(read()).toBe(true); // blocked at the mark: its message has not arrived
     expect(out).toEqual(["before"]);
     expect(read()).toBe(true); // still blocked: nothing after the mark leaks out
@@ -72,7 +79,7 @@ describe("stream ring", () => {
     w.mark();
     w.write(STDOUT, "c", "P");
     const out: string[] = [];
-    r.read((_k, t) => out.push(t), () => (messages.length ? (out.push(messages.shift()!), true) : false));
+    r.read((_k, t) => out.push(t), takeFrom(messages, out));
     expect(out).toEqual(["a", "m1", "b", "m2", "c"]);
   });
 

@@ -1,8 +1,8 @@
 // nn.Linear and nn.Identity, with PyTorch's default initialisation.
 
 import { Module } from "../module.ts";
-import { Parameter } from "../parameter.ts";
-import { Tensor } from "../../tensor.ts";
+import { emptyParameter, type Parameter } from "../parameter.ts";
+import type { Tensor } from "../../tensor.ts";
 import { RuntimeError } from "../../errors.ts";
 import { owned } from "../../memory/lifetime.ts";
 import * as F from "../functional.ts";
@@ -34,9 +34,9 @@ export class Linear extends Module {
     this.out_features = out_features;
     // Runtime code making its own tensors: no user code runs in between, so the allocator need not look
     // for garbage at each of them (memory/lifetime.ts, reclaimBeforeGrowth).
-    this.weight = owned(() => new Parameter(Tensor.empty([out_features, in_features])));
+    this.weight = emptyParameter([out_features, in_features]);
     this.bias = null;
-    if (opts.bias ?? true) this.bias = owned(() => new Parameter(Tensor.empty([out_features])));
+    if (opts.bias ?? true) this.bias = emptyParameter([out_features]);
     else this.register_parameter("bias", null);
     owned(() => this.reset_parameters());
   }

@@ -1,8 +1,8 @@
 // nn.LayerNorm: weight ones, bias zeros, over the trailing normalized_shape.
 
 import { Module } from "../module.ts";
-import { Parameter } from "../parameter.ts";
-import { Tensor } from "../../tensor.ts";
+import { emptyParameter, type Parameter } from "../parameter.ts";
+import type { Tensor } from "../../tensor.ts";
 import { owned } from "../../memory/lifetime.ts";
 import * as F from "../functional.ts";
 import * as init from "../init.ts";
@@ -24,8 +24,8 @@ export class LayerNorm extends Module {
     if (this.elementwise_affine) {
       // Runtime code making its own tensors: no user code runs in between, so the allocator need not look
       // for garbage at each of them (memory/lifetime.ts, reclaimBeforeGrowth).
-      this.weight = owned(() => new Parameter(Tensor.empty(this.normalized_shape)));
-      this.bias = owned(() => new Parameter(Tensor.empty(this.normalized_shape)));
+      this.weight = emptyParameter(this.normalized_shape);
+      this.bias = emptyParameter(this.normalized_shape);
       owned(() => {
         init.ones_(this.weight!);
         init.zeros_(this.bias!);

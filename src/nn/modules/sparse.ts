@@ -1,8 +1,8 @@
 // nn.Embedding: a lookup table initialised N(0, 1), the padding row zeroed.
 
 import { Module } from "../module.ts";
-import { Parameter } from "../parameter.ts";
-import { Tensor } from "../../tensor.ts";
+import { emptyParameter, type Parameter } from "../parameter.ts";
+import type { Tensor } from "../../tensor.ts";
 import { owned } from "../../memory/lifetime.ts";
 import { no_grad } from "../../autograd/grad-mode.ts";
 import * as F from "../functional.ts";
@@ -46,7 +46,7 @@ export class Embedding extends Module {
     this.padding_idx = pad;
     // Runtime code making its own tensors: no user code runs in between, so the allocator need not look
     // for garbage at each of them (memory/lifetime.ts, reclaimBeforeGrowth).
-    this.weight = owned(() => new Parameter(Tensor.empty([num_embeddings, embedding_dim])));
+    this.weight = emptyParameter([num_embeddings, embedding_dim]);
     owned(() => this.reset_parameters());
   }
 

@@ -275,6 +275,54 @@ describe("a variable's own tensor is freed when the variable lets go of it", () 
     expect(reclaimStats.handles - handles).toBe(0);
   });
 
+  it("a tensor the runtime keeps (.grad, a parameter), returned by a cell's function, stays the runtime's", async () => {
+    // found by an adversarial review: rebinding `g` disposed w.grad, and a new module's weight
+    await cell(`
+      const wr = torch.ones(3, { requires_grad: true });
+      function gradOf() { wr.mul(wr).sum().backward(); return wr.grad; }
+      let g = gradOf();
+      g = g.mul(10);
+      layers = [];
+      function addLayer() { const l = new torch.nn.Linear(2, 2); layers.push(l); return l.weight; }
+      let wl = addLayer();
+      wl = addLayer();
+    `);
+    expect(await cell("[...(await sums(wr.grad, g)), (await sums(layers[0](torch.ones(1, 2)))).length]")).toEqual([6, 60, 1]);
+  });
+
+  it("a function that copies its rest parameter or `arguments` by a method keeps the copies usable", async () => {
+    // `saved = ts.slice()` marks nothing: the function was trusted to mark what it keeps, and the
+    // temporaries given to it were released when it returned
+    await cell(`
+      function remember(...ts) { saved = ts.slice(); }
+      function remember2() { saved2 = Array.prototype.slice.call(arguments); }
+      const xr = torch.ones(2);
+      remember(xr.mul(2), xr.mul(3));
+      remember2(xr.mul(4));
+    `);
+    expect(await cell("sums(...saved, ...saved2)")).toEqual([4, 6, 8]);
+  });
+
+  it("a return inside try leaves the locals to the finally block", async () => {
+    await cell(`
+      function ff(x) { const h = x.mul(2); try { return h.add(1); } finally { fstat = h.sum(); } }
+      const rf = ff(torch.ones(3));
+    `);
+    expect(await cell("sums(rf, fstat)")).toEqual([9, 6]);
+  });
+
+  it("a cell that calls a method named eval still marks what its functions keep", async () => {
+    // /\beval\s*\(/ matched net.eval() and left the cell unmarked, while its functions stayed trusted
+    await cell(`
+      history = [];
+      function log_pred(t) { history.push(t); }
+      net = new torch.nn.Linear(2, 2);
+      net.eval();
+    `);
+    await cell("log_pred(torch.ones(2).mul(5)); log_pred(net(torch.ones(1, 2)).mul(2));");
+    expect(((await cell("sums(...history)")) as number[])[0]).toBe(10);
+  });
+
   it("a saved-tensor pack hook that keeps the very tensor it is given: backward still works", async () => {
     await cell(`
       const w = torch.ones(3, { requires_grad: true });

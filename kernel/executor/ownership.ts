@@ -61,10 +61,47 @@ type Variable = Scope["variables"][number];
 const CLOSURES = new Set(["function", "class-field-initializer", "class-static-block"]);
 const makesClosures = (s: Scope): boolean => s.childScopes.some((c) => CLOSURES.has(c.type) || makesClosures(c));
 
+/** Marks the functions of a cell this pass left alone (see callsEval): the argument policy distrusts them. */
+const UNTRACKED = "/*gradlab:untracked*/";
+function callsEval(root: Node): boolean {
+  for (const stack: Node[] = [root]; stack.length; ) {
+    const n = stack.pop()!;
+    if (n.type === "CallExpression" && n.callee.type === "Identifier" && n.callee.name === "eval") return true;
+    stack.push(...children(n));
+  }
+  return false;
+}
+
+function readsArguments(fn: Node): boolean {
+  for (const stack: Node[] = [fn.body]; stack.length; ) {
+    const n = stack.pop()!;
+    if (n.type === "Identifier" && n.name === "arguments") return true;
+    stack.push(...children(n));
+  }
+  return false;
+}
+
 /** `insert` puts a statement at a position (after the closings of wrappers that end there). */
 export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: (pos: number, text: string) => void, unframed: ReadonlySet<Node>): void {
-  // direct eval can read and keep any local: leave such a cell to the collector
-  if (/\beval\s*\(/.test(js)) return;
+  // Direct eval can read and keep any local: leave such a cell to the collector, and its functions too
+  // (they carry no marks, so the argument policy must not take them for functions that mark what they
+  // keep). Only a call of the name eval is direct: `net.eval()` or a comment that says eval( is not.
+  if (callsEval(root)) {
+    for (const stack: Node[] = [root]; stack.length; ) {
+      const n = stack.pop()!;
+      if (FUNCTION.has(n.type)) insert(n.body.start + (n.body.type === "BlockStatement" ? 1 : 0), UNTRACKED);
+      stack.push(...children(n));
+    }
+    return;
+  }
+  // A rest parameter or `arguments` holds the arguments in an array the function may copy by a method
+  // (`saved = ts.slice()`), which marks nothing: the policy must not trust such a function either.
+  for (const stack: Node[] = [root]; stack.length; ) {
+    const n = stack.pop()!;
+    if (FUNCTION.has(n.type) && (n.params.some((p: Node) => p.type === "RestElement") || readsArguments(n)))
+      insert(n.body.start + (n.body.type === "BlockStatement" ? 1 : 0), UNTRACKED);
+    stack.push(...children(n));
+  }
   const manager = analyze(root as unknown as Parameters<typeof analyze>[0], { ecmaVersion: 2022, sourceType: "module" });
   const parents = new Map<Node, Node>();
   for (const stack: Node[] = [root]; stack.length; ) {
@@ -128,7 +165,10 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
   /** What a `return` at `ret` ends: the tracked locals of the blocks around it, up to its function. */
   const endedBy = (ret: Node): string[] => {
     const names: string[] = [];
-    for (let n = parents.get(ret); n && !FUNCTION.has(n.type); n = parents.get(n)) {
+    for (let c = ret, n = parents.get(ret); n && !FUNCTION.has(n.type); c = n, n = parents.get(n)) {
+      // a `finally` still runs after the return's value is computed, and may use any local: release
+      // none here (the collector frees them), or `finally { stat = h.sum() }` found h disposed
+      if (n.type === "TryStatement" && n.finalizer && c !== n.finalizer) return [];
       for (const l of localsOf.get(n) ?? []) if (l.hoisted || l.at < ret.start) names.push(l.name);
     }
     return names;
@@ -351,7 +391,7 @@ function cellFunction(fn: unknown): boolean {
   if (known === undefined) {
     const src = Function.prototype.toString.call(fn);
     const plain = src.startsWith("class") || Object.getPrototypeOf(fn) === Function.prototype;
-    known = plain && src.includes(IRQ);
+    known = plain && src.includes(IRQ) && !src.includes(UNTRACKED);
     cellFunctions.set(fn, known);
   }
   return known;

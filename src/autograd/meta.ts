@@ -8,6 +8,7 @@
 
 import type { Tensor } from "../tensor.ts";
 import { noteCascade } from "../memory/lifetime.ts";
+import { escape } from "../memory/ownership.ts";
 
 /** What refcounting needs of a graph node (autograd/node.ts's Node). */
 interface GraphNode {
@@ -52,6 +53,7 @@ export class AutogradMeta {
   requiresGradLeaf = false;
   private fn: Node | null = null;
   output_nr = 0;
+  /** The gradient (set it with replaceGrad, which knows whether user code may hold the old one). */
   grad: Tensor | null = null;
   retains_grad = false;
   /** The leaf's AccumulateGrad while some graph uses it (PyTorch's weak grad_accumulator_). */
@@ -90,7 +92,18 @@ export class AutogradMeta {
   /** The last handle was dropped: nothing can reach the gradient or the graph through this tensor. */
   drop(): void {
     this.grad_fn = null;
-    this.grad?.dispose();
-    this.grad = null;
+    this.replaceGrad(null);
+  }
+
+  /**
+   * Replaces the gradient (zero_grad, `.grad = g`, an out-of-place accumulation, the tensor's last handle
+   * going); the old one is disposed. (PyTorch frees it only with its last reference: `const g = w.grad;
+   * w = w.detach()` leaves g disposed here, a known difference.)
+   */
+  replaceGrad(g: Tensor | null): void {
+    if (this.grad && this.grad !== g) this.grad.dispose();
+    // the tensor keeps its gradient: a cell's function that returns it (`return w.grad`) hands over no
+    // ownership (memory/ownership.ts), or rebinding the caller's variable disposed w.grad
+    this.grad = g && escape(g);
   }
 }

@@ -79,8 +79,7 @@ function setGrad(t: Tensor, g: Tensor | null): void {
     g = owned(() => g!._alias());
     markGrad(g, t);
   }
-  m.grad?.dispose();
-  m.grad = g;
+  m.replaceGrad(g);
 }
 
 function retainGrad(t: Tensor): void {
@@ -94,11 +93,8 @@ function retainGrad(t: Tensor): void {
   // Runs after user hooks registered earlier, as PyTorch's retains_grad hook does; stores a copy.
   hooks.push((g) =>
     owned(() => {
-      if (m.grad) {
-        const sum = m.grad.add(g);
-        m.grad.dispose();
-        m.grad = sum;
-      } else m.grad = g.clone();
+      if (m.grad) m.replaceGrad(m.grad.add(g));
+      else m.replaceGrad(g.clone());
     }),
   );
   fn.tensorPreHooks.set(m.output_nr, hooks);
@@ -121,13 +117,10 @@ function accumulateGrad(t: Tensor, g: Tensor): void {
     if (!m.grad) {
       // An empty gradient may be a view of another tensor's memory (a broadcast scalar): its clone holds none.
       const steal = g.storage.refcount === 1 && g.numel() > 0 && g.is_contiguous() && !is_grad_enabled();
-      m.grad = steal ? g.detach() : g.clone();
-    } else if (is_grad_enabled()) {
-      const sum = m.grad.add(g);
-      m.grad.dispose();
-      m.grad = sum;
-    } else m.grad.add_(g);
-    markGrad(m.grad, t);
+      m.replaceGrad(steal ? g.detach() : g.clone());
+    } else if (is_grad_enabled()) m.replaceGrad(m.grad.add(g));
+    else m.grad.add_(g);
+    markGrad(m.grad!, t);
   });
 }
 

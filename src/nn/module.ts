@@ -8,6 +8,7 @@ import { Tensor } from "../tensor.ts";
 import { Parameter } from "./parameter.ts";
 import { RuntimeError, TypeError_ } from "../errors.ts";
 import { scope } from "../memory/lifetime.ts";
+import { escape } from "../memory/ownership.ts";
 import { currentPhase, withPhase } from "../memory/history.ts";
 import { no_grad } from "../autograd/grad-mode.ts";
 import { tensor } from "../ops/creation.ts";
@@ -126,6 +127,7 @@ export class Module {
   register_buffer(name: string, t: Tensor | null, opts: { persistent?: boolean } = {}): void {
     checkName(name, "buffer");
     if (t !== null && !(t instanceof Tensor)) throw new TypeError_(`cannot assign '${typeof t}' object to buffer '${name}' (torch Tensor or None required)`);
+    if (t) escape(t); // the module keeps it: never a cell variable's own (memory/ownership.ts)
     const s = state(this);
     s.kinds.set(name, "buffer");
     if (opts.persistent === false) s.nonPersistent.add(name);

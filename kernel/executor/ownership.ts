@@ -61,48 +61,27 @@ type Variable = Scope["variables"][number];
 const CLOSURES = new Set(["function", "class-field-initializer", "class-static-block"]);
 const makesClosures = (s: Scope): boolean => s.childScopes.some((c) => CLOSURES.has(c.type) || makesClosures(c));
 
-/** Marks the functions of a cell this pass left alone (see callsEval): the argument policy distrusts them. */
+/** Marks a function the argument policy must distrust: it may keep an argument without a mark. */
 const UNTRACKED = "/*gradlab:untracked*/";
-function callsEval(root: Node): boolean {
-  for (const stack: Node[] = [root]; stack.length; ) {
-    const n = stack.pop()!;
-    if (n.type === "CallExpression" && n.callee.type === "Identifier" && n.callee.name === "eval") return true;
-    stack.push(...children(n));
-  }
-  return false;
-}
-
-function readsArguments(fn: Node): boolean {
-  for (const stack: Node[] = [fn.body]; stack.length; ) {
-    const n = stack.pop()!;
-    if (n.type === "Identifier" && n.name === "arguments") return true;
-    stack.push(...children(n));
-  }
-  return false;
-}
 
 /** `insert` puts a statement at a position (after the closings of wrappers that end there). */
 export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: (pos: number, text: string) => void, unframed: ReadonlySet<Node>): void {
+  const manager = analyze(root as unknown as Parameters<typeof analyze>[0], { ecmaVersion: 2022, sourceType: "module" });
+  const functions = manager.scopes.filter((sc) => sc.type === "function");
+  const distrust = (sc: Scope) => {
+    const body = (sc.block as unknown as Node).body as Node;
+    insert(body.start + (body.type === "BlockStatement" ? 1 : 0), UNTRACKED);
+  };
   // Direct eval can read and keep any local: leave such a cell to the collector, and its functions too
-  // (they carry no marks, so the argument policy must not take them for functions that mark what they
-  // keep). Only a call of the name eval is direct: `net.eval()` or a comment that says eval( is not.
-  if (callsEval(root)) {
-    for (const stack: Node[] = [root]; stack.length; ) {
-      const n = stack.pop()!;
-      if (FUNCTION.has(n.type)) insert(n.body.start + (n.body.type === "BlockStatement" ? 1 : 0), UNTRACKED);
-      stack.push(...children(n));
-    }
+  // (they carry no marks). Only a call of the name eval is direct: not `net.eval()`, not a comment.
+  if (manager.scopes.some((sc) => sc.directCallToEvalScope)) {
+    for (const sc of functions) distrust(sc);
     return;
   }
   // A rest parameter or `arguments` holds the arguments in an array the function may copy by a method
-  // (`saved = ts.slice()`), which marks nothing: the policy must not trust such a function either.
-  for (const stack: Node[] = [root]; stack.length; ) {
-    const n = stack.pop()!;
-    if (FUNCTION.has(n.type) && (n.params.some((p: Node) => p.type === "RestElement") || readsArguments(n)))
-      insert(n.body.start + (n.body.type === "BlockStatement" ? 1 : 0), UNTRACKED);
-    stack.push(...children(n));
-  }
-  const manager = analyze(root as unknown as Parameters<typeof analyze>[0], { ecmaVersion: 2022, sourceType: "module" });
+  // (`saved = ts.slice()`), which marks nothing.
+  for (const sc of functions)
+    if (sc.isArgumentsMaterialized() || (sc.block as unknown as Node).params.some((p: Node) => p.type === "RestElement")) distrust(sc);
   const parents = new Map<Node, Node>();
   for (const stack: Node[] = [root]; stack.length; ) {
     const n = stack.pop()!;

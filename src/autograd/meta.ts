@@ -53,7 +53,7 @@ export class AutogradMeta {
   requiresGradLeaf = false;
   private fn: Node | null = null;
   output_nr = 0;
-  /** The gradient (set it with replaceGrad, which knows whether user code may hold the old one). */
+  /** The gradient (set with replaceGrad). */
   grad: Tensor | null = null;
   retains_grad = false;
   /** The leaf's AccumulateGrad while some graph uses it (PyTorch's weak grad_accumulator_). */

@@ -93,8 +93,7 @@ function retainGrad(t: Tensor): void {
   // Runs after user hooks registered earlier, as PyTorch's retains_grad hook does; stores a copy.
   hooks.push((g) =>
     owned(() => {
-      if (m.grad) m.replaceGrad(m.grad.add(g));
-      else m.replaceGrad(g.clone());
+      m.replaceGrad(m.grad ? m.grad.add(g) : g.clone());
     }),
   );
   fn.tensorPreHooks.set(m.output_nr, hooks);

@@ -119,14 +119,13 @@ export class CachingAllocator {
       );
     }
     const pool: PoolName = size <= kSmallSize ? "small_pool" : "large_pool";
-    reclaimIfPiledUp();
     let block = this.bestFit(pool, size);
     // Before this allocation sets a new peak, grows the reserved memory or runs out of memory, free what
     // user code can no longer reach (memory/lifetime.ts): PyTorch would have freed it already, so its
     // peak, its segments and its OOMs are computed without that garbage.
     if (!block || this.allocated.all.current + size > this.allocated.all.peak) {
       if (reclaimBeforeGrowth() > 0) block = this.bestFit(pool, size);
-    }
+    } else reclaimIfPiledUp(); // (growth reclaims anyway: one collection, not two)
     if (!block) {
       const segSize = this.maxBufferSize !== null && segmentSize(size) > this.maxBufferSize ? size : segmentSize(size);
       if (this.reserved.all.current + segSize > this.capacity) {

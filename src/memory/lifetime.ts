@@ -205,7 +205,7 @@ export function reclaim(): number {
 let made = 0;
 let survivors = 0;
 const PILE_UP = 4096;
-/** Called by the allocator at every allocation: reclaims if handles have piled up (see made). */
+/** Called by the allocator at an allocation that does not grow: reclaims if handles have piled up (see made). */
 export function reclaimIfPiledUp(): number {
   if (made < survivors + PILE_UP || !hooks.synchronous) return 0;
   return reclaim();

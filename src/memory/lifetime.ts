@@ -377,6 +377,18 @@ export function scope<T>(fn: () => T): T {
   return inFrame(fn, keptBy);
 }
 
+/**
+ * The frame of a function the runtime calls for user code (a module's forward): as scope, and a handle
+ * that `alsoKept` says the function's code put somewhere the call outlives (`this.h = h`) survives
+ * too, as it would in CPython.
+ */
+export function callScope<T>(fn: () => T, alsoKept: (r: Releasable) => boolean): T {
+  return inFrame(fn, (result) => {
+    const kept = keptBy(result);
+    return (r) => kept(r) || alsoKept(r);
+  });
+}
+
 /** A full collection and every pending finaliser (also where reclamation cannot run synchronously). */
 export async function gc(): Promise<void> {
   if (hooks.synchronous) {

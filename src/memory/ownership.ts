@@ -23,6 +23,12 @@ import { RECORD, releaseUnreachable } from "./lifetime.ts";
 /** What a handle's record carries for this module (HandleRecord in tensor.ts). */
 export interface Ownable {
   own: 0 | 1 | 2;
+  /**
+   * A cell's code put the handle somewhere (a variable, a list, a property, a function that may keep
+   * it), as opposed to the runtime keeping it (`keep`): a handle the runtime holds too (w.grad) is then
+   * no longer the runtime's alone to dispose.
+   */
+  taken: boolean;
   /** Calls running now that were given the handle as an argument (see lend). */
   lent: number;
   readonly serial: number;
@@ -40,8 +46,27 @@ export const mark = (): number => serials;
 
 function markKept(v: unknown): void {
   const r = recordOf(v);
-  if (r !== undefined && r.own !== undefined) r.own = 2;
+  if (r !== undefined && r.own !== undefined) {
+    r.own = 2;
+    r.taken = true;
+  }
 }
+/**
+ * The runtime keeps `v` (a gradient, a parameter, a buffer, optimizer state): never a cell variable's own,
+ * so never released early; not `taken` by the cell's code. Returns v.
+ */
+export function keep<T>(v: T): T {
+  const r = recordOf(v);
+  if (r !== undefined && r.own !== undefined) r.own = 2;
+  return v;
+}
+/**
+ * Whether a cell's code put the handle of record `r` where the transform cannot follow it (a property, a
+ * list, a second variable): it may outlive the function that made it. Never outside cells.
+ */
+export const takenAway = (r: unknown): boolean => (r as Partial<Ownable>).taken === true && (r as Ownable).own === 2;
+/** Whether a cell's code took the handle `v` (see Ownable.taken); always false outside cells. */
+export const taken = (v: unknown): boolean => recordOf(v)?.taken === true;
 /**
  * `v` may be kept where the transform cannot follow it: never release it early. So are the tensors
  * directly in an array or a plain object (`[a, b]` made elsewhere, `{ values, indices }` of an op).
@@ -73,7 +98,10 @@ function dropRecord(r: Ownable | undefined): void {
 export function own<T>(m: number, v: T, old?: unknown): T {
   if (v === old) return v;
   const r = recordOf(v);
-  if (r !== undefined && r.own !== undefined) r.own = r.own === 0 && r.serial > m ? 1 : 2;
+  if (r !== undefined && r.own !== undefined) {
+    r.own = r.own === 0 && r.serial > m ? 1 : 2;
+    r.taken = true;
+  }
   dropRecord(recordOf(old));
   return v;
 }
@@ -183,7 +211,10 @@ function settleFrom<T>(base: number, keeps: boolean, result: T): T {
     if (e !== null && typeof e === "object" && "lent" in e) {
       const r = e as Ownable;
       r.lent--;
-      if (keeps) r.own = 2;
+      if (keeps) {
+        r.own = 2;
+        r.taken = true;
+      }
     } else if (keeps) escape(e);
   }
   lentDepth = Math.min(lentDepth, base);

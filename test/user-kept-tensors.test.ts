@@ -1,7 +1,10 @@
-// What a backward hook is given is the hook's to keep, as in PyTorch (`grads.append(g)` in a hook is
-// how a student records gradients): the runtime disposed the very handles it gave hooks once backward
-// used them, so a kept gradient threw "was disposed" at its next use. Each hook (a tensor's, a node's,
-// a module's) now gets handles of its own; one that keeps nothing costs no collection in a cell.
+// A tensor the runtime handed to user code is the user's to keep, as in PyTorch. The runtime disposed
+// handles it still thought its own, so the kept tensor threw "was disposed" at its next use:
+// - what a backward hook is given (`grads.push(g)` in a hook is how a student records gradients): each
+//   hook (a tensor's, a node's, a module's) now gets handles of its own; one that keeps nothing costs
+//   no collection in a cell;
+// - a gradient a cell took from `.grad` (a list of each step's gradients, then zero_grad());
+// - an activation a cell's module stores in forward (`this.h = h`).
 import { beforeEach, describe, expect, it } from "vitest";
 import * as torch from "../src/index.ts";
 import { reclaimStats } from "../src/memory/lifetime.ts";
@@ -122,5 +125,106 @@ describe("a hook a cell defines", () => {
       y.mul(torch.tensor([1, 2, 3, 4])).sum().backward();
     }`);
     expect(await cell("Array.from(await kept[0].tolist())")).toEqual(c);
+  });
+});
+
+// The same rule for a gradient a cell takes out of `.grad`: in PyTorch `grads.append(w.grad)` keeps the
+// tensor after zero_grad() (set_to_none) or after w is gone; the runtime disposed it with the
+// tensor's gradient. (Plain scripts have no transform to tell a kept gradient from a read: there it is
+// still disposed.)
+describe("a gradient a cell takes from .grad", () => {
+  const cell = (src: string) => runCell(src, { torch });
+  beforeEach(async () => {
+    await cell("kept = []; memory = undefined;");
+  });
+
+  it("pushed into a list each step, then zero_grad(): every step's gradient stays readable", async () => {
+    await cell(`{
+      const w = torch.ones(4, { requires_grad: true });
+      const opt = new torch.optim.SGD([w], { lr: 0.5 });
+      for (let step = 0; step < 3; step++) {
+        w.mul(w).sum().backward(); // the gradient is 2w
+        kept.push(w.grad);
+        opt.step();
+        opt.zero_grad();
+      }
+    }`);
+    // w: 1 -> 0 -> 0 (2w = 2, then 0, then 0)
+    expect(await cell("await Promise.all(kept.map(async (g) => Array.from(await g.tolist())))")).toEqual([
+      [2, 2, 2, 2],
+      [0, 0, 0, 0],
+      [0, 0, 0, 0],
+    ]);
+  });
+
+  it("named by a variable, then the tensor is rebound or dropped: the gradient stays readable", async () => {
+    await cell(`
+      let wv = torch.ones(2, { requires_grad: true });
+      wv.mul(3).sum().backward();
+      const gd = wv.grad;
+      wv = wv.detach();
+      let b = torch.ones(2, { requires_grad: true }).mul(2);
+      b.retain_grad();
+      b.mul(5).sum().backward();
+      const bg = b.grad;
+      b = undefined;
+    `);
+    expect(await cell("[Array.from(await gd.tolist()), Array.from(await bg.tolist())]")).toEqual([
+      [3, 3],
+      [5, 5],
+    ]);
+  });
+
+  it("read without being kept: zero_grad() still frees it at once, without a collection", async () => {
+    await cell(`const wr = torch.ones(256, { requires_grad: true }); const optr = new torch.optim.SGD([wr], { lr: 0.1 });`);
+    torch.cuda.memory_allocated(); // collects what earlier tests left, before counting
+    const { handles } = reclaimStats;
+    await cell(`
+      memory = torch.cuda.memory_allocated();
+      wr.mul(2).sum().backward();
+      kept.push(wr.grad.shape[0], await wr.grad.sum().item(), torch.cuda.memory_allocated() - memory);
+      optr.zero_grad();
+      kept.push(torch.cuda.memory_allocated() - memory);
+    `);
+    expect(await cell("kept")).toEqual([256, 512, 1024, 0]);
+    expect(reclaimStats.handles - handles).toBe(0);
+  });
+
+  it("kept in a list, then the list is emptied: its memory goes back (PyTorch's figures)", async () => {
+    await cell(`
+      memory = torch.cuda.memory_allocated();
+      {
+        const w = torch.ones(256, { requires_grad: true });
+        w.mul(2).sum().backward();
+        kept.push(w.grad);
+        w.grad = null;
+      }
+    `);
+    // w is gone with its block; the list holds the gradient (1 KiB) until it is emptied
+    expect(await cell("torch.cuda.memory_allocated() - memory")).toBe(1024);
+    expect(await cell("kept = []; torch.cuda.memory_allocated() - memory")).toBe(0);
+  });
+});
+
+describe("a tensor a cell's module forward stores", () => {
+  const cell = (src: string) => runCell(src, { torch });
+
+  it("this.h = h (an activation kept for a look after the call) stays readable; the other temporaries go", async () => {
+    await cell(`
+      class Probe extends torch.nn.Module {
+        constructor() { super(); this.fc = new torch.nn.Linear(4, 4); torch.nn.init.ones_(this.fc.weight); torch.nn.init.zeros_(this.fc.bias); }
+        forward(x) { const h = this.fc(x); this.h = h; const doubled = h.mul(2); return doubled.sum(); }
+      }
+      const probe = new Probe();
+      memory = torch.cuda.memory_allocated();
+      const out = probe(torch.ones(1, 4));
+    `);
+    // h, out and the input (saved by the linear's AddmmBackward) are what the call left, a block each, as
+    // in PyTorch; doubled went with the call (its MulBackward saves only the number 2)
+    expect(await cell("[torch.cuda.memory_allocated() - memory, Array.from(await probe.h.flatten().tolist()), await out.item()]")).toEqual([
+      1536,
+      [4, 4, 4, 4],
+      32,
+    ]);
   });
 });

@@ -228,3 +228,34 @@ describe("a tensor a cell's module forward stores", () => {
     ]);
   });
 });
+
+describe("what a cell's module forward only passes on", () => {
+  const cell = (src: string) => runCell(src, { torch });
+
+  it("h = checkpoint(f, h) in a loop: each block's input goes when forward returns, without a collection", async () => {
+    // notebook 09: passing h to checkpoint (which may keep it: it hands it to f) marks it kept, but it
+    // is not stored anywhere the call outlives; the forward's scope frees it, as the browser needs
+    await cell(`
+      class Blk extends torch.nn.Module {
+        constructor() { super(); this.lin = new torch.nn.Linear(64, 64); }
+        forward(x) { return this.lin(x).relu().add(x); }
+      }
+      class Net extends torch.nn.Module {
+        constructor() { super(); this.blocks = new torch.nn.ModuleList([new Blk(), new Blk(), new Blk()]); }
+        forward(x) {
+          let h = x;
+          for (const block of this.blocks) h = torch.utils.checkpoint.checkpoint((t) => block(t), h, { use_reentrant: false });
+          return h;
+        }
+      }
+      const net = new Net();
+      const xin = torch.randn(32, 64, { requires_grad: true });
+    `);
+    torch.cuda.memory_allocated(); // collects what earlier tests left, before counting
+    const { handles } = reclaimStats;
+    await cell("memory = torch.cuda.memory_allocated(); const lossc = net(xin).sum(); memory = torch.cuda.memory_allocated() - memory;");
+    expect(reclaimStats.handles - handles).toBe(0);
+    // each checkpointed block keeps its input (the first is xin, made before): two 8 KiB inputs, and the loss
+    expect(await cell("memory")).toBe(2 * 8192 + 512);
+  });
+});

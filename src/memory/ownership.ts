@@ -29,6 +29,12 @@ export interface Ownable {
    * no longer the runtime's alone to dispose.
    */
   taken: boolean;
+  /**
+   * Narrower: a cell's code stored the handle in a property or a container (`this.h = h`, `[h]`,
+   * `list.push(h)`), where it outlives the function that made it. A handle only passed to a function
+   * that may keep it (`checkpoint(f, h)`) or named by a second variable is taken, not stored.
+   */
+  stored: boolean;
   /** Calls running now that were given the handle as an argument (see lend). */
   lent: number;
   readonly serial: number;
@@ -49,7 +55,21 @@ function markKept(v: unknown): void {
   if (r !== undefined && r.own !== undefined) {
     r.own = 2;
     r.taken = true;
+    r.stored = true;
   }
+}
+/**
+ * The runtime hands `v` to user code that may keep it (a pack hook of saved_tensors_hooks): never released
+ * early, and taken, but not stored (whatever that code stores, it marks itself when it is a cell's).
+ * Returns v.
+ */
+export function mayKeep<T>(v: T): T {
+  const r = recordOf(v);
+  if (r !== undefined && r.own !== undefined) {
+    r.own = 2;
+    r.taken = true;
+  }
+  return v;
 }
 /**
  * The runtime keeps `v` (a gradient, a parameter, a buffer, optimizer state): never a cell variable's own,
@@ -61,10 +81,10 @@ export function keep<T>(v: T): T {
   return v;
 }
 /**
- * Whether a cell's code put the handle of record `r` where the transform cannot follow it (a property, a
- * list, a second variable): it may outlive the function that made it. Never outside cells.
+ * Whether a cell's code stored the handle of record `r` in a property or a container (Ownable.stored): it
+ * outlives the function that made it. Never outside cells.
  */
-export const takenAway = (r: unknown): boolean => (r as Partial<Ownable>).taken === true && (r as Ownable).own === 2;
+export const takenAway = (r: unknown): boolean => (r as Partial<Ownable>).stored === true;
 /** Whether a cell's code took the handle `v` (see Ownable.taken); always false outside cells. */
 export const taken = (v: unknown): boolean => recordOf(v)?.taken === true;
 /**
@@ -185,8 +205,19 @@ export function lend<T>(v: T): T {
   return v;
 }
 export function settle<T>(base: number, fn: unknown, result: T): T {
-  return settleFrom(base, !keepsNoArguments(fn), result);
+  return settleFrom(base, !keepsNoArguments(fn), result, STORES.has(fn));
 }
+/** Methods that store their arguments in the container they are called on (Ownable.stored). */
+const STORES = new Set<unknown>([
+  Array.prototype.push,
+  Array.prototype.unshift,
+  Array.prototype.splice,
+  Array.prototype.fill,
+  Map.prototype.set,
+  Set.prototype.add,
+  Object.assign,
+  Reflect.set,
+]);
 /**
  * A method call `o.m(x)` is `settleOn(depth(), "m", receiver(o).m(lend(x)))`: the receiver, evaluated
  * once, is the entry at `base` (pushed before the arguments), and the method is read from it again only
@@ -200,11 +231,11 @@ export function settleOn<T>(base: number, key: PropertyKey, result: T): T {
   const o = lentStack[base];
   lentStack[base] = undefined;
   const fn = o !== null && o !== undefined ? (o as Record<PropertyKey, unknown>)[key] : undefined;
-  settleFrom(base + 1, !keepsNoArguments(fn, o), result);
+  settleFrom(base + 1, !keepsNoArguments(fn, o), result, STORES.has(fn));
   lentDepth = Math.min(lentDepth, base);
   return result;
 }
-function settleFrom<T>(base: number, keeps: boolean, result: T): T {
+function settleFrom<T>(base: number, keeps: boolean, result: T, stores = false): T {
   for (let i = lentDepth - 1; i >= base; i--) {
     const e = lentStack[i];
     lentStack[i] = undefined;
@@ -214,6 +245,7 @@ function settleFrom<T>(base: number, keeps: boolean, result: T): T {
       if (keeps) {
         r.own = 2;
         r.taken = true;
+        if (stores) r.stored = true;
       }
     } else if (keeps) escape(e);
   }

@@ -56,6 +56,7 @@ class HandleRecord implements HandleInfo {
   /** What the cell transform knows of who holds the handle (memory/ownership.ts). */
   own: 0 | 1 | 2 = 0;
   taken = false;
+  named = 0;
   stored = false;
   lent = 0;
   readonly serial = nextSerial();

@@ -259,3 +259,53 @@ describe("what a cell's module forward only passes on", () => {
     expect(await cell("memory")).toBe(2 * 8192 + 512);
   });
 });
+
+// Found by a review of the above (each threw "was disposed", or cost a collection per step)
+describe("more of what a cell keeps", () => {
+  const cell = (src: string) => runCell(src, { torch });
+  beforeEach(async () => {
+    await cell("kept = []; memory = undefined;");
+  });
+
+  it("`const g = w.grad` in a loop's body, then zero_grad(): freed at the end of each turn, no collection per step", async () => {
+    await cell("const w6 = torch.ones(65536, { requires_grad: true }); const opt6 = new torch.optim.SGD([w6], { lr: 0.1 });");
+    const { runs } = reclaimStats;
+    await cell("for (let i = 0; i < 20; i++) { w6.mul(2).sum().backward(); const g = w6.grad; kept.push(g.shape[0]); opt6.step(); opt6.zero_grad(); }");
+    expect(reclaimStats.runs - runs).toBeLessThan(5); // one per step before
+    expect(await cell("[kept.length, torch.cuda.memory_allocated() - torch.cuda.memory_allocated()]")).toEqual([20, 0]);
+  });
+
+  it("a fresh activation a forward assigns to a cell's global, and one a checkpointed forward stores, stay readable", async () => {
+    await cell(`
+      class P1 extends torch.nn.Module {
+        constructor() { super(); this.fc = new torch.nn.Linear(4, 4); torch.nn.init.ones_(this.fc.weight); torch.nn.init.zeros_(this.fc.bias); }
+        forward(x) { lastAct = this.fc(x); const h = this.fc(x).relu(); this.h = h; return lastAct.relu(); }
+      }
+      lastAct = undefined;
+      const p1 = new P1();
+      const o1 = p1(torch.ones(1, 4));
+      const xc = torch.ones(1, 4, { requires_grad: true });
+      torch.utils.checkpoint.checkpoint(p1, xc, { use_reentrant: false }).sum().backward();
+    `);
+    // after backward, p1.h is the recomputed activation, as in PyTorch
+    expect(
+      await cell("[Array.from(await lastAct.flatten().tolist()), Array.from(await p1.h.flatten().tolist()), Array.from(await xc.grad.flatten().tolist())]"),
+    ).toEqual([
+      [4, 4, 4, 4],
+      [4, 4, 4, 4],
+      [4, 4, 4, 4],
+    ]);
+  });
+
+  it("a hook that returns a tensor made before it ran: the tensor stays readable", async () => {
+    await cell(`
+      const xq5 = torch.ones(3, { requires_grad: true });
+      const pre5 = torch.autograd.grad(xq5.mul(7).sum(), [xq5]);
+      { const y = xq5.mul(2); y.register_hook(() => pre5[0]); y.sum().backward(); }
+    `);
+    expect(await cell("[Array.from(await pre5[0].tolist()), Array.from(await xq5.grad.tolist())]")).toEqual([
+      [7, 7, 7],
+      [14, 14, 14],
+    ]);
+  });
+});

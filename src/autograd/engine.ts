@@ -13,7 +13,7 @@ import { totalAllocated } from "../memory/devices.ts";
 import { withNode, withPhase } from "../memory/history.ts";
 import { withCategory } from "../memory/category.ts";
 import { owned, scope } from "../memory/lifetime.ts";
-import { settleHandedOut } from "../memory/ownership.ts";
+import { mark, settleHandedOut } from "../memory/ownership.ts";
 import { Tensor } from "../tensor.ts";
 import { enable_grad, no_grad } from "./grad-mode.ts";
 import { AccumulateGrad, isAnomalyEnabled, isRuntimeHook, type Node, type Grads } from "./node.ts";
@@ -235,13 +235,13 @@ const handOut = (gs: Grads): Grads => owned(() => gs.map((g) => (g ? g._alias() 
  * and what it returns becomes the engine's through aliases; the engine's own handles of `gs` then go.
  * A hook the runtime registered (a module's full backward hooks) gets and returns the engine's handles.
  */
-function callNodeHook(h: object, gs: Grads, call: (given: Grads) => Grads | void): Grads {
+function callNodeHook(h: object, gs: Grads, call: (given: Grads) => Grads | void, since = mark()): Grads {
   if (isRuntimeHook(h)) return call(gs) || gs;
   const given = handOut(gs);
   const r = call(given);
   const mine = r ? owned(() => r.map((t) => (t instanceof Tensor ? t._alias() : null))) : gs;
   if (r) for (const g of gs) g?.dispose();
-  settleHandedOut([h], r ? [...given, ...r] : given);
+  settleHandedOut([h], r ? [...given, ...r] : given, since);
   return mine;
 }
 
@@ -261,6 +261,7 @@ function runNode(
     for (const h of hooks) {
       const g = buffer[nr];
       if (!g) continue;
+      const since = mark();
       const given = isRuntimeHook(h) ? g : owned(() => g._alias());
       const r = h(given);
       const replaced = r instanceof Tensor && r !== given && r !== g;
@@ -268,7 +269,7 @@ function runNode(
         g.dispose();
         buffer[nr] = given === g ? r : owned(() => r._alias());
       }
-      if (given !== g) settleHandedOut([h], replaced ? [given, r] : [given]);
+      if (given !== g) settleHandedOut([h], replaced ? [given, r] : [given], since);
     }
   }
   buffer.forEach((g, nr) => {
@@ -312,9 +313,10 @@ function runNode(
     return g;
   });
   for (const h of node.postHooks) {
+    const since = mark();
     const gradOutputs = isRuntimeHook(h) ? buffer : handOut(buffer);
-    outs = callNodeHook(h, outs, (given) => h(given, gradOutputs));
-    if (gradOutputs !== buffer) settleHandedOut([h], gradOutputs);
+    outs = callNodeHook(h, outs, (given) => h(given, gradOutputs), since);
+    if (gradOutputs !== buffer) settleHandedOut([h], gradOutputs, since);
   }
   for (const g of buffer) g?.dispose();
   if (!opts.retain_graph) {

@@ -8,7 +8,7 @@
 
 import type { Tensor } from "../tensor.ts";
 import { noteCascade } from "../memory/lifetime.ts";
-import { keep, taken } from "../memory/ownership.ts";
+import { heldByUser, keep } from "../memory/ownership.ts";
 
 /** What refcounting needs of a graph node (autograd/node.ts's Node). */
 interface GraphNode {
@@ -108,7 +108,7 @@ export class AutogradMeta {
     // ownership (memory/ownership.ts), or rebinding the caller's variable disposed w.grad
     this.grad = g && keep(g);
     if (!old || old === g) return;
-    if (taken(old)) noteCascade();
+    if (heldByUser(old)) noteCascade();
     else old.dispose();
   }
 }

@@ -8,7 +8,7 @@ import { Function, type FunctionCtx } from "../autograd/function.ts";
 import { runtimeHook, type Grads, type Node } from "../autograd/node.ts";
 import { is_grad_enabled } from "../autograd/grad-mode.ts";
 import { owned } from "../memory/lifetime.ts";
-import { settleHandedOut } from "../memory/ownership.ts";
+import { mark, settleHandedOut } from "../memory/ownership.ts";
 import { RuntimeError } from "../errors.ts";
 import { Tensor } from "../tensor.ts";
 
@@ -42,6 +42,8 @@ export class BackwardHook<M> {
   private gradOutputs: Grads | null = null;
   /** What the user's hooks were given or returned in this backward pass, settled after the last one. */
   private handedOut: Grads = [];
+  /** The mark taken before the first of them was made (settleHandedOut). */
+  private since = 0;
   private nOutputs = -1;
   private outputIdx: number[] | null = null;
   private nInputs = -1;
@@ -90,7 +92,7 @@ export class BackwardHook<M> {
 
   /** The hooks were done with what they were given: see memory/ownership.ts's settleHandedOut. */
   private settle(): void {
-    settleHandedOut([...this.userPreHooks, ...this.userHooks], this.handedOut);
+    settleHandedOut([...this.userPreHooks, ...this.userHooks], this.handedOut, this.since);
     this.handedOut = [];
   }
 
@@ -99,6 +101,7 @@ export class BackwardHook<M> {
       runtimeHook((gradInputs: Grads) => {
         // No grad_output yet: the gradient reached the inputs without passing through the outputs.
         if (this.gradOutputs === null) return;
+        if (this.handedOut.length === 0) this.since = mark();
         const mine = handles(gradInputs);
         this.handedOut.push(...mine);
         let res = this.pack(this.inputIdx!, mine, this.nInputs);
@@ -131,6 +134,7 @@ export class BackwardHook<M> {
       node.register_prehook(
         runtimeHook((gradOutputs: Grads) => {
           this.settle(); // an earlier pass whose gradient never reached the inputs
+          this.since = mark();
           const given = handles(gradOutputs);
           this.handedOut.push(...given);
           let current: Grads = this.pack(this.outputIdx!, given, this.nOutputs);

@@ -309,3 +309,19 @@ describe("more of what a cell keeps", () => {
     ]);
   });
 });
+
+describe("hooks that remove themselves", () => {
+  it("a tensor hook that calls its handle's remove(): the next hook on the tensor still runs (PyTorch iterates a copy)", () => {
+    const ran: string[] = [];
+    const x = torch.ones(2, { requires_grad: true });
+    const y = x.mul(2);
+    const a = y.register_hook(() => {
+      ran.push("a");
+      a.remove();
+    });
+    y.register_hook(() => void ran.push("b"));
+    y.sum().backward({ retain_graph: true });
+    y.sum().backward();
+    expect(ran).toEqual(["a", "b", "b"]);
+  });
+});

@@ -227,6 +227,12 @@ function pass(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOption
   return captured;
 }
 
+/**
+ * The hooks registered when a step starts, as PyTorch iterates a copy of its hook dict: a hook that
+ * removes itself (`handle.remove()` inside it) must not make the loop skip the next one.
+ */
+const snapshot = <T>(hooks: T[]): T[] => (hooks.length === 0 ? hooks : hooks.slice());
+
 const handOut = (gs: Grads): Grads => owned(() => gs.map((g) => (g ? g._alias() : null)));
 
 /**
@@ -258,7 +264,7 @@ function runNode(
   // gets a handle of its own, which it may keep (PyTorch's `grads.append(g)`); the engine's goes when
   // used. What it returns instead becomes the engine's through an alias: the hook may hold it too.
   for (const [nr, hooks] of node.tensorPreHooks) {
-    for (const h of hooks) {
+    for (const h of snapshot(hooks)) {
       const g = buffer[nr];
       if (!g) continue;
       const since = mark();
@@ -281,7 +287,7 @@ function runNode(
     for (const g of buffer) g?.dispose();
     return [];
   }
-  for (const h of node.preHooks) buffer = callNodeHook(h, buffer, (given) => h(given));
+  for (const h of snapshot(node.preHooks)) buffer = callNodeHook(h, buffer, (given) => h(given));
   tracer?.(
     { step: "apply", node: node.name(), sequence_nr: node.sequence_nr(), detail: { grads_in: buffer.map((g) => (g ? sizeStr(g.shape) : null)) } },
     { node },
@@ -312,7 +318,7 @@ function runNode(
     seen.add(g);
     return g;
   });
-  for (const h of node.postHooks) {
+  for (const h of snapshot(node.postHooks)) {
     const since = mark();
     const gradOutputs = isRuntimeHook(h) ? buffer : handOut(buffer);
     outs = callNodeHook(h, outs, (given) => h(given, gradOutputs), since);

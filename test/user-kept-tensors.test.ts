@@ -325,3 +325,57 @@ describe("hooks that remove themselves", () => {
     expect(ran).toEqual(["a", "b", "b"]);
   });
 });
+
+describe("a custom Function's backward", () => {
+  const cell = (src: string) => runCell(src, { torch });
+
+  it("keeps the gradient it is given and the one it returns (saved.push(g)), as PyTorch's may", async () => {
+    await cell(`
+      kept = [];
+      class Dbg extends torch.autograd.Function {
+        static forward(ctx, x) { return x.mul(2); }
+        static backward(ctx, g) { kept.push(g); const r = g.mul(2); kept.push(r); return r; }
+      }
+      const xd = torch.ones(3, { requires_grad: true });
+      Dbg.apply(xd).mul(5).sum().backward();
+    `);
+    expect(await cell("[...(await Promise.all(kept.map(async (t) => Array.from(await t.tolist())))), Array.from(await xd.grad.tolist())]")).toEqual([
+      [5, 5, 5],
+      [10, 10, 10],
+      [10, 10, 10],
+    ]);
+  });
+
+  it("one that keeps nothing frees its gradients when it returns, without a collection", async () => {
+    await cell(`
+      class Twice extends torch.autograd.Function {
+        static forward(ctx, x) { return x.mul(2); }
+        static backward(ctx, g) { return g.mul(2); }
+      }
+      const xt = torch.ones(256, { requires_grad: true });
+    `);
+    torch.cuda.memory_allocated(); // collects what earlier tests left, before counting
+    const { handles } = reclaimStats;
+    await cell("memory = torch.cuda.memory_allocated(); Twice.apply(xt).sum().backward(); memory = torch.cuda.memory_allocated() - memory;");
+    expect(await cell("memory")).toBe(1024); // xt.grad
+    expect(reclaimStats.handles - handles).toBe(0);
+  });
+});
+
+describe("gradients collected into an array by a function", () => {
+  const cell = (src: string) => runCell(src, { torch });
+
+  it("grads = params.map((p) => p.grad), then zero_grad(): the list keeps them", async () => {
+    await cell(`
+      const linm = new torch.nn.Linear(3, 2);
+      const optm = new torch.optim.SGD(linm.parameters(), { lr: 0.1 });
+      linm(torch.ones(1, 3)).sum().backward();
+      const gradsm = [...linm.parameters()].map((p) => p.grad);
+      optm.zero_grad();
+    `);
+    expect(await cell("await Promise.all(gradsm.map(async (g) => Array.from((await g.flatten().tolist()))))")).toEqual([
+      [1, 1, 1, 1, 1, 1],
+      [1, 1],
+    ]);
+  });
+});

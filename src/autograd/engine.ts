@@ -18,6 +18,7 @@ import { Tensor } from "../tensor.ts";
 import { enable_grad, no_grad } from "./grad-mode.ts";
 import { AccumulateGrad, isAnomalyEnabled, isRuntimeHook, type Node, type Grads } from "./node.ts";
 import { edgeOf } from "./record.ts";
+import { adopt, handOut } from "./hand-out.ts";
 import { releaseNode, retainNode } from "./meta.ts";
 
 /**
@@ -233,8 +234,6 @@ function pass(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOption
  */
 const snapshot = <T>(hooks: T[]): T[] => (hooks.length === 0 ? hooks : hooks.slice());
 
-const handOut = (gs: Grads): Grads => owned(() => gs.map((g) => (g ? g._alias() : null)));
-
 /**
  * A hook on a node (grad_fn.register_prehook / register_hook): `call` runs it on `gs` and its result, if
  * any, replaces them. As for tensor hooks, a user's hook is given handles of its own (it may keep them),
@@ -245,7 +244,7 @@ function callNodeHook(h: object, gs: Grads, call: (given: Grads) => Grads | void
   if (isRuntimeHook(h)) return call(gs) || gs;
   const given = handOut(gs);
   const r = call(given);
-  const mine = r ? owned(() => r.map((t) => (t instanceof Tensor ? t._alias() : null))) : gs;
+  const mine = r ? adopt(r) : gs;
   if (r) for (const g of gs) g?.dispose();
   settleHandedOut([h], r ? [...given, ...r] : given, since);
   return mine;

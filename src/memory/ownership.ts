@@ -61,17 +61,23 @@ function markKept(v: unknown): void {
   }
 }
 /**
- * The runtime hands `v` to user code that may keep it (a pack hook of saved_tensors_hooks): never released
- * early, and taken, but not stored (whatever that code stores, it marks itself when it is a cell's).
- * Returns v.
+ * The runtime hands `v` to user code that may keep it (a pack hook of saved_tensors_hooks), or a cell
+ * destructures it into variables (`const [x, w] = ctx.saved_tensors`: the tensors directly in an array
+ * or a plain object): never released early, and taken, but not stored (whatever that code stores, it
+ * marks itself when it is a cell's). Returns v.
  */
 export function mayKeep<T>(v: T): T {
-  const r = recordOf(v);
+  if (v === null || typeof v !== "object") return v;
+  if (Array.isArray(v)) for (const x of v) takeRecord(recordOf(x));
+  else if (Object.getPrototypeOf(v) === Object.prototype) for (const k in v) takeRecord(recordOf((v as Record<string, unknown>)[k]));
+  else takeRecord(recordOf(v));
+  return v;
+}
+function takeRecord(r: Ownable | undefined): void {
   if (r !== undefined && r.own !== undefined) {
     r.own = 2;
     r.taken = true;
   }
-  return v;
 }
 /**
  * The runtime keeps `v` (a gradient, a parameter, a buffer, optimizer state): never a cell variable's own,
@@ -150,7 +156,7 @@ export function own<T>(m: number, v: T, old?: unknown): T {
   if (r !== undefined && r.own !== undefined) {
     r.own = r.own === 0 && r.serial > m ? 1 : 2;
     r.named++;
-  }
+  } else if (Array.isArray(v)) mayKeep(v); // `grads = params.map((p) => p.grad)`: the variable keeps them
   const ro = recordOf(old);
   unname(ro);
   dropRecord(ro);
@@ -172,10 +178,15 @@ export function drop(...vs: unknown[]): void {
  */
 export function ret<T>(gives: boolean, v: T, ...locals: unknown[]): T {
   const rv = recordOf(v);
+  // `return [a, b]`: the elements are returned too; a local's own handle among them is the caller's now
+  const elements = Array.isArray(v) ? v.map(recordOf) : null;
   for (const l of locals) {
     const r = recordOf(l);
     unname(r);
-    if (r !== rv) dropRecord(r);
+    if (r === rv || r === undefined) continue;
+    if (elements?.includes(r)) {
+      if (r.own === 1) r.own = 0;
+    } else dropRecord(r);
   }
   if (gives && rv !== undefined && rv.own === 1) rv.own = 0;
   return v;
@@ -311,4 +322,4 @@ export function settleHandedOut(fns: readonly unknown[], handles: Iterable<unkno
 }
 
 /** The names cells call (kernel/executor/ownership.ts writes `__gradlab.e(...)` and so on). */
-export { escape as e, named as n, escapeAll as es, lend as p, receiver as rv, settleOn as so };
+export { escape as e, named as n, mayKeep as k, escapeAll as es, lend as p, receiver as rv, settleOn as so };

@@ -6,6 +6,7 @@
 
 import { Function, type FunctionCtx } from "../autograd/function.ts";
 import { runtimeHook, type Grads, type Node } from "../autograd/node.ts";
+import { adopt, handOut } from "../autograd/hand-out.ts";
 import { is_grad_enabled } from "../autograd/grad-mode.ts";
 import { owned } from "../memory/lifetime.ts";
 import { mark, settleHandedOut } from "../memory/ownership.ts";
@@ -27,15 +28,9 @@ class BackwardHookFunction extends Function {
   }
 }
 
-/**
- * Handles for the user's hooks, which may keep them (`grads.push(g)`, as a PyTorch hook stores a
- * reference): never disposed by the runtime, settled once the last hook that reads them returned
- * (memory/ownership.ts). Hooks run with no scope collecting what they create (runHook).
- */
-const handles = (gs: Grads): Grads => owned(() => gs.map((g) => (g ? g._alias() : null)));
+// The user's hooks get handles of their own (autograd/hand-out.ts), settled once the last hook that
+// reads them returned. Hooks run with no scope collecting what they create (runHook).
 const release = (gs: Grads) => gs.forEach((g) => g?.dispose());
-/** Handles the engine will own and free. */
-const engineOwned = (gs: Grads): Grads => owned(() => gs.map((g) => (g instanceof Tensor ? g._alias() : null)));
 export const runHook = <T>(fn: () => T): T => owned(fn);
 
 export class BackwardHook<M> {
@@ -102,7 +97,7 @@ export class BackwardHook<M> {
         // No grad_output yet: the gradient reached the inputs without passing through the outputs.
         if (this.gradOutputs === null) return;
         if (this.handedOut.length === 0) this.since = mark();
-        const mine = handles(gradInputs);
+        const mine = handOut(gradInputs);
         this.handedOut.push(...mine);
         let res = this.pack(this.inputIdx!, mine, this.nInputs);
         let changed = false;
@@ -118,7 +113,7 @@ export class BackwardHook<M> {
           changed = true;
         }
         this.gradOutputs = null;
-        const replaced = changed ? engineOwned(this.inputIdx!.map((i) => res[i])) : undefined;
+        const replaced = changed ? adopt(this.inputIdx!.map((i) => res[i])) : undefined;
         this.settle();
         if (!replaced) return;
         release(gradInputs);
@@ -135,7 +130,7 @@ export class BackwardHook<M> {
         runtimeHook((gradOutputs: Grads) => {
           this.settle(); // an earlier pass whose gradient never reached the inputs
           this.since = mark();
-          const given = handles(gradOutputs);
+          const given = handOut(gradOutputs);
           this.handedOut.push(...given);
           let current: Grads = this.pack(this.outputIdx!, given, this.nOutputs);
           let changed = false;
@@ -162,7 +157,7 @@ export class BackwardHook<M> {
             }
             this.gradOutputs = null;
           }
-          const replaced = changed ? engineOwned(this.outputIdx!.map((i) => current[i])) : undefined;
+          const replaced = changed ? adopt(this.outputIdx!.map((i) => current[i])) : undefined;
           if (this.gradOutputs === null) this.settle();
           if (!replaced) return;
           release(gradOutputs);

@@ -379,3 +379,15 @@ describe("gradients collected into an array by a function", () => {
     ]);
   });
 });
+
+describe("a post-accumulate-grad hook", () => {
+  it("keeps the leaf it is given: usable after the graph that ran the hook is gone", async () => {
+    const seen: torch.Tensor[] = [];
+    const w = torch.ones(2, { requires_grad: true });
+    w.register_post_accumulate_grad_hook((p) => void seen.push(p));
+    (() => w.mul(3).sum().backward())(); // the graph, and its AccumulateGrad, go with the call
+    torch.cuda.memory_allocated(); // collects them
+    expect(Array.from((await seen[0].grad!.tolist()) as number[])).toEqual([3, 3]);
+    expect(Array.from((await seen[0].tolist()) as number[])).toEqual([1, 1]);
+  });
+});

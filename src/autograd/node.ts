@@ -9,7 +9,7 @@ import { tuple } from "../pystr.ts";
 import { pyName } from "./names.ts";
 import { owned } from "../memory/lifetime.ts";
 import { setCategory } from "../memory/storage.ts";
-import { mayKeep } from "../memory/ownership.ts";
+import { mark, mayKeep, settleHandedOut } from "../memory/ownership.ts";
 
 export type Edge = [Node | null, number];
 export type Grads = Array<Tensor | null>;
@@ -311,7 +311,15 @@ export class AccumulateGrad extends Node {
     const v = this.variable;
     if (grad) v._accumulateGrad(grad);
     const hooks = v._meta.postAccumulateHooks;
-    if (hooks.length > 0) for (const h of hooks.slice()) h(v); // a copy: a hook may remove itself
+    // a copy: a hook may remove itself. Each hook gets a handle of its own to the leaf (it may keep it:
+    // `params.push(p)`), not this node's, which goes with the node.
+    if (hooks.length > 0)
+      for (const h of hooks.slice()) {
+        const since = mark();
+        const mine = owned(() => v._alias());
+        h(mine);
+        settleHandedOut([h], [mine], since);
+      }
     return [];
   }
 }

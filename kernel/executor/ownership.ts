@@ -216,14 +216,7 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
           const v = d.id.type === "Identifier" ? resolved.get(d.id) : undefined;
           // a declaration at the cell's level or with `var` may overwrite a value of its own
           const rebinds = v && (v.scope.type === "module" || n.kind === "var");
-          if (!head && v && tracked.has(v) && own(d, d.init, rebinds ? d.id.name : null)) continue;
-          // a new local named after a value that exists (`const g = w.grad`): counted as named, so that
-          // the runtime, letting go of it, leaves it to the variable (src/memory/ownership.ts, named)
-          if (!head && v && tracked.has(v) && !rebinds && !inert(d.init)) wrap(d.init, `${RT}.n(`, ")");
-          // `const [x, w] = ctx.saved_tensors`: its variables may keep the elements, which are not stored
-          // anywhere the function outlives (a module's forward or a custom backward still frees them)
-          else if (d.id.type !== "Identifier" && !inert(d.init)) wrap(d.init, `${RT}.k(`, ")");
-          else escape(d.init);
+          if (!(!head && v && tracked.has(v) && own(d, d.init, rebinds ? d.id.name : null))) escape(d.init);
         }
         break;
       }
@@ -251,19 +244,12 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
         } else for (const a of args) escape(a.type === "SpreadElement" ? null : a);
         break;
       }
-      case "ArrayExpression": {
-        // `return [a, b]` (or an arrow's `=> [a, b]`) gives the elements to the caller, as `return a`
-        // gives a: not kept by the function (ret hands over what its locals owned). A custom Function's
-        // backward returns its gradients so, and the engine, which keeps its own handles of them, then
-        // frees them at once (memory/ownership.ts's settleHandedOut).
-        const parent = parents.get(n);
-        const returned = parent?.type === "ReturnStatement" || (parent?.type === "ArrowFunctionExpression" && parent.body === n);
+      case "ArrayExpression":
         for (const el of n.elements as Array<Node | null>) {
           if (el?.type === "SpreadElement") wrap(el.argument, `${RT}.es(`, ")");
-          else if (!returned) escape(el);
+          else escape(el);
         }
         break;
-      }
       case "Property":
         if (parents.get(n)?.type !== "ObjectExpression" || n.kind !== "init" || n.method) break;
         // `{ t }` is `{ t: t }`: the wrapped value needs the key written out
@@ -324,15 +310,13 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
   }
 }
 
-const CALLS = ["own", "mark", "e", "n", "k", "es", "drop", "ret", "hold", "after", "p", "depth", "settle", "rv", "so"] as const;
+const CALLS = ["own", "mark", "e", "es", "drop", "ret", "hold", "after", "p", "depth", "settle", "rv", "so"] as const;
 type Ownership = Record<(typeof CALLS)[number], (...a: any[]) => unknown>;
 /** What cells call before the runtime is loaded: no tensor exists yet, so nothing to do. */
 export const ownershipUntilLoaded = (): Ownership => ({
   own: (_m: number, v: unknown) => v,
   mark: () => 0,
   e: (v: unknown) => v,
-  n: (v: unknown) => v,
-  k: (v: unknown) => v,
   es: (v: unknown) => v,
   drop: () => {},
   ret: (_gives: boolean, v: unknown) => v,

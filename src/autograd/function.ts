@@ -3,9 +3,7 @@
 // apply calls the class's static backward with the ctx that forward filled.
 
 import { RuntimeError } from "../errors.ts";
-import { callScope, owned, scope } from "../memory/lifetime.ts";
-import { mark, settleHandedOut, takenAway } from "../memory/ownership.ts";
-import { adopt, handOut } from "./hand-out.ts";
+import { owned, scope } from "../memory/lifetime.ts";
 import { Tensor } from "../tensor.ts";
 import { no_grad } from "./grad-mode.ts";
 import { Node, SavedVariable, type Grads } from "./node.ts";
@@ -69,24 +67,13 @@ class CustomNode extends Node {
   name(): string {
     return `${this.cls.name}Backward`;
   }
-  /**
-   * The class's backward on handles of its own (autograd/hand-out.ts): it may keep the gradients it is
-   * given and the ones it returns (`saved.push(g)`), as in PyTorch; what it stored survives its scope.
-   */
   apply(grads: Grads): Grads {
-    const cls = this.cls as unknown as { backward(ctx: FunctionCtx, ...g: Grads): unknown };
-    const since = mark();
-    const given = handOut(grads);
-    const r = callScope(() => cls.backward(this.ctx, ...given), takenAway);
+    const r = (this.cls as unknown as { backward(ctx: FunctionCtx, ...g: Grads): unknown }).backward(this.ctx, ...grads);
     const list = (Array.isArray(r) ? r : [r]) as Grads;
     if (list.length < this.next_functions.length) {
-      settleHandedOut([cls.backward], given, since);
       throw new RuntimeError(`function ${this.name()} returned an incorrect number of gradients (expected ${this.next_functions.length}, got ${list.length})`);
     }
-    const returned = list.slice(0, this.next_functions.length);
-    const mine = adopt(returned);
-    settleHandedOut([cls.backward], [...given, ...returned], since);
-    return mine;
+    return list.slice(0, this.next_functions.length).map((g) => (g instanceof Tensor ? g : null));
   }
   override release_saved_variables(): void {
     this.ctx._release();

@@ -9,23 +9,12 @@ import { tuple } from "../pystr.ts";
 import { pyName } from "./names.ts";
 import { owned } from "../memory/lifetime.ts";
 import { setCategory } from "../memory/storage.ts";
-import { mark, mayKeep, settleHandedOut } from "../memory/ownership.ts";
+import { escape } from "../memory/ownership.ts";
 
 export type Edge = [Node | null, number];
 export type Grads = Array<Tensor | null>;
 type PreHook = (gradOutputs: Grads) => Grads | void;
 type PostHook = (gradInputs: Grads, gradOutputs: Grads) => Grads | void;
-
-/**
- * Hooks the runtime registers itself (retain_grad's, a module's full backward hooks): they are given
- * the engine's own handles, which they never keep. A user's hook gets handles of its own (engine.ts).
- */
-const runtimeHooks = new WeakSet<object>();
-export function runtimeHook<F extends object>(fn: F): F {
-  runtimeHooks.add(fn);
-  return fn;
-}
-export const isRuntimeHook = (fn: object): boolean => runtimeHooks.has(fn);
 
 let nextSequenceNr = 0;
 let nextAddress = 0x7f3a_0000_00n;
@@ -81,7 +70,7 @@ export class SavedVariable {
     const hooks = activeSavedTensorsHooks();
     owned(() => {
       // a user's pack hook may keep the very handle it is given (pack: (t) => t)
-      if (hooks) this.packed = { value: hooks.pack(hooks.keepsNoHandle ? t : mayKeep(t)), hooks };
+      if (hooks) this.packed = { value: hooks.pack(hooks.keepsNoHandle ? t : escape(t)), hooks };
       else {
         const d = outputOf ? t.detach() : t._alias(false);
         d._role = { kind: "saved", description: `saved for backward by ${node?.name() ?? "a custom Function"}` };
@@ -310,16 +299,7 @@ export class AccumulateGrad extends Node {
   apply([grad]: Grads): Grads {
     const v = this.variable;
     if (grad) v._accumulateGrad(grad);
-    const hooks = v._meta.postAccumulateHooks;
-    // a copy: a hook may remove itself. Each hook gets a handle of its own to the leaf (it may keep it:
-    // `params.push(p)`), not this node's, which goes with the node.
-    if (hooks.length > 0)
-      for (const h of hooks.slice()) {
-        const since = mark();
-        const mine = owned(() => v._alias());
-        h(mine);
-        settleHandedOut([h], [mine], since);
-      }
+    for (const h of v._meta.postAccumulateHooks) h(v);
     return [];
   }
 }

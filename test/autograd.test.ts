@@ -250,6 +250,38 @@ describe("custom Function, hooks and anomaly mode", () => {
     expect(seen).toEqual(["pre:1", "post:2,1", "acc:2"]);
   });
 
+  it("a hook that removes itself does not make the next hook skip a pass (torch 1.13 prints the same order)", () => {
+    const ran: string[] = [];
+    const x = torch.ones(2, { requires_grad: true });
+    const y = x.mul(2);
+    const node = y.grad_fn!;
+    const a = y.register_hook(() => {
+      ran.push("a");
+      a.remove();
+    });
+    y.register_hook(() => void ran.push("b"));
+    const pa = node.register_prehook(() => {
+      ran.push("pre-a");
+      pa.remove();
+    });
+    node.register_prehook(() => void ran.push("pre-b"));
+    const po = node.register_hook(() => {
+      ran.push("post-a");
+      po.remove();
+    });
+    node.register_hook(() => void ran.push("post-b"));
+    const acc = x.register_post_accumulate_grad_hook(() => {
+      ran.push("acc-a");
+      acc.remove();
+    });
+    x.register_post_accumulate_grad_hook(() => void ran.push("acc-b"));
+    y.sum().backward({ retain_graph: true });
+    y.sum().backward();
+    // torch 1.13 (tensor and node hooks): ['a', 'b', 'pre-a', 'pre-b', 'post-a', 'post-b', 'b', 'pre-b', 'post-b'];
+    // its post-accumulate hooks (torch 2.1) run from a copy as well.
+    expect(ran).toEqual(["a", "b", "pre-a", "pre-b", "post-a", "post-b", "acc-a", "acc-b", "b", "pre-b", "post-b", "acc-b"]);
+  });
+
   it("saved_tensors_hooks pack every saved tensor and unpack it in backward", async () => {
     const x = torch.tensor([1.0, 2.0, 3.0], { requires_grad: true });
     let packed = 0;

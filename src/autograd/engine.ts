@@ -226,6 +226,12 @@ function pass(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOption
   return captured;
 }
 
+/**
+ * The hooks registered when a step starts, as PyTorch iterates a copy of its hook dict: a hook that
+ * removes itself (`handle.remove()` inside it) must not make the loop skip the next one.
+ */
+const snapshot = <T>(hooks: T[]): T[] => (hooks.length === 0 ? hooks : hooks.slice());
+
 function runNode(
   node: Node,
   buffer: Grads,
@@ -237,7 +243,7 @@ function runNode(
 ): Grads {
   // Tensor hooks (register_hook, retain_grad) see and may replace each incoming gradient.
   for (const [nr, hooks] of node.tensorPreHooks) {
-    for (const h of hooks) {
+    for (const h of snapshot(hooks)) {
       const g = buffer[nr];
       if (!g) continue;
       const r = h(g);
@@ -256,7 +262,7 @@ function runNode(
     for (const g of buffer) g?.dispose();
     return [];
   }
-  for (const h of node.preHooks) {
+  for (const h of snapshot(node.preHooks)) {
     const r = h(buffer);
     if (r) buffer = r;
   }
@@ -290,7 +296,7 @@ function runNode(
     seen.add(g);
     return g;
   });
-  for (const h of node.postHooks) {
+  for (const h of snapshot(node.postHooks)) {
     const r = h(outs, buffer);
     if (r) outs = r;
   }

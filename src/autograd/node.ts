@@ -299,7 +299,8 @@ export class AccumulateGrad extends Node {
   apply([grad]: Grads): Grads {
     const v = this.variable;
     if (grad) v._accumulateGrad(grad);
-    for (const h of v._meta.postAccumulateHooks) h(v);
+    const hooks = v._meta.postAccumulateHooks;
+    if (hooks.length > 0) for (const h of hooks.slice()) h(v); // a copy: a hook may remove itself
     return [];
   }
 }

@@ -12,10 +12,11 @@ import { RuntimeError } from "../errors.ts";
 import { totalAllocated } from "../memory/devices.ts";
 import { withNode, withPhase } from "../memory/history.ts";
 import { withCategory } from "../memory/category.ts";
-import { scope } from "../memory/lifetime.ts";
+import { owned, scope } from "../memory/lifetime.ts";
+import { mark, settleHandedOut } from "../memory/ownership.ts";
 import { Tensor } from "../tensor.ts";
 import { enable_grad, no_grad } from "./grad-mode.ts";
-import { AccumulateGrad, isAnomalyEnabled, type Node, type Grads } from "./node.ts";
+import { AccumulateGrad, isAnomalyEnabled, isRuntimeHook, type Node, type Grads } from "./node.ts";
 import { edgeOf } from "./record.ts";
 import { releaseNode, retainNode } from "./meta.ts";
 
@@ -232,6 +233,24 @@ function pass(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOption
  */
 const snapshot = <T>(hooks: T[]): T[] => (hooks.length === 0 ? hooks : hooks.slice());
 
+const handOut = (gs: Grads): Grads => owned(() => gs.map((g) => (g ? g._alias() : null)));
+
+/**
+ * A hook on a node (grad_fn.register_prehook / register_hook): `call` runs it on `gs` and its result, if
+ * any, replaces them. As for tensor hooks, a user's hook is given handles of its own (it may keep them),
+ * and what it returns becomes the engine's through aliases; the engine's own handles of `gs` then go.
+ * A hook the runtime registered (a module's full backward hooks) gets and returns the engine's handles.
+ */
+function callNodeHook(h: object, gs: Grads, call: (given: Grads) => Grads | void, since = mark()): Grads {
+  if (isRuntimeHook(h)) return call(gs) || gs;
+  const given = handOut(gs);
+  const r = call(given);
+  const mine = r ? owned(() => r.map((t) => (t instanceof Tensor ? t._alias() : null))) : gs;
+  if (r) for (const g of gs) g?.dispose();
+  settleHandedOut([h], r ? [...given, ...r] : given, since);
+  return mine;
+}
+
 function runNode(
   node: Node,
   buffer: Grads,
@@ -241,16 +260,22 @@ function runNode(
   captureKey: (n: Node, nr: number) => string,
   needed: Set<Node> | null,
 ): Grads {
-  // Tensor hooks (register_hook, retain_grad) see and may replace each incoming gradient.
+  // Tensor hooks (register_hook, retain_grad) see and may replace each incoming gradient. A user's hook
+  // gets a handle of its own, which it may keep (PyTorch's `grads.append(g)`); the engine's goes when
+  // used. What it returns instead becomes the engine's through an alias: the hook may hold it too.
   for (const [nr, hooks] of node.tensorPreHooks) {
     for (const h of snapshot(hooks)) {
       const g = buffer[nr];
       if (!g) continue;
-      const r = h(g);
-      if (r instanceof Tensor && r !== g) {
+      const since = mark();
+      const given = isRuntimeHook(h) ? g : owned(() => g._alias());
+      const r = h(given);
+      const replaced = r instanceof Tensor && r !== given && r !== g;
+      if (replaced) {
         g.dispose();
-        buffer[nr] = r;
+        buffer[nr] = given === g ? r : owned(() => r._alias());
       }
+      if (given !== g) settleHandedOut([h], replaced ? [given, r] : [given], since);
     }
   }
   buffer.forEach((g, nr) => {
@@ -262,10 +287,7 @@ function runNode(
     for (const g of buffer) g?.dispose();
     return [];
   }
-  for (const h of snapshot(node.preHooks)) {
-    const r = h(buffer);
-    if (r) buffer = r;
-  }
+  for (const h of snapshot(node.preHooks)) buffer = callNodeHook(h, buffer, (given) => h(given));
   tracer?.(
     { step: "apply", node: node.name(), sequence_nr: node.sequence_nr(), detail: { grads_in: buffer.map((g) => (g ? sizeStr(g.shape) : null)) } },
     { node },
@@ -297,8 +319,10 @@ function runNode(
     return g;
   });
   for (const h of snapshot(node.postHooks)) {
-    const r = h(outs, buffer);
-    if (r) outs = r;
+    const since = mark();
+    const gradOutputs = isRuntimeHook(h) ? buffer : handOut(buffer);
+    outs = callNodeHook(h, outs, (given) => h(given, gradOutputs), since);
+    if (gradOutputs !== buffer) settleHandedOut([h], gradOutputs, since);
   }
   for (const g of buffer) g?.dispose();
   if (!opts.retain_graph) {

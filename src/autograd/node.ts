@@ -16,6 +16,17 @@ export type Grads = Array<Tensor | null>;
 type PreHook = (gradOutputs: Grads) => Grads | void;
 type PostHook = (gradInputs: Grads, gradOutputs: Grads) => Grads | void;
 
+/**
+ * Hooks the runtime registers itself (retain_grad's, a module's full backward hooks): they are given
+ * the engine's own handles, which they never keep. A user's hook gets handles of its own (engine.ts).
+ */
+const runtimeHooks = new WeakSet<object>();
+export function runtimeHook<F extends object>(fn: F): F {
+  runtimeHooks.add(fn);
+  return fn;
+}
+export const isRuntimeHook = (fn: object): boolean => runtimeHooks.has(fn);
+
 let nextSequenceNr = 0;
 let nextAddress = 0x7f3a_0000_00n;
 const UINT64_MAX = 2 ** 64 - 1;

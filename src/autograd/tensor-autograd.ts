@@ -9,7 +9,7 @@ import { runOp } from "../ops/op-context.ts";
 import { run_backward } from "./engine.ts";
 import { is_grad_enabled, is_inference_mode_enabled } from "./grad-mode.ts";
 import { AutogradMeta } from "./meta.ts";
-import { AccumulateGrad, type Node } from "./node.ts";
+import { AccumulateGrad, runtimeHook, type Node } from "./node.ts";
 import { regenerateViewGradFn } from "./functions/inplace.ts";
 import { owned } from "../memory/lifetime.ts";
 import { setCategory } from "../memory/storage.ts";
@@ -91,10 +91,12 @@ function retainGrad(t: Tensor): void {
   const fn = t.grad_fn!;
   const hooks = fn.tensorPreHooks.get(m.output_nr) ?? [];
   // Runs after user hooks registered earlier, as PyTorch's retains_grad hook does; stores a copy.
-  hooks.push((g) =>
-    owned(() => {
-      m.replaceGrad(m.grad ? m.grad.add(g) : g.clone());
-    }),
+  hooks.push(
+    runtimeHook((g: Tensor) =>
+      owned(() => {
+        m.replaceGrad(m.grad ? m.grad.add(g) : g.clone());
+      }),
+    ),
   );
   fn.tensorPreHooks.set(m.output_nr, hooks);
 }

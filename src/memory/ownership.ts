@@ -190,5 +190,26 @@ function settleFrom<T>(base: number, keeps: boolean, result: T): T {
   return result;
 }
 
+/**
+ * Handles the runtime made for user code and gave it (a hook's gradients), or that code made and
+ * returned, once every function they went to (`fns`) returned. A hook may keep what it is given
+ * (`grads.push(g)`, as PyTorch's hooks append it to a list), so the runtime never disposes them. Where
+ * each of those functions is known to mark what it keeps (a cell's function: `keepsNoArguments`), the
+ * handles nothing took are released here, as CPython frees a hook's argument when the hook returns;
+ * otherwise they are the user's, and go when the collector finds them unreachable. Only handles made
+ * since `since` (a mark taken before the handing out): a tensor the hook returned that existed before
+ * (`() => noise[0]`) may be held by anything.
+ */
+export function settleHandedOut(fns: readonly unknown[], handles: Iterable<unknown>, since: number): void {
+  for (const f of fns) if (!keepsNoArguments(f)) return;
+  for (const h of handles) {
+    const r = recordOf(h);
+    if (r !== undefined && r.own === 0 && r.serial > since) {
+      r.own = 1;
+      dropRecord(r);
+    }
+  }
+}
+
 /** The names cells call (kernel/executor/ownership.ts writes `__gradlab.e(...)` and so on). */
 export { escape as e, escapeAll as es, lend as p, receiver as rv, settleOn as so };

@@ -5,9 +5,10 @@
 // grad_output), where grad_input is the gradient with respect to the module's inputs.
 
 import { Function, type FunctionCtx } from "../autograd/function.ts";
-import type { Grads, Node } from "../autograd/node.ts";
+import { runtimeHook, type Grads, type Node } from "../autograd/node.ts";
 import { is_grad_enabled } from "../autograd/grad-mode.ts";
 import { owned } from "../memory/lifetime.ts";
+import { mark, settleHandedOut } from "../memory/ownership.ts";
 import { RuntimeError } from "../errors.ts";
 import { Tensor } from "../tensor.ts";
 
@@ -27,20 +28,22 @@ class BackwardHookFunction extends Function {
 }
 
 /**
- * Handles for the hooks to read, owned by the runtime and disposed once the hooks ran: a hook keeps a
- * gradient by copying it (`g.clone()`), as in PyTorch it keeps one by storing a reference. Hooks run
- * with no scope collecting what they create (runHook), so such copies outlive the backward call.
+ * Handles for the user's hooks, which may keep them (`grads.push(g)`, as a PyTorch hook stores a
+ * reference): never disposed by the runtime, settled once the last hook that reads them returned
+ * (memory/ownership.ts). Hooks run with no scope collecting what they create (runHook).
  */
 const handles = (gs: Grads): Grads => owned(() => gs.map((g) => (g ? g._alias() : null)));
-const release = (gs: Grads | null) => gs?.forEach((g) => g?.dispose());
+const release = (gs: Grads) => gs.forEach((g) => g?.dispose());
 /** Handles the engine will own and free. */
 const engineOwned = (gs: Grads): Grads => owned(() => gs.map((g) => (g instanceof Tensor ? g._alias() : null)));
 export const runHook = <T>(fn: () => T): T => owned(fn);
 
 export class BackwardHook<M> {
   private gradOutputs: Grads | null = null;
-  /** The handles made for grad_output, freed after the last hook that reads them. */
-  private gradOutputHandles: Grads | null = null;
+  /** What the user's hooks were given or returned in this backward pass, settled after the last one. */
+  private handedOut: Grads = [];
+  /** The mark taken before the first of them was made (settleHandedOut). */
+  private since = 0;
   private nOutputs = -1;
   private outputIdx: number[] | null = null;
   private nInputs = -1;
@@ -87,74 +90,85 @@ export class BackwardHook<M> {
     return res;
   }
 
+  /** The hooks were done with what they were given: see memory/ownership.ts's settleHandedOut. */
+  private settle(): void {
+    settleHandedOut([...this.userPreHooks, ...this.userHooks], this.handedOut, this.since);
+    this.handedOut = [];
+  }
+
   private setUserHook(node: Node): void {
-    node.register_hook((gradInputs) => {
-      // No grad_output yet: the gradient reached the inputs without passing through the outputs.
-      if (this.gradOutputs === null) return;
-      const mine = handles(gradInputs);
-      let res = this.pack(this.inputIdx!, mine, this.nInputs);
-      let changed = false;
-      for (const hook of this.userHooks) {
-        const gradOutputs = this.gradOutputs;
-        const out: Grads | void | null = runHook(() => hook(this.module, res, gradOutputs));
-        if (out === undefined || out === null) continue;
-        if (out.length !== res.length) {
-          throw new RuntimeError(`Backward hook returned an invalid number of grad_input, got ${out.length}, but expected ${res.length}`);
+    node.register_hook(
+      runtimeHook((gradInputs: Grads) => {
+        // No grad_output yet: the gradient reached the inputs without passing through the outputs.
+        if (this.gradOutputs === null) return;
+        if (this.handedOut.length === 0) this.since = mark();
+        const mine = handles(gradInputs);
+        this.handedOut.push(...mine);
+        let res = this.pack(this.inputIdx!, mine, this.nInputs);
+        let changed = false;
+        for (const hook of this.userHooks) {
+          const gradOutputs = this.gradOutputs;
+          const out: Grads | void | null = runHook(() => hook(this.module, res, gradOutputs));
+          if (out === undefined || out === null) continue;
+          if (out.length !== res.length) {
+            throw new RuntimeError(`Backward hook returned an invalid number of grad_input, got ${out.length}, but expected ${res.length}`);
+          }
+          res = out;
+          this.handedOut.push(...out);
+          changed = true;
         }
-        res = out;
-        changed = true;
-      }
-      this.gradOutputs = null;
-      const replaced = changed ? engineOwned(this.inputIdx!.map((i) => res[i])) : undefined;
-      release(mine);
-      release(this.gradOutputHandles);
-      this.gradOutputHandles = null;
-      if (!replaced) return;
-      release(gradInputs);
-      return replaced;
-    });
+        this.gradOutputs = null;
+        const replaced = changed ? engineOwned(this.inputIdx!.map((i) => res[i])) : undefined;
+        this.settle();
+        if (!replaced) return;
+        release(gradInputs);
+        return replaced;
+      }),
+    );
   }
 
   setupOutputHook(result: unknown): unknown {
     const isTuple = Array.isArray(result);
     const args = isTuple ? (result as unknown[]) : [result];
     const [res, idx] = this.applyOnTensors((node) => {
-      node.register_prehook((gradOutputs) => {
-        release(this.gradOutputHandles);
-        this.gradOutputHandles = handles(gradOutputs);
-        let current: Grads = this.pack(this.outputIdx!, this.gradOutputHandles, this.nOutputs);
-        let changed = false;
-        for (const pre of this.userPreHooks) {
-          const seen = current;
-          const r: Grads | void | null = runHook(() => pre(this.module, seen));
-          if (r === undefined || r === null) continue;
-          if (r.length !== current.length) {
-            throw new RuntimeError(`Backward pre hook returned an invalid number of grad_output, got ${r.length}, but expected ${current.length}`);
-          }
-          current = r;
-          changed = true;
-        }
-        this.gradOutputs = current;
-        // No input requires grad: the input-side node never runs, so the hooks run here.
-        if (this.inputIdx === null) {
-          const gradInputs = this.pack([], [], this.nInputs);
-          for (const hook of this.userHooks) {
-            const r: Grads | void | null = runHook(() => hook(this.module, gradInputs, current));
-            if (r && !r.every((g) => g === null)) {
-              throw new RuntimeError("Backward hook for Modules where no input requires gradient should always return None or None for all gradients.");
+      node.register_prehook(
+        runtimeHook((gradOutputs: Grads) => {
+          this.settle(); // an earlier pass whose gradient never reached the inputs
+          this.since = mark();
+          const given = handles(gradOutputs);
+          this.handedOut.push(...given);
+          let current: Grads = this.pack(this.outputIdx!, given, this.nOutputs);
+          let changed = false;
+          for (const pre of this.userPreHooks) {
+            const seen = current;
+            const r: Grads | void | null = runHook(() => pre(this.module, seen));
+            if (r === undefined || r === null) continue;
+            if (r.length !== current.length) {
+              throw new RuntimeError(`Backward pre hook returned an invalid number of grad_output, got ${r.length}, but expected ${current.length}`);
             }
+            current = r;
+            this.handedOut.push(...r);
+            changed = true;
           }
-          this.gradOutputs = null;
-        }
-        const replaced = changed ? engineOwned(this.outputIdx!.map((i) => current[i])) : undefined;
-        if (this.gradOutputs === null) {
-          release(this.gradOutputHandles);
-          this.gradOutputHandles = null;
-        }
-        if (!replaced) return;
-        release(gradOutputs);
-        return replaced;
-      });
+          this.gradOutputs = current;
+          // No input requires grad: the input-side node never runs, so the hooks run here.
+          if (this.inputIdx === null) {
+            const gradInputs = this.pack([], [], this.nInputs);
+            for (const hook of this.userHooks) {
+              const r: Grads | void | null = runHook(() => hook(this.module, gradInputs, current));
+              if (r && !r.every((g) => g === null)) {
+                throw new RuntimeError("Backward hook for Modules where no input requires gradient should always return None or None for all gradients.");
+              }
+            }
+            this.gradOutputs = null;
+          }
+          const replaced = changed ? engineOwned(this.outputIdx!.map((i) => current[i])) : undefined;
+          if (this.gradOutputs === null) this.settle();
+          if (!replaced) return;
+          release(gradOutputs);
+          return replaced;
+        }),
+      );
     }, args);
     this.nOutputs = args.length;
     this.outputIdx = idx;

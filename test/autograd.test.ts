@@ -282,6 +282,24 @@ describe("custom Function, hooks and anomaly mode", () => {
     expect(ran).toEqual(["a", "b", "pre-a", "pre-b", "post-a", "post-b", "acc-a", "acc-b", "b", "pre-b", "post-b", "acc-b"]);
   });
 
+  it("a post-accumulate hook gets the parameter itself: an optimizer per parameter steps in backward (PyTorch's recipe)", async () => {
+    torch.manual_seed(0);
+    const lin = new torch.nn.Linear(3, 2);
+    const before = await lin.weight.tolist();
+    const optimizers = new Map([...lin.parameters()].map((p) => [p, new torch.optim.SGD([p], { lr: 0.5 })]));
+    for (const p of lin.parameters()) {
+      p.register_post_accumulate_grad_hook((q) => {
+        optimizers.get(q)!.step();
+        optimizers.get(q)!.zero_grad();
+      });
+    }
+    lin(torch.ones(1, 3)).sum().backward();
+    // d(sum)/dW = 1 everywhere for an input of ones: each weight moved by -0.5, and the gradients were cleared
+    const after = (await lin.weight.tolist()) as number[][];
+    after.forEach((row, i) => row.forEach((v, j) => expect(v).toBeCloseTo((before as number[][])[i][j] - 0.5, 5)));
+    expect(lin.weight.grad).toBeNull();
+  });
+
   it("saved_tensors_hooks pack every saved tensor and unpack it in backward", async () => {
     const x = torch.tensor([1.0, 2.0, 3.0], { requires_grad: true });
     let packed = 0;

@@ -149,8 +149,11 @@ function registerPostAccumulateHook(t: Tensor, fn: (t: Tensor) => void): { remov
   if (!t.is_leaf) throw new RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors");
   if (!t.requires_grad) throw new RuntimeError("cannot register a hook on a tensor that doesn't require gradient");
   const hooks = t._meta.postAccumulateHooks;
-  hooks.push(fn);
-  return { remove: () => void hooks.splice(hooks.indexOf(fn) >>> 0, 1) };
+  // The hook gets this very tensor, as PyTorch's does (`optimizers.get(p).step()` in the hook finds p),
+  // not the AccumulateGrad node's handle; one of its own only where this one was disposed since.
+  const call = (v: Tensor) => fn(t.disposed ? owned(() => v._alias()) : t);
+  hooks.push(call);
+  return { remove: () => void hooks.splice(hooks.indexOf(call) >>> 0, 1) };
 }
 
 type BackwardOpts = { gradient?: Tensor | null; retain_graph?: boolean; create_graph?: boolean; inputs?: Tensor[] };

@@ -93,6 +93,12 @@ export class LanguageClient {
     this.worker?.post({ id: 0, op: "addCell", code });
   }
 
+  /** Forget every cell: what a fresh notebook's first cell is checked against. */
+  forget(): void {
+    this.cells.length = 0;
+    this.worker?.post({ id: 0, op: "forget" });
+  }
+
   /** A cell ran without an error: later cells see its declarations (a cell that declares nothing
    *  adds nothing to check). */
   cellRan(code: string): void {

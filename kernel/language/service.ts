@@ -61,6 +61,7 @@ export function typingsFiles(typings: Typings, root = "/gradlab"): NotebookFiles
 
 export type NotebookRequest =
   | { op: "addCell"; code: string }
+  | { op: "forget" }
   | { op: "complete"; code: string; cursor: number }
   | { op: "inspect"; code: string; cursor: number }
   | { op: "diagnostics"; code: string };
@@ -247,6 +248,13 @@ export function notebookService(ts: typeof TS, files: NotebookFiles, initialCell
     switch (m.op) {
       case "addCell":
         remember(m.code);
+        version++;
+        return undefined;
+      case "forget":
+        history.length = 0;
+        historyNames.length = 0;
+        historyBytes = 0;
+        droppedNames.clear();
         version++;
         return undefined;
       case "complete": {

@@ -71,6 +71,8 @@ export function set_detect_anomaly(on: boolean): void {
 export const is_anomaly_enabled = isAnomalyEnabled;
 
 /** detect_anomaly(() => ...) or `using _ = torch.autograd.detect_anomaly()`. */
+export function detect_anomaly<T>(fn: () => T): T;
+export function detect_anomaly(): Guard;
 export function detect_anomaly<T>(fn?: () => T): T | Guard {
   const prev = isAnomalyEnabled();
   set_detect_anomaly(true);
@@ -102,7 +104,9 @@ export function trace(fn: () => void): TraceEvent[] {
  * and frees the device copy once it has arrived (await torch.webgpu.synchronize() to see it go);
  * unpacking in backward uploads the host copy again, or uses the device copy if it is still there.
  */
-function save_on_cpu<T>(fn?: () => T) {
+function save_on_cpu<T>(fn: () => T): T;
+function save_on_cpu(): Guard;
+function save_on_cpu<T>(fn?: () => T): T | Guard {
   type Packed = { t: Tensor | null; host: ArrayBuffer | null; shape: number[]; dtype: Tensor["dtype"] };
   const pack = (t: Tensor): Packed => {
     const c = contiguousOf(t);

@@ -25,13 +25,16 @@ import { releaseNode, retainNode } from "./meta.ts";
  * `events.filter((s) => s.step === "release")` gives events whose `detail.bytes_freed` is a number
  * (TypeScript infers the filter's type predicate).
  */
+// Every kind names `node` and `sequence_nr` (undefined where it has none), so that code reading the
+// events a filter picked (`steps.filter((s) => s.step === "apply" && …).map((s) => s.sequence_nr)`, which
+// TypeScript does not narrow) type-checks, as the same Python reads the same field.
 export type TraceEvent =
-  | { step: "entry"; node?: undefined; detail: { roots: string[]; retain_graph?: boolean; create_graph?: boolean } }
-  | { step: "dependencies"; node?: undefined; detail: { counts: Array<{ node: string; sequence_nr: number; dependencies: number }> } }
+  | { step: "entry"; node?: undefined; sequence_nr?: undefined; detail: { roots: string[]; retain_graph?: boolean; create_graph?: boolean } }
+  | { step: "dependencies"; node?: undefined; sequence_nr?: undefined; detail: { counts: Array<{ node: string; sequence_nr: number; dependencies: number }> } }
   | { step: "ready"; node: string; sequence_nr: number; detail: { queue: string[] } }
   | { step: "apply"; node: string; sequence_nr: number; detail: { grads_in: Array<string | null> } }
-  | { step: "pass"; node: string; detail: { to: string; input_nr: number; shape: string } }
-  | { step: "release"; node: string; detail: { saved: string[]; bytes_freed: number } };
+  | { step: "pass"; node: string; sequence_nr?: undefined; detail: { to: string; input_nr: number; shape: string } }
+  | { step: "release"; node: string; sequence_nr?: undefined; detail: { saved: string[]; bytes_freed: number } };
 /** Watches the engine. Besides the event (names only, what autograd.trace returns), it gets the node
  *  the event is about and, for a pass, the node the gradient goes to: a drawing of the graph needs to
  *  know which of two nodes of the same name ran (torch.viz.stepper). */

@@ -24,6 +24,8 @@ export function saveHooksStack(): () => void {
 }
 
 /** As a `using` guard, or with a callback: `saved_tensors_hooks(pack, unpack, () => model(x))`. */
+export function saved_tensors_hooks<T>(pack: PackHooks["pack"], unpack: PackHooks["unpack"], fn: () => T, release?: PackHooks["release"]): T;
+export function saved_tensors_hooks(pack: PackHooks["pack"], unpack: PackHooks["unpack"], fn?: undefined, release?: PackHooks["release"]): Guard;
 export function saved_tensors_hooks<T>(pack: PackHooks["pack"], unpack: PackHooks["unpack"], fn?: () => T, release?: PackHooks["release"]): Guard | T {
   return withHooks({ pack, unpack, release }, fn);
 }

@@ -55,6 +55,9 @@ class HandleRecord implements HandleInfo {
   released = false;
   /** What the cell transform knows of who holds the handle (memory/ownership.ts). */
   own: 0 | 1 | 2 = 0;
+  taken = false;
+  named = 0;
+  stored = false;
   lent = 0;
   readonly serial = nextSerial();
   constructor(

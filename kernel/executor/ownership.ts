@@ -216,7 +216,11 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
           const v = d.id.type === "Identifier" ? resolved.get(d.id) : undefined;
           // a declaration at the cell's level or with `var` may overwrite a value of its own
           const rebinds = v && (v.scope.type === "module" || n.kind === "var");
-          if (!(!head && v && tracked.has(v) && own(d, d.init, rebinds ? d.id.name : null))) escape(d.init);
+          if (!head && v && tracked.has(v) && own(d, d.init, rebinds ? d.id.name : null)) continue;
+          // a new local named after a value that exists (`const g = w.grad`): counted as named, so that
+          // the runtime, letting go of it, leaves it to the variable (src/memory/ownership.ts, named)
+          if (!head && v && tracked.has(v) && !rebinds && !inert(d.init)) wrap(d.init, `${RT}.n(`, ")");
+          else escape(d.init);
         }
         break;
       }
@@ -310,13 +314,14 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
   }
 }
 
-const CALLS = ["own", "mark", "e", "es", "drop", "ret", "hold", "after", "p", "depth", "settle", "rv", "so"] as const;
+const CALLS = ["own", "mark", "e", "n", "es", "drop", "ret", "hold", "after", "p", "depth", "settle", "rv", "so"] as const;
 type Ownership = Record<(typeof CALLS)[number], (...a: any[]) => unknown>;
 /** What cells call before the runtime is loaded: no tensor exists yet, so nothing to do. */
 export const ownershipUntilLoaded = (): Ownership => ({
   own: (_m: number, v: unknown) => v,
   mark: () => 0,
   e: (v: unknown) => v,
+  n: (v: unknown) => v,
   es: (v: unknown) => v,
   drop: () => {},
   ret: (_gives: boolean, v: unknown) => v,

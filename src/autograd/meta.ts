@@ -8,7 +8,7 @@
 
 import type { Tensor } from "../tensor.ts";
 import { noteCascade } from "../memory/lifetime.ts";
-import { escape } from "../memory/ownership.ts";
+import { heldByUser, keep } from "../memory/ownership.ts";
 
 /** What refcounting needs of a graph node (autograd/node.ts's Node). */
 interface GraphNode {
@@ -97,13 +97,18 @@ export class AutogradMeta {
 
   /**
    * Replaces the gradient (zero_grad, `.grad = g`, an out-of-place accumulation, the tensor's last handle
-   * going); the old one is disposed. (PyTorch frees it only with its last reference: `const g = w.grad;
-   * w = w.detach()` leaves g disposed here, a known difference.)
+   * going). The old one is disposed, unless a cell's code took it (`grads.push(w.grad)`, `const g =
+   * w.grad`): then, as in PyTorch, it lives while they hold it, and goes with their last reference (the
+   * collector; noteCascade: inside a reclamation this may be what let go of it). Plain scripts have no
+   * transform to say so: there `const g = w.grad; w = w.detach()` leaves g disposed, a known difference.
    */
   replaceGrad(g: Tensor | null): void {
-    if (this.grad && this.grad !== g) this.grad.dispose();
+    const old = this.grad;
     // the tensor keeps its gradient: a cell's function that returns it (`return w.grad`) hands over no
     // ownership (memory/ownership.ts), or rebinding the caller's variable disposed w.grad
-    this.grad = g && escape(g);
+    this.grad = g && keep(g);
+    if (!old || old === g) return;
+    if (heldByUser(old)) noteCascade();
+    else old.dispose();
   }
 }

@@ -9,7 +9,7 @@ import { tuple } from "../pystr.ts";
 import { pyName } from "./names.ts";
 import { owned } from "../memory/lifetime.ts";
 import { setCategory } from "../memory/storage.ts";
-import { escape } from "../memory/ownership.ts";
+import { mayKeep } from "../memory/ownership.ts";
 
 export type Edge = [Node | null, number];
 export type Grads = Array<Tensor | null>;
@@ -81,7 +81,7 @@ export class SavedVariable {
     const hooks = activeSavedTensorsHooks();
     owned(() => {
       // a user's pack hook may keep the very handle it is given (pack: (t) => t)
-      if (hooks) this.packed = { value: hooks.pack(hooks.keepsNoHandle ? t : escape(t)), hooks };
+      if (hooks) this.packed = { value: hooks.pack(hooks.keepsNoHandle ? t : mayKeep(t)), hooks };
       else {
         const d = outputOf ? t.detach() : t._alias(false);
         d._role = { kind: "saved", description: `saved for backward by ${node?.name() ?? "a custom Function"}` };

@@ -81,6 +81,8 @@ interface Frame {
   n: number;
   strong: Array<object | undefined> | null;
   ns: number;
+  /** callScope's: records of what the user's code stored (no scope releases them). */
+  userKept: ((r: Releasable) => boolean) | undefined;
 }
 /** Open scopes; a null frame hides the enclosing scopes (for handles the runtime itself owns). */
 const scopes: Array<Frame | null> = [];
@@ -240,9 +242,12 @@ function collectKept(value: unknown, kept: Set<unknown>, depth = 0): void {
  */
 function close(frame: Frame, keep: (r: Releasable) => boolean): void {
   const parent = scopes[scopes.length - 1];
+  const userKept = frame.userKept;
   for (let i = 0; i < frame.n; i++) {
     const r = frame.recs[i]!;
     if (r.released) continue;
+    // what user code stored is no scope's to release any more (callScope)
+    if (userKept?.(r)) continue;
     if (!keep(r)) as("scope", () => releaseRecord(r));
     else if (parent) parent.recs[parent.n++] = r;
   }
@@ -260,9 +265,9 @@ const none = () => false;
 const all = () => true;
 
 /** Runs fn in a new frame; `done` decides what survives once fn has returned (or thrown: nothing). */
-function inFrame<T>(fn: () => T, done: (result: T) => (r: Releasable) => boolean): T {
+function inFrame<T>(fn: () => T, done: (result: T) => (r: Releasable) => boolean, userKept?: (r: Releasable) => boolean): T {
   if (inUser) activity++;
-  const frame: Frame = { recs: [], n: 0, strong: null, ns: 0 };
+  const frame: Frame = { recs: [], n: 0, strong: null, ns: 0, userKept };
   scopes.push(frame);
   let result: T;
   try {
@@ -333,7 +338,7 @@ export function owned<T>(fn: () => T): T {
  */
 export function opFrame<A, B, T>(fn: (a: A, b: B) => T, a: A, b: B): T {
   if (inUser) activity++;
-  const frame = freeOpFrames.pop() ?? { recs: [], n: 0, strong: [], ns: 0 };
+  const frame = freeOpFrames.pop() ?? { recs: [], n: 0, strong: [], ns: 0, userKept: undefined };
   scopes.push(frame);
   const wasUser = inUser;
   inUser = false;
@@ -375,6 +380,15 @@ function reuseOpFrame(frame: Frame): void {
  */
 export function scope<T>(fn: () => T): T {
   return inFrame(fn, keptBy);
+}
+
+/**
+ * The frame of a function the runtime calls for user code (a module's forward): as scope, and a handle
+ * that `alsoKept` says the function's code put somewhere the call outlives (`this.h = h`) survives
+ * too, as it would in CPython: no enclosing scope releases it either (it is the user's).
+ */
+export function callScope<T>(fn: () => T, alsoKept: (r: Releasable) => boolean): T {
+  return inFrame(fn, keptBy, alsoKept);
 }
 
 /** A full collection and every pending finaliser (also where reclamation cannot run synchronously). */

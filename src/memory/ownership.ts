@@ -23,6 +23,20 @@ import { RECORD, releaseUnreachable } from "./lifetime.ts";
 /** What a handle's record carries for this module (HandleRecord in tensor.ts). */
 export interface Ownable {
   own: 0 | 1 | 2;
+  /**
+   * A cell's code put the handle where the transform cannot follow it (a list, a property, a function
+   * that may keep it), as opposed to the runtime keeping it (`keep`): a handle the runtime holds too
+   * (w.grad) is then no longer the runtime's alone to dispose. For good, unlike `named`.
+   */
+  taken: boolean;
+  /** How many tracked variables name the handle now (own() counts up, their rebinding or end down). */
+  named: number;
+  /**
+   * Narrower: a cell's code stored the handle in a property or a container (`this.h = h`, `[h]`,
+   * `list.push(h)`), where it outlives the function that made it. A handle only passed to a function
+   * that may keep it (`checkpoint(f, h)`) or named by a second variable is taken, not stored.
+   */
+  stored: boolean;
   /** Calls running now that were given the handle as an argument (see lend). */
   lent: number;
   readonly serial: number;
@@ -40,7 +54,51 @@ export const mark = (): number => serials;
 
 function markKept(v: unknown): void {
   const r = recordOf(v);
+  if (r !== undefined && r.own !== undefined) {
+    r.own = 2;
+    r.taken = true;
+    r.stored = true;
+  }
+}
+/**
+ * The runtime hands `v` to user code that may keep it (a pack hook of saved_tensors_hooks): never released
+ * early, and taken, but not stored (whatever that code stores, it marks itself when it is a cell's).
+ * Returns v.
+ */
+export function mayKeep<T>(v: T): T {
+  const r = recordOf(v);
+  if (r !== undefined && r.own !== undefined) {
+    r.own = 2;
+    r.taken = true;
+  }
+  return v;
+}
+/**
+ * The runtime keeps `v` (a gradient, a parameter, a buffer, optimizer state): never a cell variable's own,
+ * so never released early; not `taken` by the cell's code. Returns v.
+ */
+export function keep<T>(v: T): T {
+  const r = recordOf(v);
   if (r !== undefined && r.own !== undefined) r.own = 2;
+  return v;
+}
+/**
+ * Whether a cell's code stored the handle of record `r` in a property or a container (Ownable.stored), or
+ * a variable still names it once the function that made it returned (a global: `lastAct = h`): it
+ * outlives that function. Never outside cells.
+ */
+export const takenAway = (r: unknown): boolean => (r as Partial<Ownable>).stored === true || ((r as Partial<Ownable>).named ?? 0) > 0;
+/**
+ * The runtime lets go of `v`, a handle it kept (a gradient zero_grad replaces): whether user code may
+ * still hold it (Ownable.taken, or a variable names it; never outside cells). Where exactly one
+ * variable names it and nothing took it, that variable now owns it, and releases it when it lets go
+ * (`const g = w.grad` in a loop's body, then zero_grad(): freed at the end of the turn, no collection).
+ */
+export function heldByUser(v: unknown): boolean {
+  const r = recordOf(v);
+  if (r === undefined || r.own === undefined) return false;
+  if (!r.taken && r.named === 1) r.own = 1;
+  return r.taken || r.named > 0;
 }
 /**
  * `v` may be kept where the transform cannot follow it: never release it early. So are the tensors
@@ -54,6 +112,18 @@ export function escape<T>(v: T): T {
   else markKept(v);
   return v;
 }
+/**
+ * `const g = v` for a new tracked local whose value existed before (`w.grad`, another variable): never
+ * released early, as by escape, but counted as named rather than taken, so that the runtime letting go
+ * of it (heldByUser) leaves it to the variable, which releases it at its end. Returns v.
+ */
+export function named<T>(v: T): T {
+  const r = recordOf(v);
+  if (r === undefined || r.own === undefined) return escape(v);
+  r.own = 2;
+  r.named++;
+  return v;
+}
 /** A spread (`f(...xs)`): every element may be kept; an iterable is read once, into an array. */
 export function escapeAll(v: unknown): unknown[] {
   const xs = Array.isArray(v) ? v : [...(v as Iterable<unknown>)];
@@ -61,6 +131,10 @@ export function escapeAll(v: unknown): unknown[] {
   return xs;
 }
 
+/** A tracked variable lets go of the handle of record r (rebound, or its block or function ended). */
+function unname(r: Ownable | undefined): void {
+  if (r !== undefined && r.named > 0) r.named--;
+}
 function dropRecord(r: Ownable | undefined): void {
   if (r !== undefined && r.own === 1 && r.lent === 0 && !r.released) releaseUnreachable(r as unknown as Parameters<typeof releaseUnreachable>[0]);
 }
@@ -73,14 +147,23 @@ function dropRecord(r: Ownable | undefined): void {
 export function own<T>(m: number, v: T, old?: unknown): T {
   if (v === old) return v;
   const r = recordOf(v);
-  if (r !== undefined && r.own !== undefined) r.own = r.own === 0 && r.serial > m ? 1 : 2;
-  dropRecord(recordOf(old));
+  if (r !== undefined && r.own !== undefined) {
+    r.own = r.own === 0 && r.serial > m ? 1 : 2;
+    r.named++;
+  }
+  const ro = recordOf(old);
+  unname(ro);
+  dropRecord(ro);
   return v;
 }
 
 /** Tracked variables going out of scope (the end of their block): releases the handles they own. */
 export function drop(...vs: unknown[]): void {
-  for (const v of vs) dropRecord(recordOf(v));
+  for (const v of vs) {
+    const r = recordOf(v);
+    unname(r);
+    dropRecord(r);
+  }
 }
 
 /**
@@ -91,6 +174,7 @@ export function ret<T>(gives: boolean, v: T, ...locals: unknown[]): T {
   const rv = recordOf(v);
   for (const l of locals) {
     const r = recordOf(l);
+    unname(r);
     if (r !== rv) dropRecord(r);
   }
   if (gives && rv !== undefined && rv.own === 1) rv.own = 0;
@@ -157,8 +241,19 @@ export function lend<T>(v: T): T {
   return v;
 }
 export function settle<T>(base: number, fn: unknown, result: T): T {
-  return settleFrom(base, !keepsNoArguments(fn), result);
+  return settleFrom(base, !keepsNoArguments(fn), result, STORES.has(fn));
 }
+/** Methods that store their arguments in the container they are called on (Ownable.stored). */
+const STORES = new Set<unknown>([
+  Array.prototype.push,
+  Array.prototype.unshift,
+  Array.prototype.splice,
+  Array.prototype.fill,
+  Map.prototype.set,
+  Set.prototype.add,
+  Object.assign,
+  Reflect.set,
+]);
 /**
  * A method call `o.m(x)` is `settleOn(depth(), "m", receiver(o).m(lend(x)))`: the receiver, evaluated
  * once, is the entry at `base` (pushed before the arguments), and the method is read from it again only
@@ -172,18 +267,22 @@ export function settleOn<T>(base: number, key: PropertyKey, result: T): T {
   const o = lentStack[base];
   lentStack[base] = undefined;
   const fn = o !== null && o !== undefined ? (o as Record<PropertyKey, unknown>)[key] : undefined;
-  settleFrom(base + 1, !keepsNoArguments(fn, o), result);
+  settleFrom(base + 1, !keepsNoArguments(fn, o), result, STORES.has(fn));
   lentDepth = Math.min(lentDepth, base);
   return result;
 }
-function settleFrom<T>(base: number, keeps: boolean, result: T): T {
+function settleFrom<T>(base: number, keeps: boolean, result: T, stores = false): T {
   for (let i = lentDepth - 1; i >= base; i--) {
     const e = lentStack[i];
     lentStack[i] = undefined;
     if (e !== null && typeof e === "object" && "lent" in e) {
       const r = e as Ownable;
       r.lent--;
-      if (keeps) r.own = 2;
+      if (keeps) {
+        r.own = 2;
+        r.taken = true;
+        if (stores) r.stored = true;
+      }
     } else if (keeps) escape(e);
   }
   lentDepth = Math.min(lentDepth, base);
@@ -192,18 +291,18 @@ function settleFrom<T>(base: number, keeps: boolean, result: T): T {
 
 /**
  * Handles the runtime made for user code and gave it (a hook's gradients), or that code made and
- * returned, once every function they went to (`fns`) returned. A hook may keep what it is given
- * (`grads.push(g)`, as PyTorch's hooks append it to a list), so the runtime never disposes them. Where
- * each of those functions is known to mark what it keeps (a cell's function: `keepsNoArguments`), the
- * handles nothing took are released here, as CPython frees a hook's argument when the hook returns;
- * otherwise they are the user's, and go when the collector finds them unreachable. Only handles made
- * since `since` (a mark taken before the handing out): a tensor the hook returned that existed before
- * (`() => noise[0]`) may be held by anything.
+ * returned, once every function they went to (`fns`) returned. A hook may keep what it is given (`grads.push(g)`, as PyTorch's hooks
+ * append it to a list), so the runtime never disposes them. Where each of those functions is known to
+ * mark what it keeps (a cell's function: `keepsNoArguments`), the handles nothing took are released
+ * here, as CPython frees a hook's argument when the hook returns; otherwise they are the user's, and go
+ * when the collector finds them unreachable.
  */
 export function settleHandedOut(fns: readonly unknown[], handles: Iterable<unknown>, since: number): void {
   for (const f of fns) if (!keepsNoArguments(f)) return;
   for (const h of handles) {
     const r = recordOf(h);
+    // made since the runtime handed them out (`since`: a mark): a tensor the hook returned that existed
+    // before (`() => noise[0]`) may be held by anything
     if (r !== undefined && r.own === 0 && r.serial > since) {
       r.own = 1;
       dropRecord(r);
@@ -212,4 +311,4 @@ export function settleHandedOut(fns: readonly unknown[], handles: Iterable<unkno
 }
 
 /** The names cells call (kernel/executor/ownership.ts writes `__gradlab.e(...)` and so on). */
-export { escape as e, escapeAll as es, lend as p, receiver as rv, settleOn as so };
+export { escape as e, named as n, escapeAll as es, lend as p, receiver as rv, settleOn as so };

@@ -7,8 +7,8 @@
 import { Tensor } from "../tensor.ts";
 import { Parameter } from "./parameter.ts";
 import { RuntimeError, TypeError_ } from "../errors.ts";
-import { scope } from "../memory/lifetime.ts";
-import { escape } from "../memory/ownership.ts";
+import { callScope, scope } from "../memory/lifetime.ts";
+import { keep, takenAway } from "../memory/ownership.ts";
 import { currentPhase, withPhase } from "../memory/history.ts";
 import { no_grad } from "../autograd/grad-mode.ts";
 import { tensor } from "../ops/creation.ts";
@@ -127,7 +127,7 @@ export class Module {
   register_buffer(name: string, t: Tensor | null, opts: { persistent?: boolean } = {}): void {
     checkName(name, "buffer");
     if (t !== null && !(t instanceof Tensor)) throw new TypeError_(`cannot assign '${typeof t}' object to buffer '${name}' (torch Tensor or None required)`);
-    if (t) escape(t); // the module keeps it: never a cell variable's own (memory/ownership.ts)
+    if (t) keep(t); // the module keeps it: never a cell variable's own (memory/ownership.ts)
     const s = state(this);
     s.kinds.set(name, "buffer");
     if (opts.persistent === false) s.nonPersistent.add(name);
@@ -367,10 +367,12 @@ function callImpl(m: Module, args: unknown[]): unknown {
     bw = new BackwardHook(m, [...s.backward.values()], [...s.backwardPre.values()]);
     input = bw.setupInputHook(input);
   }
-  // Temporaries of forward that are neither returned nor saved for backward die here (DESIGN.md).
+  // Temporaries of forward that are neither returned nor saved for backward die here (DESIGN.md), but
+  // for what a cell's forward put where it outlives the call (`this.h = h`: takenAway; a plain script
+  // has no transform to say so, and there such a tensor is still disposed).
   // Allocations of a module call are the forward phase of the memory timeline (unless it is the
   // recomputation inside a backward pass, which stays "backward").
-  const run = () => scope(() => m.forward(...input));
+  const run = () => callScope(() => m.forward(...input), takenAway);
   let result = currentPhase() === "other" ? withPhase("forward", run) : run();
   for (const hook of [...s.forward.values()]) {
     const r = runHook(() => hook(m, input, result));

@@ -4,7 +4,7 @@
 
 import { Tensor } from "../tensor.ts";
 import { owned } from "../memory/lifetime.ts";
-import { escape } from "../memory/ownership.ts";
+import { keep } from "../memory/ownership.ts";
 
 // Exported through the factory below. A named class (not a class expression) so that its type can be
 // written to a .d.ts; it names itself Parameter for constructor.name and error texts.
@@ -22,7 +22,7 @@ class ParameterImpl extends Tensor {
     if (opts.requires_grad ?? true) this.requires_grad_(true);
     // a module or the student keeps it: a cell's function that makes a layer and returns its weight
     // hands over no ownership (memory/ownership.ts)
-    escape(this);
+    keep(this);
   }
 
   override async repr(): Promise<string> {

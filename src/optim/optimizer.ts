@@ -6,7 +6,7 @@ import { withPhase } from "../memory/history.ts";
 import { Tensor } from "../tensor.ts";
 import { TypeError_, ValueError } from "../errors.ts";
 import { owned, scope } from "../memory/lifetime.ts";
-import { escape } from "../memory/ownership.ts";
+import { keep } from "../memory/ownership.ts";
 import { withCategory } from "../memory/category.ts";
 import { enable_grad, no_grad } from "../autograd/grad-mode.ts";
 import { zeroGrad } from "../nn/module.ts";
@@ -25,7 +25,7 @@ export interface OptimizerStateDict {
 /** Runs fn with its allocations owned by the optimizer: outside user scopes, tagged optimizer_state, and
  *  never a cell variable's own (memory/ownership.ts: the optimizer keeps it). */
 export function stateTensor(fn: () => Tensor): Tensor {
-  return escape(owned(() => withCategory("optimizer_state", fn)));
+  return keep(owned(() => withCategory("optimizer_state", fn)));
 }
 
 /** Tensors an update leaves bound to the loop's variables, by variable name. */

@@ -18,7 +18,8 @@
 import { RuntimeError, TypeError_, ValueError } from "../errors.ts";
 import { Tensor } from "../tensor.ts";
 import { get_rng_state, set_rng_state } from "../ops/creation.ts";
-import { owned, scope, userCode } from "../memory/lifetime.ts";
+import { callScope, owned, userCode } from "../memory/lifetime.ts";
+import { takenAway } from "../memory/ownership.ts";
 import { enable_grad } from "../autograd/grad-mode.ts";
 import { saved_tensors_hooks } from "../autograd/saved-hooks.ts";
 import { pyName } from "../autograd/names.ts";
@@ -201,7 +202,7 @@ export function checkpoint<T>(fn: (...a: never[]) => T, ...rest: unknown[]): T {
             throw new RuntimeError("internal: the recomputed graph is not differentiated");
           },
           // The block's forward is user code again: its intermediates die once consumed, as in the forward pass.
-          () => selectively(true, () => scope(() => void userCode(() => fn(...(args as never[]))))),
+          () => selectively(true, () => callScope(() => void userCode(() => fn(...(args as never[]))), takenAway)),
         ),
       );
     } finally {

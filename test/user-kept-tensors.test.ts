@@ -309,3 +309,41 @@ describe("more of what a cell keeps", () => {
     ]);
   });
 });
+
+describe("what a module of a Sequential stores, and WeakMap.set", () => {
+  const cell = (src: string) => runCell(src, { torch });
+  it("a child of a Sequential that records its output or its input keeps it, as PyTorch's module attribute does", async () => {
+    await cell(`
+      class RecOut extends torch.nn.Module { forward(x) { const y = x.relu(); this.out = y; return y; } }
+      class RecIn extends torch.nn.Module { forward(x) { this.last = x; return x.mul(2); } }
+      const recOut = new RecOut(); const recIn = new RecIn();
+      const sq = new torch.nn.Sequential(new torch.nn.Linear(4, 8), recOut, recIn, new torch.nn.Linear(8, 2));
+      sq(torch.ones(1, 4)).sum();
+    `);
+    expect(await cell("[recOut.out.shape, recIn.last.shape, (await recOut.out.sum().item()) === (await recIn.last.sum().item())]")).toEqual([
+      [1, 8],
+      [1, 8],
+      true,
+    ]);
+  });
+
+  it("checkpoint_sequential: a segment's module that stores its output keeps it", async () => {
+    await cell(`
+      class RecOut2 extends torch.nn.Module { forward(x) { const y = x.relu(); this.out = y; return y; } }
+      const rec2 = new RecOut2();
+      const xin2 = torch.ones(1, 4, { requires_grad: true });
+      torch.utils.checkpoint.checkpoint_sequential([new torch.nn.Linear(4, 4), rec2, new torch.nn.Linear(4, 4), new torch.nn.Linear(4, 4), new torch.nn.Linear(4, 4), new torch.nn.Linear(4, 2)], 2, xin2).sum();
+    `);
+    expect(await cell("(await rec2.out.flatten().tolist()).length")).toBe(4);
+  });
+
+  it("a tensor a forward puts in a WeakMap (wm.set(this, h)) stays readable", async () => {
+    await cell(`
+      wm = new WeakMap();
+      class Wm extends torch.nn.Module { constructor() { super(); this.fc1 = new torch.nn.Linear(4, 8); this.fc2 = new torch.nn.Linear(8, 2); }
+        forward(x) { const h = this.fc1(x).relu(); wm.set(this, h); return this.fc2(h); } }
+      wmod = new Wm(); wmod(torch.ones(1, 4)).sum();
+    `);
+    expect(await cell("(await wm.get(wmod).flatten().tolist()).length")).toBe(8);
+  });
+});

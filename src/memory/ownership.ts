@@ -88,7 +88,17 @@ export function keep<T>(v: T): T {
  * outlives that function. Never outside cells.
  */
 export const takenAway = (r: unknown): boolean => (r as Partial<Ownable>).stored === true || ((r as Partial<Ownable>).named ?? 0) > 0;
+
 /**
+ * The runtime is done with an intermediate it made and user code may have seen (the output of one
+ * module of a Sequential, the input of the next): disposed, unless a cell's code stored it or a variable
+ * names it (takenAway: `this.out = y` in the module's forward), as in CPython the module's reference
+ * keeps it.
+ */
+export function dropIntermediate(t: { dispose(): void }): void {
+  const r = recordOf(t);
+  if (r === undefined || !takenAway(r)) t.dispose();
+} /**
  * The runtime lets go of `v`, a handle it kept (a gradient zero_grad replaces): whether user code may
  * still hold it (Ownable.taken, or a variable names it; never outside cells). Where exactly one
  * variable names it and nothing took it, that variable now owns it, and releases it when it lets go
@@ -250,6 +260,7 @@ const STORES = new Set<unknown>([
   Array.prototype.splice,
   Array.prototype.fill,
   Map.prototype.set,
+  WeakMap.prototype.set,
   Set.prototype.add,
   Object.assign,
   Reflect.set,

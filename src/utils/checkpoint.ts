@@ -19,7 +19,7 @@ import { RuntimeError, TypeError_, ValueError } from "../errors.ts";
 import { Tensor } from "../tensor.ts";
 import { get_rng_state, set_rng_state } from "../ops/creation.ts";
 import { callScope, owned, userCode } from "../memory/lifetime.ts";
-import { takenAway } from "../memory/ownership.ts";
+import { dropIntermediate, takenAway } from "../memory/ownership.ts";
 import { enable_grad } from "../autograd/grad-mode.ts";
 import { saved_tensors_hooks } from "../autograd/saved-hooks.ts";
 import { pyName } from "../autograd/names.ts";
@@ -251,7 +251,7 @@ export function checkpoint_sequential(functions: Iterable<(x: Tensor) => Tensor>
     let y = x;
     for (let i = from; i < to; i++) {
       const next = fns[i](y);
-      if (y !== x) y.dispose();
+      if (y !== x) dropIntermediate(y);
       y = next;
     }
     return y;
@@ -260,10 +260,10 @@ export function checkpoint_sequential(functions: Iterable<(x: Tensor) => Tensor>
   let start = 0;
   for (; start + size < fns.length; start += size) {
     const y = checkpoint(runSegment(start, start + size), x, opts);
-    if (x !== input) x.dispose();
+    if (x !== input) dropIntermediate(x);
     x = y;
   }
   const out = runSegment(start, fns.length)(x);
-  if (x !== input && x !== out) x.dispose();
+  if (x !== input && x !== out) dropIntermediate(x);
   return out;
 }

@@ -4,6 +4,7 @@
 import { Module, hasHooks } from "../module.ts";
 import { Tensor } from "../../tensor.ts";
 import { IndexError } from "../../errors.ts";
+import { dropIntermediate } from "../../memory/ownership.ts";
 
 function wrapIndex(i: number, n: number, _what: string): number {
   const j = i < 0 ? i + n : i;
@@ -49,8 +50,9 @@ export class Sequential extends Indexed {
       const next = m(x);
       // As Python's `input = module(input)`: the previous intermediate is dropped as soon as the next
       // module has consumed it (what autograd saved keeps its own reference), not when forward returns;
-      // unless a hook saw it (it may have kept the handle, as a stored reference keeps it in PyTorch).
-      if (x !== input && x !== next && x instanceof Tensor && !hasHooks(m) && !(prev && hasHooks(prev))) x.dispose();
+      // unless a hook saw it (it may have kept the handle, as a stored reference keeps it in PyTorch) or
+      // a cell's module stored it (`this.out = y`: dropIntermediate).
+      if (x !== input && x !== next && x instanceof Tensor && !hasHooks(m) && !(prev && hasHooks(prev))) dropIntermediate(x);
       x = next;
       prev = m;
     }

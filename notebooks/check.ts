@@ -12,7 +12,7 @@
  *   check.ok("loop is flat", growth === 0, "hint...");      // any condition
  *
  * Every check prints one line (two with the hint) and returns nothing (in a browser, GradLab Lite, `memory`
- * prints "?" instead of a verdict: figures there include tensors the browser has not collected yet); none throws, so a notebook with an unsolved
+ * prints "?" instead of ✗: see `memory`); none throws, so a notebook with an unsolved
  * exercise still runs to the end (the failing line is the ✗). The last argument of each check is a
  * hint shown only on failure. Tensors are read with `await t.tolist()`, so `equal` and `grad` are async:
  * write `await` in front of them. For a question whose answer the ✗ line must not give away, pass
@@ -57,8 +57,9 @@ function report(name: string, pass: boolean, detail: string, hint?: string): voi
 
 /**
  * Whether memory figures here are PyTorch's: GradLab reclaims tensors no variable names before every
- * figure where the platform lets it (Node). In a browser (GradLab Lite) they stay counted until the
- * browser's collector runs, so a byte count can differ from PyTorch's and `memory` gives no verdict.
+ * figure where the platform lets it (Node). In a browser (GradLab Lite) a tensor the cell transform
+ * cannot follow stays counted until the browser's collector runs, so a figure may be larger than
+ * PyTorch's (see `memory`).
  */
 function exactMemory(): boolean {
   const stats = (globalThis as { torch?: { cuda?: { memory_stats?: () => Record<string, number> } } }).torch?.cuda?.memory_stats?.();
@@ -82,14 +83,18 @@ export const check = {
     hint?: string,
     opts: { tol_bytes?: number; reveal?: boolean } = {},
   ): void {
-    if (!exactMemory()) {
+    const ok = typeof actual_bytes === "number" && Math.abs(actual_bytes - expected_bytes) <= (opts.tol_bytes ?? 0);
+    const got = typeof actual_bytes === "number" ? MiB(actual_bytes) : String(actual_bytes);
+    // In a browser an answer that equals the figure is right (PyTorch's figure, unless the browser still
+    // counted a tensor the student also counted: no answer the course's hints lead to). One that differs
+    // may be right too, against a figure that counts tensors the browser has not freed yet: no ✗ then.
+    if (!ok && !exactMemory()) {
+      const count = opts.reveal === false ? "not this browser's count" : `expected ${MiB(expected_bytes)} by this browser's count`;
       console.log(
-        `? ${name}: not checked in this browser (it cannot free unreferenced tensors before figures are read; run the notebook on a GradLab server for this check)`,
+        `? ${name}: got ${got}, ${count}, which may still include tensors PyTorch has freed: no verdict here (run the notebook on a GradLab server for one)${hint ? `\n  hint · 提示: ${hint}` : ""}`,
       );
       return;
     }
-    const ok = typeof actual_bytes === "number" && Math.abs(actual_bytes - expected_bytes) <= (opts.tol_bytes ?? 0);
-    const got = typeof actual_bytes === "number" ? MiB(actual_bytes) : String(actual_bytes);
     report(name, ok, opts.reveal === false ? `got ${got}, which is not it` : `got ${got}, expected ${MiB(expected_bytes)}`, hint);
   },
 

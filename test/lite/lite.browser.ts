@@ -30,17 +30,17 @@ afterAll(async () => {
 });
 
 /** The verdicts exercise checks print: "✓ name", "✗ name" (the values after the name come from each
- *  GPU's float arithmetic and may differ in the last digits), or "? name" where check.memory gives no
- *  verdict because the browser cannot reclaim synchronously (notebooks/check.ts). */
+ *  GPU's float arithmetic and may differ in the last digits), or "? name" where check.memory's answer
+ *  differs from a figure the browser may have counted before reclaiming (notebooks/check.ts). */
 const verdicts = (text: string) =>
   text
     .split("\n")
     .filter((l) => /^[✓✗?] /.test(l))
     .map((l) => l.replace(/^([✓✗?] [^:]*):.*$/, "$1"));
-/** The server's verdicts as the browser should give them: each check.memory verdict of the browser's
- *  run is a "?" (the same check, by name). */
+/** The server's verdicts as the browser should give them: a check.memory ✗ may be a "?" in the browser
+ *  (the same check, by name); a ✓ stays a ✓ (the browser's figure is the server's). */
 const asInBrowser = (server: string[], browser: string[]) =>
-  server.map((v, i) => (browser[i]?.startsWith("? ") && browser[i].slice(2) === v.slice(2) ? browser[i] : v));
+  server.map((v, i) => (v.startsWith("✗ ") && browser[i]?.startsWith("? ") && browser[i].slice(2) === v.slice(2) ? browser[i] : v));
 
 /** The warning the browser prints once, with the first memory figure (the server reclaims at once). */
 const RECLAIM_WARNING = /^GradLabWarning: In a browser GradLab cannot reclaim[^\n]*\n/m;
@@ -48,9 +48,9 @@ const RECLAIM_WARNING = /^GradLabWarning: In a browser GradLab cannot reclaim[^\
 const TYPE_WARNING = /\bwarning\b.*\bTS\d{4}\b/;
 /** A cell that reads memory figures or a clock: what it prints may differ in the browser, which frees
  *  dropped tensors later (docs/lite.md), on another GPU at another speed. Read from its code (memory and
- *  timing calls) and its text (sizes, freed bytes, check.memory's "not checked in this browser"). */
+ *  timing calls) and its text (sizes, freed bytes, check.memory's "no verdict here"). */
 const READS_FIGURES =
-  /memory_(allocated|reserved|stats|summary|snapshot)|max_memory|bytes_freed|performance\.now|Date\.now|\d\s?(B|bytes|KiB|MiB|GiB|MB)\b|\bfreed\b|not checked in this browser|no file system in the browser/;
+  /memory_(allocated|reserved|stats|summary|snapshot)|max_memory|bytes_freed|performance\.now|Date\.now|\d\s?(B|bytes|KiB|MiB|GiB|MB)\b|\bfreed\b|no verdict here \(run the notebook on a GradLab server|no file system in the browser/;
 
 /** Course notebooks to run (GRADLAB_LITE_NOTEBOOKS=01,09 picks some by number; default: all). */
 const COURSE = readdirSync(join(REPO, "notebooks"))
@@ -109,12 +109,27 @@ describe("GradLab Lite", () => {
     expect(r.arch).toBe("swiftshader"); // the adapter Chromium gives here, read from the adapter
     expect(r.binding).toBeGreaterThan(0);
     console.log(`adapter: ${r.name} (${r.arch}), maxStorageBufferBindingSize ${r.binding}`);
+    // check.memory: an answer that equals the browser's figure gets its ✓; one that differs no ✗, since
+    // the figure may still count a tensor the browser has not freed
+    const checked = await runNewCell(
+      page,
+      [
+        'import { check } from "./check.ts";',
+        "const b2 = torch.cuda.memory_allocated();",
+        "const kept = torch.ones(256, 1024);",
+        'check.memory("a 1 MiB tensor", 2 ** 20, torch.cuda.memory_allocated() - b2);',
+        'check.memory("a wrong answer", 0, torch.cuda.memory_allocated() - b2, "count kept", { reveal: false });',
+      ].join("\n"),
+    );
+    expect(textOf(checked)).toBe(
+      "✓ a 1 MiB tensor\n? a wrong answer: got 0 B, not this browser's count, which may still include tensors PyTorch has freed: no verdict here (run the notebook on a GradLab server for one)\n  hint · 提示: count kept\n",
+    );
     // a PyTorch error in PyTorch's words, mapped to the cell's line
     const err = await runNewCell(page, "const a = torch.ones(2, 3);\na.matmul(torch.ones(2, 3));");
     const e = err.find((o) => o.output_type === "error")!;
     expect(e.evalue).toBe("mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)");
     const tb = e.traceback.join("\n").replace(/\x1b\[[0-9;]*m/g, "");
-    expect(tb).toContain("Cell [2], line 2:\n    1 const a = torch.ones(2, 3);\n--> 2 a.matmul(torch.ones(2, 3));");
+    expect(tb).toContain("Cell [3], line 2:\n    1 const a = torch.ones(2, 3);\n--> 2 a.matmul(torch.ones(2, 3));");
     // completion and inspection from live values, as the server kernel's live part gives them
     const asked = await page.evaluate(async () => {
       const k = (window as any).jupyterapp.shell.currentWidget.sessionContext.session.kernel;
@@ -240,6 +255,24 @@ describe("GradLab Lite", () => {
       `${nb}: ${differences.length} lines differ from the server kernel's, ${differences.filter(inherent).length} of them in cells that read memory figures or clocks`,
     );
     expect(differences.filter((d) => !inherent(d)).map((d) => d.text)).toEqual([]);
+    await page.close();
+  });
+
+  // The solutions of exercises that check.memory checks: the right answer gets its ✓ in the browser too,
+  // as on the server (the exercises tier: every check of a solution passes there)
+  const SOLVED: Array<[string, string]> = [
+    ["00_overview.ipynb", "bytes kept after forward"],
+    ["05_engine.ipynb", "bytes freed by releases"],
+    ["10_hooks.ipynb", "activation bytes reported by the hooks"],
+  ];
+  it.each(SOLVED.filter(([nb]) => COURSE.includes(nb)))("solutions/%s: every check passes, '%s' (check.memory) included", async (nb, memoryCheck) => {
+    const { page, requests, errors } = await openNotebook(browser, site, `solutions/${nb}`);
+    const { cells } = await runAll(page);
+    allRequests.push(...requests);
+    expect(errors).toEqual([]);
+    const all = verdicts(cells.map((c) => textOf(c.outputs)).join(""));
+    expect(all).toContain(`✓ ${memoryCheck}`);
+    expect(all.filter((v) => !v.startsWith("✓ "))).toEqual([]);
     await page.close();
   });
 

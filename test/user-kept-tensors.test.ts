@@ -347,3 +347,15 @@ describe("what a module of a Sequential stores, and WeakMap.set", () => {
     expect(await cell("(await wm.get(wmod).flatten().tolist()).length")).toBe(8);
   });
 });
+
+describe("gradients a cell maps out of the parameters", () => {
+  const cell = (src: string) => runCell(src, { torch });
+  it("params.map((p) => p.grad), Array.from(params, (p) => p.grad): the list keeps them through zero_grad() and grad = null", async () => {
+    await cell("mg = new torch.nn.Linear(2, 2); og = new torch.optim.SGD(mg.parameters(), { lr: 0.1 }); mg(torch.ones(1, 2)).sum().backward();");
+    expect(await cell("gsA = [...mg.parameters()].map((p) => p.grad); og.zero_grad(); Array.from(await gsA[0].flatten().tolist())")).toEqual([1, 1, 1, 1]);
+    await cell("mg(torch.ones(1, 2)).sum().backward();");
+    expect(await cell("gsB = Array.from(mg.parameters(), (p) => p.grad); mg.zero_grad(); Array.from(await gsB[1].tolist())")).toEqual([1, 1]);
+    await cell("mg(torch.ones(1, 2)).sum().backward();");
+    expect(await cell("gsC = [mg.weight].map((p) => p.grad); mg.weight.grad = null; Array.from(await gsC[0].flatten().tolist())")).toEqual([1, 1, 1, 1]);
+  });
+});

@@ -160,11 +160,24 @@ export function own<T>(m: number, v: T, old?: unknown): T {
   if (r !== undefined && r.own !== undefined) {
     r.own = r.own === 0 && r.serial > m ? 1 : 2;
     r.named++;
-  }
+  } else if (Array.isArray(v)) takeKept(v);
   const ro = recordOf(old);
   unname(ro);
   dropRecord(ro);
   return v;
+}
+
+/**
+ * A tracked variable given an array (`grads = params.map((p) => p.grad)`, `Array.from(...)`): the
+ * handles in it that the runtime keeps (keep: gradients, parameters) are the variable's too now, so the
+ * runtime letting go of one (zero_grad) leaves it to the array (heldByUser). Fresh handles in it are
+ * not marked: the array alone cannot tell what else holds them, and they go when collected, as before.
+ */
+function takeKept(xs: unknown[]): void {
+  for (const x of xs) {
+    const r = recordOf(x);
+    if (r !== undefined && r.own === 2) r.taken = true;
+  }
 }
 
 /** Tracked variables going out of scope (the end of their block): releases the handles they own. */

@@ -359,3 +359,57 @@ describe("gradients a cell maps out of the parameters", () => {
     expect(await cell("gsC = [mg.weight].map((p) => p.grad); mg.weight.grad = null; Array.from(await gsC[0].flatten().tolist())")).toEqual([1, 1, 1, 1]);
   });
 });
+
+describe("a custom autograd.Function a cell defines", () => {
+  const cell = (src: string) => runCell(src, { torch });
+  it("forward's ctx.mask = x.gt(0), read by backward: alive until backward, as PyTorch's ctx attribute", async () => {
+    await cell(`
+      class MaskReLU extends torch.autograd.Function {
+        static forward(ctx, x) { ctx.mask = x.gt(0); return x.clamp({ min: 0 }); }
+        static backward(ctx, g) { return g.mul(ctx.mask); }
+      }
+      const xm = torch.tensor([-1, 2, 3], { requires_grad: true });
+      MaskReLU.apply(xm).sum().backward();
+    `);
+    expect(await cell("Array.from(await xm.grad.tolist())")).toEqual([0, 1, 1]);
+  });
+
+  it("backward keeps the gradient it is given (kept.push(g)), also one it passes on (return g)", async () => {
+    await cell(`
+      keptF = [];
+      class Keeps extends torch.autograd.Function {
+        static forward(ctx, x) { return x.mul(2); }
+        static backward(ctx, g) { keptF.push(g); return g.mul(2); }
+      }
+      class PassesOn extends torch.autograd.Function {
+        static forward(ctx, x) { return x.mul(1); }
+        static backward(ctx, g) { keptF.push(g); return g; }
+      }
+      const xk = torch.ones(3, { requires_grad: true });
+      PassesOn.apply(Keeps.apply(xk)).mul(torch.tensor([1, 2, 3])).sum().backward();
+    `);
+    expect(await cell("[Array.from(await keptF[0].tolist()), Array.from(await keptF[1].tolist()), Array.from(await xk.grad.tolist())]")).toEqual([
+      [1, 2, 3],
+      [1, 2, 3],
+      [2, 4, 6],
+    ]);
+  });
+
+  it("a backward that keeps nothing (notebook 04's MyLinearFunction) leaves nothing to the collector", async () => {
+    await cell(`
+      class MyLin4 extends torch.autograd.Function {
+        static forward(ctx, x, w) { const y = torch.matmul(x, w); ctx.save_for_backward(x, w); return y; }
+        static backward(ctx, g) { const [x, w] = ctx.saved_tensors; return [torch.matmul(g, w.t()), torch.matmul(x.t(), g)]; }
+      }
+      X4 = torch.randn(8, 4); W4 = torch.randn(4, 3, { requires_grad: true });
+      lin4 = new torch.nn.Linear(3, 2);
+    `);
+    const step = "{ const y = lin4(MyLin4.apply(X4, W4)); y.sum().backward(); W4.grad = null; lin4.zero_grad(); }";
+    await cell(step);
+    const before = torch.cuda.memory_allocated(); // collects what earlier cells left
+    const { handles } = reclaimStats;
+    for (let i = 0; i < 5; i++) await cell(step);
+    expect(torch.cuda.memory_allocated()).toBe(before);
+    expect(reclaimStats.handles - handles).toBe(0);
+  });
+});

@@ -1,12 +1,13 @@
 // torch.autograd.Function: user-defined forward/backward. `apply` runs forward without recording
-// (inside a scope, so its temporaries die), then gives the outputs a node named <Class>Backward whose
+// (inside a scope, so its temporaries die, but not what a cell's forward stored), then gives the outputs a node named <Class>Backward whose
 // apply calls the class's static backward with the ctx that forward filled.
 
 import { RuntimeError } from "../errors.ts";
-import { owned, scope } from "../memory/lifetime.ts";
+import { callScope, owned } from "../memory/lifetime.ts";
+import { mark, settleHandedOut, takenAway } from "../memory/ownership.ts";
 import { Tensor } from "../tensor.ts";
 import { no_grad } from "./grad-mode.ts";
-import { Node, SavedVariable, type Grads } from "./node.ts";
+import { isRuntimeHook, Node, SavedVariable, type Grads } from "./node.ts";
 import { edgeOf, needsGrad } from "./record.ts";
 
 export class FunctionCtx {
@@ -68,12 +69,24 @@ class CustomNode extends Node {
     return `${this.cls.name}Backward`;
   }
   apply(grads: Grads): Grads {
-    const r = (this.cls as unknown as { backward(ctx: FunctionCtx, ...g: Grads): unknown }).backward(this.ctx, ...grads);
+    const cls = this.cls as unknown as { backward(ctx: FunctionCtx, ...g: Grads): unknown };
+    // A user's backward gets handles of its own, as a hook does (engine.ts): it may keep one
+    // (`saved.push(g)`), as PyTorch's may keep a reference; a backward a cell defines that keeps
+    // nothing has them released as it returns. The runtime's own Functions get the engine's.
+    const runtime = isRuntimeHook(this.cls);
+    const since = mark();
+    const given = runtime ? grads : owned(() => grads.map((g) => (g ? g._alias() : null)));
+    const r = cls.backward(this.ctx, ...given);
     const list = (Array.isArray(r) ? r : [r]) as Grads;
     if (list.length < this.next_functions.length) {
       throw new RuntimeError(`function ${this.name()} returned an incorrect number of gradients (expected ${this.next_functions.length}, got ${list.length})`);
     }
-    return list.slice(0, this.next_functions.length).map((g) => (g instanceof Tensor ? g : null));
+    // a gradient passed through (`return g`) goes on as a handle of the engine's; the user's may be kept
+    const out = list
+      .slice(0, this.next_functions.length)
+      .map((g) => (g instanceof Tensor ? (!runtime && given.includes(g) ? owned(() => g._alias()) : g) : null));
+    if (!runtime) settleHandedOut([cls.backward], given, since);
+    return out;
   }
   override release_saved_variables(): void {
     this.ctx._release();
@@ -99,7 +112,9 @@ export class Function {
     const tensorArgs = args.filter((a): a is Tensor => a instanceof Tensor);
     ctx.needs_input_grad = args.map((a) => a instanceof Tensor && a.requires_grad);
     const record = needsGrad(...tensorArgs);
-    const result = no_grad(() => scope(() => (this.forward as (c: FunctionCtx, ...a: unknown[]) => T)(ctx, ...args)));
+    // Temporaries of forward die with its frame, but not what a cell's forward stored (`ctx.mask = x.gt(0)`,
+    // which backward reads: PyTorch's ctx keeps it until the graph goes), as for a module's forward.
+    const result = no_grad(() => callScope(() => (this.forward as (c: FunctionCtx, ...a: unknown[]) => T)(ctx, ...args), takenAway));
     const outputs = (Array.isArray(result) ? result : [result]).filter((o): o is Tensor => o instanceof Tensor);
     if (!record) {
       ctx._dropSaves();

@@ -15,17 +15,22 @@ import { Tensor } from "../tensor.ts";
 export type BackwardHookFn<M> = (module: M, grad_input: Grads, grad_output: Grads) => Grads | void | null;
 export type BackwardPreHookFn<M> = (module: M, grad_output: Grads) => Grads | void | null;
 
-/** Identity on its tensor arguments; outputs of inputs that do not require grad stay non-differentiable. */
-class BackwardHookFunction extends Function {
-  static override forward(ctx: FunctionCtx, ...args: Tensor[]): Tensor[] {
-    const outs = args.map((a) => a.detach());
-    ctx.mark_non_differentiable(...outs.filter((_, i) => !args[i].requires_grad));
-    return outs;
-  }
-  static override backward(_ctx: FunctionCtx, ...grads: Grads): Grads {
-    return grads;
-  }
-}
+/**
+ * Identity on its tensor arguments; outputs of inputs that do not require grad stay non-differentiable.
+ * The runtime's own Function (runtimeHook): its backward keeps nothing, so it gets the engine's handles.
+ */
+const BackwardHookFunction = runtimeHook(
+  class BackwardHookFunction extends Function {
+    static override forward(ctx: FunctionCtx, ...args: Tensor[]): Tensor[] {
+      const outs = args.map((a) => a.detach());
+      ctx.mark_non_differentiable(...outs.filter((_, i) => !args[i].requires_grad));
+      return outs;
+    }
+    static override backward(_ctx: FunctionCtx, ...grads: Grads): Grads {
+      return grads;
+    }
+  },
+);
 
 /**
  * Handles for the user's hooks, which may keep them (`grads.push(g)`, as a PyTorch hook stores a

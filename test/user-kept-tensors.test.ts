@@ -413,3 +413,26 @@ describe("a custom autograd.Function a cell defines", () => {
     expect(reclaimStats.handles - handles).toBe(0);
   });
 });
+
+describe("a module with full backward hooks", () => {
+  const cell = (src: string) => runCell(src, { torch });
+  it("a training step leaves nothing to the collector, and what forward stored or returned of its wrapped input stays readable", async () => {
+    await cell(`
+      Xb = torch.randn(8, 3, { requires_grad: true });
+      linb = new torch.nn.Linear(3, 2); linb.register_full_backward_hook((m, gi, go) => {});
+      class Keep extends torch.nn.Module { forward(x) { this.inp = x; return x.mul(2); } }
+      class Same extends torch.nn.Module { forward(x) { return [x, x.mul(2)]; } }
+      keepb = new Keep(); keepb.register_full_backward_hook(() => {});
+      sameb = new Same(); sameb.register_full_backward_hook(() => {});
+    `);
+    const step = "{ const y = linb(Xb); y.sum().backward(); linb.zero_grad(); Xb.grad = null; }";
+    await cell(step);
+    const before = torch.cuda.memory_allocated(); // collects what earlier cells left
+    const { handles } = reclaimStats;
+    for (let i = 0; i < 5; i++) await cell(step);
+    expect(torch.cuda.memory_allocated()).toBe(before);
+    expect(reclaimStats.handles - handles).toBe(0); // the wrappers around forward went to the collector, two per step
+    await cell("keepb(Xb).sum().backward(); pair = sameb(Xb);");
+    expect(await cell("[(await keepb.inp.flatten().tolist()).length, (await pair[0].flatten().tolist()).length]")).toEqual([24, 24]);
+  });
+});

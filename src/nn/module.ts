@@ -8,7 +8,7 @@ import { Tensor } from "../tensor.ts";
 import { Parameter } from "./parameter.ts";
 import { RuntimeError, TypeError_ } from "../errors.ts";
 import { callScope, scope } from "../memory/lifetime.ts";
-import { keep, takenAway } from "../memory/ownership.ts";
+import { dropIntermediate, keep, takenAway } from "../memory/ownership.ts";
 import { currentPhase, withPhase } from "../memory/history.ts";
 import { no_grad } from "../autograd/grad-mode.ts";
 import { tensor } from "../ops/creation.ts";
@@ -363,6 +363,7 @@ function callImpl(m: Module, args: unknown[]): unknown {
     if (r !== undefined && r !== null) input = Array.isArray(r) ? r : [r];
   }
   let bw: BackwardHook<Module> | null = null;
+  const given = input;
   if (s.backward.size || s.backwardPre.size) {
     bw = new BackwardHook(m, [...s.backward.values()], [...s.backwardPre.values()]);
     input = bw.setupInputHook(input);
@@ -378,6 +379,24 @@ function callImpl(m: Module, args: unknown[]): unknown {
     const r = runHook(() => hook(m, input, result));
     if (r !== undefined && r !== null) result = r;
   }
-  if (bw) result = bw.setupOutputHook(result);
+  if (bw) {
+    const forwardResult = result;
+    result = bw.setupOutputHook(result);
+    // The handles full backward hooks put around forward (its inputs, and its outputs before) are the
+    // runtime's: dropped now unless a cell's forward stored one, as CPython drops them when __call__
+    // returns (they went to the collector, one or two per step). A forward hook saw them too, and may
+    // have kept one where no transform could tell: then they are left to the collector, as before.
+    if (s.forward.size === 0) dropWrappers(given, input, forwardResult, result);
+  }
   return result;
+}
+
+/** See callImpl: the wrappers among `input` (not in `given`) and the outputs of forward not in `result`. */
+function dropWrappers(given: unknown[], input: unknown[], forwardResult: unknown, result: unknown): void {
+  const listOf = (v: unknown): unknown[] | null => (v instanceof Tensor ? [v] : Array.isArray(v) ? v : null);
+  const after = listOf(result);
+  const before = listOf(forwardResult);
+  if (after === null || before === null) return; // a result of another shape may hold anything
+  for (const t of before) if (t instanceof Tensor && !after.includes(t)) dropIntermediate(t);
+  for (const t of input) if (t instanceof Tensor && !given.includes(t) && !after.includes(t) && !before.includes(t)) dropIntermediate(t);
 }

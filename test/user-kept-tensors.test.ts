@@ -436,3 +436,30 @@ describe("a module with full backward hooks", () => {
     expect(await cell("[(await keepb.inp.flatten().tolist()).length, (await pair[0].flatten().tolist()).length]")).toEqual([24, 24]);
   });
 });
+
+describe("a custom backward that returns a tensor it did not make", () => {
+  const cell = (src: string) => runCell(src, { torch });
+  it("ctx.ones from forward, or a global, passed back as the gradient: stays readable, and a second backward accumulates", async () => {
+    await cell(`
+      class FromCtx extends torch.autograd.Function {
+        static forward(ctx, x) { ctx.ones = torch.ones_like(x); return x.sum(); }
+        static backward(ctx, g) { return ctx.ones; }
+      }
+      Gg = torch.ones(3);
+      class FromGlobal extends torch.autograd.Function { static forward(ctx, x) { return x.sum(); } static backward(ctx, g) { return Gg; } }
+      ac = torch.tensor([1, 2, 3], { requires_grad: true }); yc = FromCtx.apply(ac);
+      yc.backward({ retain_graph: true }); yc.backward();
+      ag = torch.tensor([1, 2, 3], { requires_grad: true }); FromGlobal.apply(ag).backward(); FromGlobal.apply(ag).backward();
+    `);
+    expect(
+      await cell(
+        "[Array.from(await ac.grad.tolist()), Array.from(await yc.grad_fn.ctx.ones.tolist()), Array.from(await ag.grad.tolist()), Array.from(await Gg.tolist())]",
+      ),
+    ).toEqual([
+      [2, 2, 2],
+      [1, 1, 1],
+      [2, 2, 2],
+      [1, 1, 1],
+    ]);
+  });
+});

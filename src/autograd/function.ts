@@ -4,7 +4,7 @@
 
 import { RuntimeError } from "../errors.ts";
 import { callScope, owned } from "../memory/lifetime.ts";
-import { mark, settleHandedOut, takenAway } from "../memory/ownership.ts";
+import { madeSince, mark, settleHandedOut, takenAway } from "../memory/ownership.ts";
 import { Tensor } from "../tensor.ts";
 import { no_grad } from "./grad-mode.ts";
 import { isRuntimeHook, Node, SavedVariable, type Grads } from "./node.ts";
@@ -81,10 +81,11 @@ class CustomNode extends Node {
     if (list.length < this.next_functions.length) {
       throw new RuntimeError(`function ${this.name()} returned an incorrect number of gradients (expected ${this.next_functions.length}, got ${list.length})`);
     }
-    // a gradient passed through (`return g`) goes on as a handle of the engine's; the user's may be kept
+    // A gradient backward did not make (one it was given, `return g`; one forward put on ctx or a global,
+    // `return ctx.ones`) goes on as a handle of the engine's: the user's may be kept, and used again.
     const out = list
       .slice(0, this.next_functions.length)
-      .map((g) => (g instanceof Tensor ? (!runtime && given.includes(g) ? owned(() => g._alias()) : g) : null));
+      .map((g) => (g instanceof Tensor ? (!runtime && (given.includes(g) || !madeSince(g, since)) ? owned(() => g._alias()) : g) : null));
     if (!runtime) settleHandedOut([cls.backward], given, since);
     return out;
   }

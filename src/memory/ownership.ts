@@ -51,6 +51,8 @@ const recordOf = (v: unknown): Ownable | undefined =>
 
 /** The last serial given out: taken before a right-hand side runs. */
 export const mark = (): number => serials;
+/** Whether the handle `v` was made after `since` (a mark): one made before may be held by anyone. */
+export const madeSince = (v: unknown, since: number): boolean => (recordOf(v)?.serial ?? 0) > since;
 
 function markKept(v: unknown): void {
   const r = recordOf(v);

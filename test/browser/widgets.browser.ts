@@ -68,6 +68,13 @@ function watchErrors(page: Page): string[] {
 }
 
 async function openAndRunAll(page: Page, url: string, name: string) {
+  // The dialog (below) has also come after the kernel was idle, and then blocked the next click on a menu
+  // (Run All): Playwright accepts it before any action whenever it shows.
+  await page.addLocatorHandler(page.locator(".jp-Dialog", { hasText: "Select Kernel" }), async (dialog) => {
+    if (!/GradLab/.test(await dialog.innerText())) throw new Error(`a dialog asks: ${await dialog.innerText()}`);
+    kernelDialogs.push(name);
+    await dialog.locator(".jp-mod-accept").click();
+  });
   await page.goto(url, { timeout: 60_000 });
   const idle = () => page.locator(`${PANEL} .jp-Notebook-ExecutionIndicator[data-status="idle"]`).count();
   await until(`${name}: the kernel to be idle`, 90_000, async () => {

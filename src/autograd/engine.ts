@@ -16,7 +16,7 @@ import { owned, scope } from "../memory/lifetime.ts";
 import { mark, settleHandedOut } from "../memory/ownership.ts";
 import { Tensor } from "../tensor.ts";
 import { enable_grad, no_grad } from "./grad-mode.ts";
-import { AccumulateGrad, isAnomalyEnabled, isRuntimeHook, type Node, type Grads } from "./node.ts";
+import { AccumulateGrad, handOut, isAnomalyEnabled, isRuntimeHook, type Node, type Grads } from "./node.ts";
 import { edgeOf } from "./record.ts";
 import { releaseNode, retainNode } from "./meta.ts";
 
@@ -236,8 +236,6 @@ function pass(roots: Tensor[], grads: Array<Tensor | null>, opts: BackwardOption
  */
 const snapshot = <T>(hooks: T[]): T[] => (hooks.length === 0 ? hooks : hooks.slice());
 
-const handOut = (gs: Grads): Grads => owned(() => gs.map((g) => (g ? g._alias() : null)));
-
 /**
  * A hook on a node (grad_fn.register_prehook / register_hook): `call` runs it on `gs` and its result, if
  * any, replaces them. As for tensor hooks, a user's hook is given handles of its own (it may keep them),
@@ -271,7 +269,7 @@ function runNode(
       const g = buffer[nr];
       if (!g) continue;
       const since = mark();
-      const given = isRuntimeHook(h) ? g : owned(() => g._alias());
+      const given = isRuntimeHook(h) ? g : handOut([g])[0]!;
       const r = h(given);
       const replaced = r instanceof Tensor && r !== given && r !== g;
       if (replaced) {

@@ -7,7 +7,7 @@ import { callScope, owned } from "../memory/lifetime.ts";
 import { madeSince, mark, settleHandedOut, takenAway } from "../memory/ownership.ts";
 import { Tensor } from "../tensor.ts";
 import { no_grad } from "./grad-mode.ts";
-import { isRuntimeHook, Node, SavedVariable, type Grads } from "./node.ts";
+import { handOut, isRuntimeHook, Node, SavedVariable, type Grads } from "./node.ts";
 import { edgeOf, needsGrad } from "./record.ts";
 
 export class FunctionCtx {
@@ -75,7 +75,7 @@ class CustomNode extends Node {
     // nothing has them released as it returns. The runtime's own Functions get the engine's.
     const runtime = isRuntimeHook(this.cls);
     const since = mark();
-    const given = runtime ? grads : owned(() => grads.map((g) => (g ? g._alias() : null)));
+    const given = runtime ? grads : handOut(grads);
     const r = cls.backward(this.ctx, ...given);
     const list = (Array.isArray(r) ? r : [r]) as Grads;
     if (list.length < this.next_functions.length) {

@@ -5,7 +5,7 @@
 // grad_output), where grad_input is the gradient with respect to the module's inputs.
 
 import { Function, type FunctionCtx } from "../autograd/function.ts";
-import { runtimeHook, type Grads, type Node } from "../autograd/node.ts";
+import { handOut, runtimeHook, type Grads, type Node } from "../autograd/node.ts";
 import { is_grad_enabled } from "../autograd/grad-mode.ts";
 import { owned } from "../memory/lifetime.ts";
 import { mark, settleHandedOut } from "../memory/ownership.ts";
@@ -32,12 +32,6 @@ const BackwardHookFunction = runtimeHook(
   },
 );
 
-/**
- * Handles for the user's hooks, which may keep them (`grads.push(g)`, as a PyTorch hook stores a
- * reference): never disposed by the runtime, settled once the last hook that reads them returned
- * (memory/ownership.ts). Hooks run with no scope collecting what they create (runHook).
- */
-const handles = (gs: Grads): Grads => owned(() => gs.map((g) => (g ? g._alias() : null)));
 const release = (gs: Grads) => gs.forEach((g) => g?.dispose());
 /** Handles the engine will own and free. */
 const engineOwned = (gs: Grads): Grads => owned(() => gs.map((g) => (g instanceof Tensor ? g._alias() : null)));
@@ -107,7 +101,7 @@ export class BackwardHook<M> {
         // No grad_output yet: the gradient reached the inputs without passing through the outputs.
         if (this.gradOutputs === null) return;
         if (this.handedOut.length === 0) this.since = mark();
-        const mine = handles(gradInputs);
+        const mine = handOut(gradInputs);
         this.handedOut.push(...mine);
         let res = this.pack(this.inputIdx!, mine, this.nInputs);
         let changed = false;
@@ -140,7 +134,7 @@ export class BackwardHook<M> {
         runtimeHook((gradOutputs: Grads) => {
           this.settle(); // an earlier pass whose gradient never reached the inputs
           this.since = mark();
-          const given = handles(gradOutputs);
+          const given = handOut(gradOutputs);
           this.handedOut.push(...given);
           let current: Grads = this.pack(this.outputIdx!, given, this.nOutputs);
           let changed = false;

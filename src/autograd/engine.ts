@@ -12,11 +12,12 @@ import { RuntimeError } from "../errors.ts";
 import { totalAllocated } from "../memory/devices.ts";
 import { withNode, withPhase } from "../memory/history.ts";
 import { withCategory } from "../memory/category.ts";
-import { owned, scope } from "../memory/lifetime.ts";
+import { scope } from "../memory/lifetime.ts";
 import { mark, settleHandedOut } from "../memory/ownership.ts";
 import { Tensor } from "../tensor.ts";
 import { enable_grad, no_grad } from "./grad-mode.ts";
-import { AccumulateGrad, handOut, isAnomalyEnabled, isRuntimeHook, type Node, type Grads } from "./node.ts";
+import { AccumulateGrad, isAnomalyEnabled, isRuntimeHook, type Node, type Grads } from "./node.ts";
+import { adopt, handOut } from "./hand-out.ts";
 import { edgeOf } from "./record.ts";
 import { releaseNode, retainNode } from "./meta.ts";
 
@@ -246,7 +247,7 @@ function callNodeHook(h: object, gs: Grads, call: (given: Grads) => Grads | void
   if (isRuntimeHook(h)) return call(gs) || gs;
   const given = handOut(gs);
   const r = call(given);
-  const mine = r ? owned(() => r.map((t) => (t instanceof Tensor ? t._alias() : null))) : gs;
+  const mine = r ? adopt(r) : gs;
   if (r) for (const g of gs) g?.dispose();
   settleHandedOut([h], r ? [...given, ...r] : given, since);
   return mine;
@@ -274,7 +275,7 @@ function runNode(
       const replaced = r instanceof Tensor && r !== given && r !== g;
       if (replaced) {
         g.dispose();
-        buffer[nr] = given === g ? r : owned(() => r._alias());
+        buffer[nr] = given === g ? r : adopt([r])[0]!;
       }
       if (given !== g) settleHandedOut([h], replaced ? [given, r] : [given], since);
     }

@@ -1,13 +1,14 @@
 // torch.autograd.Function: user-defined forward/backward. `apply` runs forward without recording
-// (inside a scope, so its temporaries die, but not what a cell's forward stored), then gives the outputs a node named <Class>Backward whose
-// apply calls the class's static backward with the ctx that forward filled.
+// (inside a scope, so its temporaries die, but not what a cell's forward stored), then gives the outputs
+// a node named <Class>Backward whose apply calls the class's static backward with the ctx forward filled.
 
 import { RuntimeError } from "../errors.ts";
 import { callScope, owned } from "../memory/lifetime.ts";
 import { madeSince, mark, settleHandedOut, takenAway } from "../memory/ownership.ts";
 import { Tensor } from "../tensor.ts";
 import { no_grad } from "./grad-mode.ts";
-import { handOut, isRuntimeHook, Node, SavedVariable, type Grads } from "./node.ts";
+import { isRuntimeHook, Node, SavedVariable, type Grads } from "./node.ts";
+import { adopt, handOut } from "./hand-out.ts";
 import { edgeOf, needsGrad } from "./record.ts";
 
 export class FunctionCtx {
@@ -85,7 +86,7 @@ class CustomNode extends Node {
     // `return ctx.ones`) goes on as a handle of the engine's: the user's may be kept, and used again.
     const out = list
       .slice(0, this.next_functions.length)
-      .map((g) => (g instanceof Tensor ? (!runtime && (given.includes(g) || !madeSince(g, since)) ? owned(() => g._alias()) : g) : null));
+      .map((g) => (g instanceof Tensor ? (!runtime && (given.includes(g) || !madeSince(g, since)) ? adopt([g])[0] : g) : null));
     if (!runtime) settleHandedOut([cls.backward], given, since);
     return out;
   }

@@ -26,12 +26,6 @@ export function runtimeHook<F extends object>(fn: F): F {
   return fn;
 }
 export const isRuntimeHook = (fn: object): boolean => runtimeHooks.has(fn);
-/**
- * Handles of their own, which the runtime never disposes, for user code it gives gradients to (a hook,
- * a custom Function's backward): it may keep them, as PyTorch's code keeps a reference. Where it keeps
- * nothing they are released as it returns (memory/ownership.ts settleHandedOut), or collected.
- */
-export const handOut = (gs: Grads): Grads => owned(() => gs.map((g) => (g ? g._alias() : null)));
 
 let nextSequenceNr = 0;
 let nextAddress = 0x7f3a_0000_00n;

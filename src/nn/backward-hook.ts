@@ -5,7 +5,8 @@
 // grad_output), where grad_input is the gradient with respect to the module's inputs.
 
 import { Function, type FunctionCtx } from "../autograd/function.ts";
-import { handOut, runtimeHook, type Grads, type Node } from "../autograd/node.ts";
+import { runtimeHook, type Grads, type Node } from "../autograd/node.ts";
+import { adopt, handOut } from "../autograd/hand-out.ts";
 import { is_grad_enabled } from "../autograd/grad-mode.ts";
 import { owned } from "../memory/lifetime.ts";
 import { mark, settleHandedOut } from "../memory/ownership.ts";
@@ -33,8 +34,6 @@ const BackwardHookFunction = runtimeHook(
 );
 
 const release = (gs: Grads) => gs.forEach((g) => g?.dispose());
-/** Handles the engine will own and free. */
-const engineOwned = (gs: Grads): Grads => owned(() => gs.map((g) => (g instanceof Tensor ? g._alias() : null)));
 export const runHook = <T>(fn: () => T): T => owned(fn);
 
 export class BackwardHook<M> {
@@ -117,7 +116,7 @@ export class BackwardHook<M> {
           changed = true;
         }
         this.gradOutputs = null;
-        const replaced = changed ? engineOwned(this.inputIdx!.map((i) => res[i])) : undefined;
+        const replaced = changed ? adopt(this.inputIdx!.map((i) => res[i])) : undefined;
         this.settle();
         if (!replaced) return;
         release(gradInputs);
@@ -161,7 +160,7 @@ export class BackwardHook<M> {
             }
             this.gradOutputs = null;
           }
-          const replaced = changed ? engineOwned(this.outputIdx!.map((i) => current[i])) : undefined;
+          const replaced = changed ? adopt(this.outputIdx!.map((i) => current[i])) : undefined;
           if (this.gradOutputs === null) this.settle();
           if (!replaced) return;
           release(gradOutputs);

@@ -6,13 +6,13 @@
  *
  *   import { check } from "./check.ts";
  *   await check.equal("loss value", loss, 6.5);            // numbers, arrays, strings, booleans or tensors
- *   check.memory("peak", torch.cuda.max_memory_allocated(), 448 * 2 ** 20);   // bytes, printed in MiB
+ *   check.memory("your peak", predicted, torch.cuda.max_memory_allocated());  // the answer, then the figure: bytes, printed in MiB
  *   await check.grad("w.grad", w, [1, 2, 3]);               // compares w.grad with the expected values
  *   check.raises("crash is gone", () => loss.backward());   // or check.no_error: see below
  *   check.ok("loop is flat", growth === 0, "hint...");      // any condition
  *
  * Every check prints one line (two with the hint) and returns nothing (in a browser, GradLab Lite, `memory`
- * prints "?" instead of ✗: see `memory`); none throws, so a notebook with an unsolved
+ * prints "?" instead of ✗ where the browser's figure may be the one that is off: see `memory`); none throws, so a notebook with an unsolved
  * exercise still runs to the end (the failing line is the ✗). The last argument of each check is a
  * hint shown only on failure. Tensors are read with `await t.tolist()`, so `equal` and `grad` are async:
  * write `await` in front of them. For a question whose answer the ✗ line must not give away, pass
@@ -75,23 +75,40 @@ export const check = {
     return report(name, close(a, e, opts.tol ?? 1e-4), detail, hint);
   },
 
-  /** A byte count (memory_allocated(), a peak, a difference) equals the expected bytes (± tol_bytes). */
+  /**
+   * An answer in bytes (`actual_bytes`: a prediction, or a count the student's code made) equals the
+   * expected bytes (± tol_bytes). `expected_bytes` is usually a figure the notebook measured, and
+   * `figure` says what kind of figure it is, which matters only in a browser (GradLab Lite), where a
+   * tensor the cell transform cannot follow stays counted until the browser collects it:
+   * - "allocated" (the default): bytes allocated, a peak, or a difference of two such figures read in one
+   *   synchronous stretch of code (no `await` between them). A browser's figure is then at least PyTorch's
+   *   (a tensor not yet collected only adds to it; finalisers run between tasks, never inside one), so an
+   *   answer above it is wrong there too (✗), and one below it gets "?" (no verdict);
+   * - "freed": bytes freed (autograd's releases): a storage that a tensor not yet collected also holds is
+   *   not freed in the browser, so its figure is at most PyTorch's: an answer below it is wrong (✗), one
+   *   above gets "?";
+   * - "exact": the figure does not depend on what was collected (a count from shapes, a constant).
+   */
   memory(
     name: string,
     actual_bytes: number | null | undefined,
     expected_bytes: number,
     hint?: string,
-    opts: { tol_bytes?: number; reveal?: boolean } = {},
+    opts: { tol_bytes?: number; reveal?: boolean; figure?: "allocated" | "freed" | "exact" } = {},
   ): void {
-    const ok = typeof actual_bytes === "number" && Math.abs(actual_bytes - expected_bytes) <= (opts.tol_bytes ?? 0);
-    const got = typeof actual_bytes === "number" ? MiB(actual_bytes) : String(actual_bytes);
+    const tol = opts.tol_bytes ?? 0;
+    const answered = typeof actual_bytes === "number";
+    const ok = answered && Math.abs(actual_bytes - expected_bytes) <= tol;
+    const got = answered ? MiB(actual_bytes) : String(actual_bytes);
     // In a browser an answer that equals the figure is right (PyTorch's figure, unless the browser still
-    // counted a tensor the student also counted: no answer the course's hints lead to). One that differs
-    // may be right too, against a figure that counts tensors the browser has not freed yet: no ✗ then.
-    if (!ok && !exactMemory()) {
+    // counted a tensor the student also counted: no answer the course's hints lead to). One that differs on
+    // the side where the browser's figure may be off may be right too: no ✗ then.
+    const figure = opts.figure ?? "allocated";
+    const maybeRight = answered && figure !== "exact" && (figure === "allocated" ? actual_bytes < expected_bytes - tol : actual_bytes > expected_bytes + tol);
+    if (!ok && maybeRight && !exactMemory()) {
       const count = opts.reveal === false ? "not this browser's count" : `expected ${MiB(expected_bytes)} by this browser's count`;
       console.log(
-        `? ${name}: got ${got}, ${count}, which may still include tensors PyTorch has freed: no verdict here (run the notebook on a GradLab server for one)${hint ? `\n  hint · 提示: ${hint}` : ""}`,
+        `? ${name}: got ${got}, ${count}, which may ${figure === "allocated" ? "still include tensors PyTorch has freed" : "miss bytes PyTorch has freed"}: no verdict here (run the notebook on a GradLab server for one)${hint ? `\n  hint · 提示: ${hint}` : ""}`,
       );
       return;
     }

@@ -360,6 +360,27 @@ describe("gradients a cell maps out of the parameters", () => {
   });
 });
 
+describe("gradients and parameters a cell destructures", () => {
+  const cell = (src: string) => runCell(src, { torch });
+  it("const { grad } = w, const [g] = grads, ({ grad: g } = w), for (const { grad } of params): readable after zero_grad()", async () => {
+    await cell("md = new torch.nn.Linear(2, 2); od = new torch.optim.SGD(md.parameters(), { lr: 0.1 }); md(torch.ones(1, 2)).sum().backward();");
+    expect(await cell("const { grad } = md.bias; od.zero_grad(); Array.from(await grad.tolist())")).toEqual([1, 1]);
+    await cell("md(torch.ones(1, 2)).sum().backward();");
+    // in a function's body, and a default value beside it
+    expect(
+      await cell("function biasGrad(p) { const { grad: g, name = 'b' } = p; md.zero_grad(); return g; } Array.from(await biasGrad(md.bias).tolist())"),
+    ).toEqual([1, 1]);
+    await cell("md(torch.ones(1, 2)).sum().backward();");
+    expect(await cell("const [first] = [...md.parameters()].map((p) => p.grad); md.zero_grad(); Array.from(await first.flatten().tolist())")).toEqual([
+      1, 1, 1, 1,
+    ]);
+    await cell("md(torch.ones(1, 2)).sum().backward();");
+    expect(await cell("gsD = []; for (const { grad } of md.parameters()) gsD.push(grad.sum()); od.zero_grad(); (await gsD[1].item())")).toBe(2);
+    await cell("md(torch.ones(1, 2)).sum().backward();");
+    expect(await cell("let gw; ({ grad: gw } = md.weight); md.zero_grad(); Array.from(await gw.flatten().tolist())")).toEqual([1, 1, 1, 1]);
+  });
+});
+
 describe("a custom autograd.Function a cell defines", () => {
   const cell = (src: string) => runCell(src, { torch });
   it("forward's ctx.mask = x.gt(0), read by backward: alive until backward, as PyTorch's ctx attribute", async () => {
@@ -391,6 +412,23 @@ describe("a custom autograd.Function a cell defines", () => {
     expect(await cell("[Array.from(await keptF[0].tolist()), Array.from(await keptF[1].tolist()), Array.from(await xk.grad.tolist())]")).toEqual([
       [1, 2, 3],
       [1, 2, 3],
+      [2, 4, 6],
+    ]);
+  });
+
+  it("backward stores a tensor it makes (keptM.push(g.mul(10))): readable after backward", async () => {
+    await cell(`
+      keptM = [];
+      class Records extends torch.autograd.Function {
+        static forward(ctx, x) { return x.mul(2); }
+        static backward(ctx, g) { keptM.push(g.mul(10)); return g.mul(2); }
+      }
+      xm = torch.ones(3, { requires_grad: true });
+      ym = Records.apply(xm);
+      ym.mul(torch.tensor([1, 2, 3])).sum().backward();
+    `);
+    expect(await cell("[Array.from(await keptM[0].tolist()), Array.from(await xm.grad.tolist())]")).toEqual([
+      [10, 20, 30],
       [2, 4, 6],
     ]);
   });

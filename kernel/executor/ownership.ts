@@ -10,7 +10,8 @@
 //   - every expression whose value the code puts somewhere else (an argument, an array or object
 //     element, a property, a variable that is not tracked, a thrown or yielded value, a default) becomes
 //     `e(<expr>)`, which marks a handle (or the handles directly in an array or a plain object) as
-//     possibly kept: it is then never released early;
+//     possibly kept: it is then never released early (`t(<expr>)` for what a pattern takes apart into a
+//     function's own locals: kept until the function ends, not stored);
 //   - at the end of a block, `drop(...)` releases what its tracked variables still own, and
 //     `return x` of a tracked variable hands its handle to the caller (`give`).
 // Receivers (`y.add(1)`), operands of arithmetic and comparisons, and conditions keep no reference.
@@ -204,6 +205,7 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
       case "ExpressionStatement": {
         const a = n.expression;
         if (a.type === "AssignmentExpression" && a.operator === "=") {
+          markDestructured(n, [a.left]);
           const t = trackedTarget(a.left);
           if (t && own(n, a.right, t.old)) ownedStatements.add(a);
         }
@@ -211,6 +213,10 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
       }
       case "VariableDeclaration": {
         const head = FOR_HEADS.has(parents.get(n)?.type ?? "");
+        markDestructured(
+          n,
+          (n.declarations as Node[]).map((d) => d.id),
+        );
         for (const d of n.declarations as Node[]) {
           if (!d.init) continue;
           const v = d.id.type === "Identifier" ? resolved.get(d.id) : undefined;
@@ -220,6 +226,7 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
           // a new local named after a value that exists (`const g = w.grad`): counted as named, so that
           // the runtime, letting go of it, leaves it to the variable (src/memory/ownership.ts, named)
           if (!head && v && tracked.has(v) && !rebinds && !inert(d.init)) wrap(d.init, `${RT}.n(`, ")");
+          else if (localPattern(d) && !inert(d.init)) wrap(d.init, `${RT}.t(`, ")");
           else escape(d.init);
         }
         break;
@@ -291,6 +298,46 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
   }
 
   /**
+   * `const [x, w] = ctx.saved_tensors` in a function: a pattern whose variables are the function's own
+   * (no closure reads them, so they end with the call): what it takes is taken, not stored (see taken
+   * in src/memory/ownership.ts).
+   */
+  function localPattern(d: Node): boolean {
+    if (d.id.type !== "ObjectPattern" && d.id.type !== "ArrayPattern") return false;
+    const vars = manager.getDeclaredVariables(d as unknown as Parameters<typeof manager.getDeclaredVariables>[0]);
+    return vars.length > 0 && vars.every((v) => v.scope.type !== "module" && v.references.every((r) => r.from.variableScope === v.scope.variableScope));
+  }
+
+  /**
+   * `const { grad } = w`, `[a, b] = pair`: the values a pattern takes out of its source go into variables
+   * no mark reaches (the source is marked, not what is read from it), and one the runtime also holds (a
+   * gradient zero_grad replaces) was disposed under them. Each name the pattern binds is marked once
+   * the statement has run (`stmt`: the declaration, or the assignment's statement; in a for-of head, at
+   * the start of the loop's body).
+   */
+  function markDestructured(stmt: Node, targets: Node[]): void {
+    const names: string[] = [];
+    const collect = (p: Node | null): void => {
+      if (!p) return;
+      if (p.type === "Identifier") names.push(p.name);
+      else if (p.type === "ObjectPattern") for (const q of p.properties as Node[]) collect(q.type === "RestElement" ? q.argument : q.value);
+      else if (p.type === "ArrayPattern") for (const q of p.elements as Array<Node | null>) collect(q);
+      else if (p.type === "RestElement") collect(p.argument);
+      else if (p.type === "AssignmentPattern") collect(p.left);
+    };
+    for (const t of targets) if (t.type === "ObjectPattern" || t.type === "ArrayPattern") collect(t);
+    if (!names.length) return;
+    const marks = names.map((x) => `${RT}.t(${x})`).join(", ");
+    const parent = parents.get(stmt);
+    if (parent && FOR_HEADS.has(parent.type)) {
+      const body = parent.body as Node;
+      if (parent.type === "ForStatement" || parent.left !== stmt) return; // `for (const [a] = xs; ...)`: not marked
+      if (body.type === "BlockStatement") insert(body.start + 1, `${marks};`);
+      else wrapRange(body.start, body.end, `{${marks};`, "}");
+    } else insert(stmt.end, `;${marks};`);
+  }
+
+  /**
    * `f(x).g(...)`: f's result is released once g returned, where no `await` or `yield` can come between
    * (another cell's code could use the receivers' stack meanwhile) and no optional link could skip g.
    */
@@ -314,7 +361,7 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
   }
 }
 
-const CALLS = ["own", "mark", "e", "n", "es", "drop", "ret", "hold", "after", "p", "depth", "settle", "rv", "so"] as const;
+const CALLS = ["own", "mark", "e", "n", "es", "t", "drop", "ret", "hold", "after", "p", "depth", "settle", "rv", "so"] as const;
 type Ownership = Record<(typeof CALLS)[number], (...a: any[]) => unknown>;
 /** What cells call before the runtime is loaded: no tensor exists yet, so nothing to do. */
 export const ownershipUntilLoaded = (): Ownership => ({
@@ -323,6 +370,7 @@ export const ownershipUntilLoaded = (): Ownership => ({
   e: (v: unknown) => v,
   n: (v: unknown) => v,
   es: (v: unknown) => v,
+  t: (v: unknown) => v,
   drop: () => {},
   ret: (_gives: boolean, v: unknown) => v,
   hold: (_m: number, v: unknown) => v,

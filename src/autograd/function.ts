@@ -77,7 +77,9 @@ class CustomNode extends Node {
     const runtime = isRuntimeHook(this.cls);
     const since = mark();
     const given = runtime ? grads : handOut(grads);
-    const r = cls.backward(this.ctx, ...given);
+    // in a frame of its own, as forward: a tensor it makes and stores (`kept.push(g.mul(2))`) is the
+    // user's, which the engine's scope around apply would otherwise dispose as a temporary
+    const r = runtime ? cls.backward(this.ctx, ...given) : callScope(() => cls.backward(this.ctx, ...given), takenAway);
     const list = (Array.isArray(r) ? r : [r]) as Grads;
     if (list.length < this.next_functions.length) {
       throw new RuntimeError(`function ${this.name()} returned an incorrect number of gradients (expected ${this.next_functions.length}, got ${list.length})`);

@@ -62,6 +62,12 @@ function markKept(v: unknown): void {
     r.stored = true;
   }
 }
+/** Marks `v`, or the values directly in it where it is an array or a plain object, with `marker`. */
+function markIn(v: unknown, marker: (x: unknown) => unknown): void {
+  if (Array.isArray(v)) for (const x of v) marker(x);
+  else if (Object.getPrototypeOf(v) === Object.prototype) for (const k in v as object) marker((v as Record<string, unknown>)[k]);
+  else marker(v);
+}
 /**
  * The runtime hands `v` to user code that may keep it (a pack hook of saved_tensors_hooks): never released
  * early, and taken, but not stored (whatever that code stores, it marks itself when it is a cell's).
@@ -118,10 +124,18 @@ export function heldByUser(v: unknown): boolean {
  * Returns v.
  */
 export function escape<T>(v: T): T {
-  if (v === null || typeof v !== "object") return v;
-  if (Array.isArray(v)) for (const x of v) markKept(x);
-  else if (Object.getPrototypeOf(v) === Object.prototype) for (const k in v) markKept((v as Record<string, unknown>)[k]);
-  else markKept(v);
+  if (v !== null && typeof v === "object") markIn(v, markKept);
+  return v;
+}
+/**
+ * A pattern takes values out of `v` into variables the transform does not track, which end with their
+ * function (`const [x, w] = ctx.saved_tensors` in a custom backward): never released early, and taken
+ * (the runtime letting go of a gradient leaves it to them: `const { grad } = p`), but not stored, so
+ * the call's frame still frees what its locals alone held, as CPython does when the function returns.
+ * Also for the values the pattern bound. Returns v.
+ */
+export function taken<T>(v: T): T {
+  if (v !== null && typeof v === "object") markIn(v, mayKeep);
   return v;
 }
 /**
@@ -337,4 +351,4 @@ export function settleHandedOut(fns: readonly unknown[], handles: Iterable<unkno
 }
 
 /** The names cells call (kernel/executor/ownership.ts writes `__gradlab.e(...)` and so on). */
-export { escape as e, named as n, escapeAll as es, lend as p, receiver as rv, settleOn as so };
+export { escape as e, named as n, escapeAll as es, lend as p, receiver as rv, settleOn as so, taken as t };

@@ -59,6 +59,7 @@ class HandleRecord implements HandleInfo {
   named = 0;
   stored = false;
   lent = 0;
+  kept = false;
   readonly serial = nextSerial();
   constructor(
     readonly storage: Storage,

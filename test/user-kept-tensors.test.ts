@@ -381,6 +381,50 @@ describe("gradients and parameters a cell destructures", () => {
   });
 });
 
+describe("patterns a cell writes, as statements of any kind, at no extra cost", () => {
+  const cell = (src: string) => runCell(src, { torch });
+  it("a pattern assignment as the body of if/else or do/while runs (marking it once broke the syntax)", async () => {
+    expect(
+      await cell("let a6 = torch.ones(1), b6 = torch.zeros(1); if (true) [a6, b6] = [b6, a6]; else a6 = a6.mul(2); Array.from(await a6.tolist())"),
+    ).toEqual([0]);
+    expect(await cell("let p7 = 0, q7 = 1, k7 = 5; do [p7, q7] = [q7, p7 + q7]; while (--k7); q7")).toBe(8);
+    expect(await cell("function fv2(c) { if (c) var [a] = [1]; else var a = 2; return a; } [fv2(true), fv2(false)]")).toEqual([1, 2]);
+  });
+
+  it("a gradient destructured in a loop's head or body, then zero_grad(): no handle left to the collector", async () => {
+    await cell(`
+      mc = new torch.nn.Sequential(new torch.nn.Linear(4, 8), new torch.nn.ReLU(), new torch.nn.Linear(8, 3));
+      oc = new torch.optim.SGD(mc.parameters(), { lr: 0.01 });
+      Xc = torch.randn(16, 4);
+      function clipAll() { for (const { grad } of mc.parameters()) grad.clamp_(-1, 1); }
+    `);
+    const steps = [
+      "{ oc.zero_grad(); mc(Xc).pow(2).mean().backward(); for (const { grad } of mc.parameters()) grad.clamp_(-1, 1); oc.step(); }",
+      "{ oc.zero_grad(); mc(Xc).pow(2).mean().backward(); clipAll(); oc.step(); }",
+      "{ oc.zero_grad(); mc(Xc).pow(2).mean().backward(); const { grad: gw } = mc[0].weight; const n = gw.abs().sum(); oc.step(); }",
+    ];
+    for (const step of steps) {
+      await cell(step);
+      const before = torch.cuda.memory_allocated();
+      const { handles } = reclaimStats;
+      for (let i = 0; i < 5; i++) await cell(step);
+      expect(torch.cuda.memory_allocated()).toBe(before); // a figure: reclaims first, counting what it frees
+      expect(reclaimStats.handles - handles, step).toBe(0);
+    }
+  });
+
+  it("a tensor a forward registers as a buffer, destructured or not, stays the module's", async () => {
+    await cell(`
+      class Keeps extends torch.nn.Module {
+        forward(x) { const { values } = torch.max(x, 0); this.register_buffer("mx", values); const m = x.min(); this.register_buffer("mn", m); return x.mul(1); }
+      }
+      mk = new Keeps();
+      mk(torch.tensor([[1, 3], [4, 2]]));
+    `);
+    expect(await cell("[Array.from(await mk.mx.tolist()), await mk.mn.item()]")).toEqual([[4, 3], 1]);
+  });
+});
+
 describe("a custom autograd.Function a cell defines", () => {
   const cell = (src: string) => runCell(src, { torch });
   it("forward's ctx.mask = x.gt(0), read by backward: alive until backward, as PyTorch's ctx attribute", async () => {
@@ -429,6 +473,22 @@ describe("a custom autograd.Function a cell defines", () => {
     `);
     expect(await cell("[Array.from(await keptM[0].tolist()), Array.from(await xm.grad.tolist())]")).toEqual([
       [10, 20, 30],
+      [2, 4, 6],
+    ]);
+  });
+
+  it("backward returns a tensor it also stored (kept.push(r); return r): readable after backward", async () => {
+    await cell(`
+      keptR = [];
+      class StoresAndReturns extends torch.autograd.Function {
+        static forward(ctx, x) { return x.mul(2); }
+        static backward(ctx, g) { const r = g.mul(2); keptR.push(r); return r; }
+      }
+      xr = torch.ones(3, { requires_grad: true });
+      StoresAndReturns.apply(xr).mul(torch.tensor([1, 2, 3])).sum().backward();
+    `);
+    expect(await cell("[Array.from(await keptR[0].tolist()), Array.from(await xr.grad.tolist())]")).toEqual([
+      [2, 4, 6],
       [2, 4, 6],
     ]);
   });

@@ -96,6 +96,8 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
   for (const s of manager.scopes) for (const r of s.references) resolved.set(r.identifier as unknown as Node, r.resolved);
 
   const tracked = new Set<Variable>();
+  /** tracked variables a pattern binds -> whether they can be let go of at their block's end (atEnd) */
+  const patterned = new Map<Variable, boolean>();
   /**
    * block node (a function's body for its `var`s and top-level `let`s) -> its tracked variables: released
    * at its end where `atEnd` (when it completes normally), or by a `return` below it
@@ -105,10 +107,23 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
     if (scope.type === "global" || scope.type === "switch" || scope.type === "with" || scope.type === "catch") continue;
     const cellLevel = scope.type === "module";
     for (const v of scope.variables) {
-      const plain = v.defs.length > 0 && v.defs.every((d) => d.type === "Variable" && (d.node as unknown as Node).id.type === "Identifier");
-      if (!plain) continue;
-      if (v.defs.some((d) => FOR_HEADS.has(parents.get(d.parent as unknown as Node)?.type ?? ""))) continue;
-      if (!cellLevel && !v.references.every((r) => r.from.variableScope === scope.variableScope)) continue;
+      const declared = v.defs.length > 0 && v.defs.every((d) => d.type === "Variable");
+      const plain = declared && v.defs.every((d) => (d.node as unknown as Node).id.type === "Identifier");
+      const own = v.references.every((r) => r.from.variableScope === scope.variableScope);
+      const head = v.defs.some((d) => FOR_HEADS.has(parents.get(d.parent as unknown as Node)?.type ?? ""));
+      // bound by a pattern (`const { grad } = p`), in a function or block, read by no closure: named while
+      // it holds a value (see markDestructured); in a for-of or for-in head (`for (const [n, p] of ...)`),
+      // for the turn
+      if (declared && !plain && !cellLevel && own && v.defs.length === 1) {
+        const decl = v.defs[0].parent as unknown as Node;
+        const loop = parents.get(decl);
+        if (!head || (loop?.type !== "ForStatement" && decl.kind !== "var")) {
+          patterned.set(v, !makesClosures(scope));
+          tracked.add(v);
+        }
+        if (head) continue;
+      } else if (!plain || head) continue;
+      if (!cellLevel && !own) continue;
       tracked.add(v);
       if (cellLevel) continue;
       const block = scope.block as unknown as Node;
@@ -158,6 +173,18 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
   const inert = (n: Node) => INERT.has(n.type) || (n.type === "Identifier" && n.name === "undefined");
   const escape = (n: Node | null | undefined) => {
     if (n && !inert(n)) wrap(n, `${RT}.e(`, ")");
+  };
+  /**
+   * A value in an array or object literal a function returns (`return [gx, gw]`, `(x) => ({ h })`):
+   * taken, never released early, but not stored: a custom backward's fresh gradients, returned so, are
+   * not the user's to keep (what the caller keeps of the literal, it marks itself).
+   */
+  const hand = (n: Node | null | undefined) => {
+    if (n && !inert(n)) wrap(n, `${RT}.t(`, ")");
+  };
+  const returned = (literal: Node): boolean => {
+    const p = parents.get(literal);
+    return (p?.type === "ReturnStatement" && p.argument === literal) || (p?.type === "ArrowFunctionExpression" && p.body === literal);
   };
   /**
    * A call whose arguments are lent (settle: see src/memory/ownership.ts): for `f(x)`, settle's opening
@@ -226,8 +253,7 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
           // a new local named after a value that exists (`const g = w.grad`): counted as named, so that
           // the runtime, letting go of it, leaves it to the variable (src/memory/ownership.ts, named)
           if (!head && v && tracked.has(v) && !rebinds && !inert(d.init)) wrap(d.init, `${RT}.n(`, ")");
-          else if (localPattern(d) && !inert(d.init)) wrap(d.init, `${RT}.t(`, ")");
-          else escape(d.init);
+          else if (!namesBound(d)) escape(d.init);
         }
         break;
       }
@@ -255,18 +281,23 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
         } else for (const a of args) escape(a.type === "SpreadElement" ? null : a);
         break;
       }
-      case "ArrayExpression":
+      case "ArrayExpression": {
+        const mark = returned(n) ? hand : escape;
         for (const el of n.elements as Array<Node | null>) {
           if (el?.type === "SpreadElement") wrap(el.argument, `${RT}.es(`, ")");
-          else escape(el);
+          else mark(el);
         }
         break;
-      case "Property":
-        if (parents.get(n)?.type !== "ObjectExpression" || n.kind !== "init" || n.method) break;
+      }
+      case "Property": {
+        const object = parents.get(n);
+        if (object?.type !== "ObjectExpression" || n.kind !== "init" || n.method) break;
+        const call = returned(object) ? "t" : "e";
         // `{ t }` is `{ t: t }`: the wrapped value needs the key written out
-        if (n.shorthand) wrap(n.value, `${n.key.name}: ${RT}.e(`, ")");
-        else escape(n.value);
+        if (n.shorthand) wrap(n.value, `${n.key.name}: ${RT}.${call}(`, ")");
+        else if (!inert(n.value)) wrap(n.value, `${RT}.${call}(`, ")");
         break;
+      }
       case "PropertyDefinition":
       case "AssignmentPattern":
         escape(n.type === "PropertyDefinition" ? n.value : n.right);
@@ -297,44 +328,53 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
     stack.push(...children(n));
   }
 
-  /**
-   * `const [x, w] = ctx.saved_tensors` in a function: a pattern whose variables are the function's own
-   * (no closure reads them, so they end with the call): what it takes is taken, not stored (see taken
-   * in src/memory/ownership.ts).
-   */
-  function localPattern(d: Node): boolean {
+  /** Whether a declarator is a pattern whose variables all name their values (see patterned). */
+  function namesBound(d: Node): boolean {
     if (d.id.type !== "ObjectPattern" && d.id.type !== "ArrayPattern") return false;
     const vars = manager.getDeclaredVariables(d as unknown as Parameters<typeof manager.getDeclaredVariables>[0]);
-    return vars.length > 0 && vars.every((v) => v.scope.type !== "module" && v.references.every((r) => r.from.variableScope === v.scope.variableScope));
+    return vars.length > 0 && vars.every((v) => patterned.has(v));
   }
 
   /**
    * `const { grad } = w`, `[a, b] = pair`: the values a pattern takes out of its source go into variables
    * no mark reaches (the source is marked, not what is read from it), and one the runtime also holds (a
-   * gradient zero_grad replaces) was disposed under them. Each name the pattern binds is marked once
-   * the statement has run (`stmt`: the declaration, or the assignment's statement; in a for-of head, at
-   * the start of the loop's body).
+   * gradient zero_grad replaces) was disposed under them. Once the statement has run, each variable a
+   * pattern of a function or block binds names its value (`n`, as `const g = w.grad` does), and lets go
+   * of it at the block's end (`drop`, with the block's other locals) or at the end of its loop's turn;
+   * elsewhere (a cell's globals, variables a closure reads, an assignment) each value is marked taken
+   * (`t`), for good. `stmt`: the declaration, or the assignment's statement.
    */
   function markDestructured(stmt: Node, targets: Node[]): void {
-    const names: string[] = [];
+    const ids: Node[] = [];
     const collect = (p: Node | null): void => {
       if (!p) return;
-      if (p.type === "Identifier") names.push(p.name);
+      if (p.type === "Identifier") ids.push(p);
       else if (p.type === "ObjectPattern") for (const q of p.properties as Node[]) collect(q.type === "RestElement" ? q.argument : q.value);
       else if (p.type === "ArrayPattern") for (const q of p.elements as Array<Node | null>) collect(q);
       else if (p.type === "RestElement") collect(p.argument);
       else if (p.type === "AssignmentPattern") collect(p.left);
     };
     for (const t of targets) if (t.type === "ObjectPattern" || t.type === "ArrayPattern") collect(t);
-    if (!names.length) return;
-    const marks = names.map((x) => `${RT}.t(${x})`).join(", ");
-    const parent = parents.get(stmt);
-    if (parent && FOR_HEADS.has(parent.type)) {
-      const body = parent.body as Node;
+    if (!ids.length) return;
+    const declares = stmt.type === "VariableDeclaration";
+    const named = (id: Node) => declares && patterned.has(resolved.get(id) as Variable);
+    const marks = ids.map((id) => `${RT}.${named(id) ? "n" : "t"}(${id.name})`).join(", ");
+    const parent = parents.get(stmt)!;
+    if (FOR_HEADS.has(parent.type)) {
       if (parent.type === "ForStatement" || parent.left !== stmt) return; // `for (const [a] = xs; ...)`: not marked
-      if (body.type === "BlockStatement") insert(body.start + 1, `${marks};`);
-      else wrapRange(body.start, body.end, `{${marks};`, "}");
-    } else insert(stmt.end, `;${marks};`);
+      // the turn's variables let go at its end (not after a `continue`: then the collector frees them)
+      const ends = ids.filter((id) => named(id) && patterned.get(resolved.get(id) as Variable)).map((id) => id.name);
+      const body = parent.body as Node;
+      const last = body.type === "BlockStatement" ? (body.body as Node[]).at(-1) : body;
+      const end =
+        ends.length && !(last && /^(Return|Throw|Break|Continue)Statement$/.test(last.type)) ? `;void ((() => ${RT}.drop(${ends.join(", ")}))());` : "";
+      if (body.type === "BlockStatement") {
+        insert(body.start + 1, `${marks};`);
+        if (end) insert(body.end - 1, end);
+      } else wrapRange(body.start, body.end, `{${marks};`, `${end}}`);
+    } else if (parent.type === "Program" || parent.type === "BlockStatement" || parent.type === "StaticBlock" || parent.type === "SwitchCase") {
+      insert(stmt.end, `;${marks};`);
+    } else wrapRange(stmt.start, stmt.end, "{", `;${marks};}`); // `if (c) [a, b] = [b, a]; else ...`
   }
 
   /**

@@ -3,7 +3,7 @@
 // a node named <Class>Backward whose apply calls the class's static backward with the ctx forward filled.
 
 import { RuntimeError } from "../errors.ts";
-import { callScope, owned } from "../memory/lifetime.ts";
+import { callScope, owned, RECORD } from "../memory/lifetime.ts";
 import { madeSince, mark, settleHandedOut, takenAway } from "../memory/ownership.ts";
 import { Tensor } from "../tensor.ts";
 import { no_grad } from "./grad-mode.ts";
@@ -85,10 +85,10 @@ class CustomNode extends Node {
       throw new RuntimeError(`function ${this.name()} returned an incorrect number of gradients (expected ${this.next_functions.length}, got ${list.length})`);
     }
     // A gradient backward did not make (one it was given, `return g`; one forward put on ctx or a global,
-    // `return ctx.ones`) goes on as a handle of the engine's: the user's may be kept, and used again.
-    const out = list
-      .slice(0, this.next_functions.length)
-      .map((g) => (g instanceof Tensor ? (!runtime && (given.includes(g) || !madeSince(g, since)) ? adopt([g])[0] : g) : null));
+    // `return ctx.ones`), or one it made and also stored (`kept.push(r); return r`), goes on as a handle
+    // of the engine's: the user's may be kept, and used again.
+    const users = (g: Tensor) => given.includes(g) || !madeSince(g, since) || takenAway(g[RECORD]);
+    const out = list.slice(0, this.next_functions.length).map((g) => (g instanceof Tensor ? (!runtime && users(g) ? adopt([g])[0] : g) : null));
     if (!runtime) settleHandedOut([cls.backward], given, since);
     return out;
   }

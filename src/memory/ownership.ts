@@ -39,6 +39,8 @@ export interface Ownable {
   stored: boolean;
   /** Calls running now that were given the handle as an argument (see lend). */
   lent: number;
+  /** The runtime keeps the handle (keep: a buffer, a parameter, a gradient, optimizer state). */
+  kept: boolean;
   readonly serial: number;
   readonly released: boolean;
 }
@@ -87,15 +89,22 @@ export function mayKeep<T>(v: T): T {
  */
 export function keep<T>(v: T): T {
   const r = recordOf(v);
-  if (r !== undefined && r.own !== undefined) r.own = 2;
+  if (r !== undefined && r.own !== undefined) {
+    r.own = 2;
+    r.kept = true;
+  }
   return v;
 }
 /**
  * Whether a cell's code stored the handle of record `r` in a property or a container (Ownable.stored), or
- * a variable still names it once the function that made it returned (a global: `lastAct = h`): it
- * outlives that function. Never outside cells.
+ * a variable still names it once the function that made it returned (a global: `lastAct = h`), or the
+ * runtime keeps it (`this.register_buffer("mx", m)` in a forward: the module holds it, as in PyTorch): it
+ * outlives that function. The first two only in cells.
  */
-export const takenAway = (r: unknown): boolean => (r as Partial<Ownable>).stored === true || ((r as Partial<Ownable>).named ?? 0) > 0;
+export const takenAway = (r: unknown): boolean => {
+  const o = r as Partial<Ownable>;
+  return o.stored === true || (o.named ?? 0) > 0 || o.kept === true;
+};
 
 /**
  * The runtime is done with an intermediate it made and user code may have seen (the output of one
@@ -282,9 +291,11 @@ export function lend<T>(v: T): T {
 export function settle<T>(base: number, fn: unknown, result: T): T {
   return settleFrom(base, !keepsNoArguments(fn), result, STORES.has(fn));
 }
-/** Methods that store their arguments in the container they are called on (Ownable.stored). */
+/** Methods that store their arguments in the container they are called on, or in the one they return
+ *  (`all = all.concat(h)`) (Ownable.stored). */
 const STORES = new Set<unknown>([
   Array.prototype.push,
+  Array.prototype.concat,
   Array.prototype.unshift,
   Array.prototype.splice,
   Array.prototype.fill,

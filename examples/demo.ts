@@ -1,6 +1,6 @@
 // GradLab in a plain Node script: the device, a few ops, and the allocator's view of memory.
-// Run: npm run demo
-import * as torch from "../src/index.ts";
+// Run: npm run demo   (node bin/gradlab.js run examples/demo.ts)
+import * as torch from "gradlab";
 
 const props = await torch.cuda.get_device_properties();
 console.log(`device: ${props.name} (backend ${props.backend}, ${props.feature_level} feature level)`);

@@ -1,4 +1,4 @@
-// Entry point: gradlab install | kernel -f CONN | run NB.ipynb [-o OUT.ipynb] | classroom, lite (a checkout)
+// Entry point: gradlab install | kernel -f CONN | run NB.ipynb [-o OUT.ipynb] | run SCRIPT.ts | classroom, lite (a checkout)
 import { existsSync } from "node:fs";
 import { HUB_CONFIG, LITE_WORKER } from "./paths.ts";
 const [cmd, ...args] = process.argv.slice(2);
@@ -15,7 +15,8 @@ const LITE = existsSync(LITE_WORKER);
 const USAGE = `usage:
   gradlab install [--user | --sys-prefix | --prefix DIR] [--name NAME]   write the Jupyter kernelspec
   gradlab kernel -f CONNECTION_FILE                                      run the kernel (Jupyter does this)
-  gradlab run NOTEBOOK.ipynb [-o OUT.ipynb | --inplace] [--timeout S]    execute a notebook headlessly${
+  gradlab run NOTEBOOK.ipynb [-o OUT.ipynb | --inplace] [--timeout S]    execute a notebook headlessly
+  gradlab run SCRIPT.ts [ARGS...]                                        run a script; its tensors are freed as a cell's${
     CLASSROOM ? "\n  gradlab classroom [--users N] [--port N] ...                            a JupyterHub for a class (as root; --help)" : ""
   }${LITE ? "\n  gradlab lite build --out DIR | gradlab lite serve DIR [--port N]        the course as a static site, in the browser (docs/lite.md)" : ""}`;
 const NO_CLASSROOM = `gradlab: "classroom" is not part of the npm package: a classroom server runs from a checkout of
@@ -68,6 +69,8 @@ async function main(): Promise<number> {
       }
       return (await import("./lite.ts")).liteCli(args);
     case "run": {
+      const { SCRIPT, runScript } = await import("./run-script.ts");
+      if (args[0] && SCRIPT.test(args[0])) return runScript(args[0], args.slice(1));
       const { runNotebookCli } = await import("./run.ts");
       return runNotebookCli(args);
     }

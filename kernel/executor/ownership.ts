@@ -66,7 +66,19 @@ const makesClosures = (s: Scope): boolean => s.childScopes.some((c) => CLOSURES.
 const UNTRACKED = "/*gradlab:untracked*/";
 
 /** `insert` puts a statement at a position (after the closings of wrappers that end there). */
-export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: (pos: number, text: string) => void, unframed: ReadonlySet<Node>): void {
+/**
+ * `level`: what the top level is. A cell's (the transform makes its declarations globals, which a later
+ * cell may declare again: a declaration releases the value it replaces) or a module's (kernel/register.ts:
+ * a module's declarations are its own, read before they are made only in their temporal dead zone).
+ */
+export function trackOwnership(
+  root: Node,
+  js: string,
+  wrapRange: Wrap,
+  insert: (pos: number, text: string) => void,
+  unframed: ReadonlySet<Node>,
+  level: "cell" | "module" = "cell",
+): void {
   const manager = analyze(root as unknown as Parameters<typeof analyze>[0], { ecmaVersion: 2022, sourceType: "module" });
   const functions = manager.scopes.filter((sc) => sc.type === "function");
   const distrust = (sc: Scope) => {
@@ -213,7 +225,8 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
     if (id.type !== "Identifier" || id.name.startsWith(RT)) return null;
     const v = resolved.get(id);
     if (v === undefined) return null;
-    if (v === null) return { name: id.name, old: `globalThis[${JSON.stringify(id.name)}]` }; // a global of an earlier cell
+    // a global of an earlier cell; in a module, a global no code here declares: left to the collector
+    if (v === null) return level === "cell" ? { name: id.name, old: `globalThis[${JSON.stringify(id.name)}]` } : null;
     return tracked.has(v) ? { name: id.name, old: id.name } : null;
   };
   // An argument stays in a register of the frame that made the call until something overwrites it, and
@@ -248,7 +261,7 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
           if (!d.init) continue;
           const v = d.id.type === "Identifier" ? resolved.get(d.id) : undefined;
           // a declaration at the cell's level or with `var` may overwrite a value of its own
-          const rebinds = v && (v.scope.type === "module" || n.kind === "var");
+          const rebinds = v && ((level === "cell" && v.scope.type === "module") || n.kind === "var");
           if (!head && v && tracked.has(v) && own(d, d.init, rebinds ? d.id.name : null)) continue;
           // a new local named after a value that exists (`const g = w.grad`): counted as named, so that
           // the runtime, letting go of it, leaves it to the variable (src/memory/ownership.ts, named)
@@ -374,6 +387,8 @@ export function trackOwnership(root: Node, js: string, wrapRange: Wrap, insert: 
       } else wrapRange(body.start, body.end, `{${marks};`, `${end}}`);
     } else if (parent.type === "Program" || parent.type === "BlockStatement" || parent.type === "StaticBlock" || parent.type === "SwitchCase") {
       insert(stmt.end, `;${marks};`);
+    } else if (parent.type === "ExportNamedDeclaration") {
+      insert(parent.end, `;${marks};`); // `export const { a } = o`
     } else wrapRange(stmt.start, stmt.end, "{", `;${marks};}`); // `if (c) [a, b] = [b, a]; else ...`
   }
 

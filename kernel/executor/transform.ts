@@ -266,11 +266,18 @@ export function transformCell(source: string, sourcefile: string, opts: { lastVa
     }
   });
 
+  const { out, copied } = applyEdits(js, edits, `(async () => {${hoisted.join("")}`);
+  const code = `${out}\n})()`;
+  const last = lastIdx >= 0 ? body[lastIdx] : undefined;
+  return { code, map, names: [...names], hasTopLevelValue: last?.type === "ExpressionStatement", jsPosition: positionMapper(code, js, copied) };
+}
+
+/** `prefix`, then `js` with the edits made; `copied`: where each piece of `js` copied verbatim lies in
+ *  the result, as [result offset, js offset, length] triples. */
+function applyEdits(js: string, edits: Edit[], prefix: string): { out: string; copied: number[] } {
   edits.sort(compareEdits);
-  const prefix = `(async () => {${hoisted.join("")}`;
   let out = prefix;
   let cur = 0;
-  // where each piece of `js` copied verbatim lies in the code: [code offset, js offset, length]
   const copied: number[] = [];
   for (const e of edits) {
     if (e.pos < cur) continue; // overlapped by a replacement
@@ -280,9 +287,37 @@ export function transformCell(source: string, sourcefile: string, opts: { lastVa
   }
   copied.push(out.length, cur, js.length - cur);
   out += js.slice(cur);
-  const code = `${out}\n})()`;
-  const last = lastIdx >= 0 ? body[lastIdx] : undefined;
-  return { code, map, names: [...names], hasTopLevelValue: last?.type === "ExpressionStatement", jsPosition: positionMapper(code, js, copied) };
+  return { out, copied };
+}
+
+/**
+ * A module of a plain script (kernel/register.ts's hooks), JavaScript or TypeScript, made to let go of
+ * tensors where a cell does: each statement's temporaries get a frame of their own (temporaries.ts), a
+ * tensor only one variable holds is released when the variable lets go of it (ownership.ts), and every
+ * loop and function checks the interrupt flag as a cell's do, which is how the runtime knows a function
+ * as one that marks what it keeps of its arguments (no interrupt ever comes: the flag stays 0). Unlike a
+ * cell, the module stays a module: its declarations, imports and exports are left as they are.
+ * `typescript`: strip types first (esbuild).
+ */
+export function transformModule(source: string, sourcefile: string, typescript: boolean): string {
+  const stripped = typescript ? stripTypes(source, sourcefile) : null;
+  const js = stripped ? stripped.code : source;
+  const ast = parse(js);
+  const edits: Edit[] = [];
+  let order = 0;
+  const insert = (pos: number, text: string) => edits.push({ pos, end: pos, text, order: order++, kind: 1, other: pos });
+  const wrap = (start: number, end: number, open: string, close: string, outer?: boolean) => {
+    edits.push({ pos: start, end: start, text: open, order: order++, kind: 2, other: end, outer });
+    edits.push({ pos: end, end, text: close, order: order++, kind: 0, other: start, outer });
+  };
+  const none = new Set<Node>();
+  wrapTemporaries(ast, wrap, none);
+  trackOwnership(ast, js, wrap, insert, none, "module");
+  walkLoops(ast, insert, wrap);
+  const out = applyEdits(js, edits, "").out;
+  // esbuild reprints the code (its lines need not be the file's): its map, inline, puts them back for
+  // Node's --enable-source-maps (columns inside an edited line are off by what was inserted before them)
+  return stripped ? `${out}\n//# sourceMappingURL=data:application/json;base64,${Buffer.from(stripped.map).toString("base64")}\n` : out;
 }
 
 function collectPattern(p: Node | null, names: Set<string>): void {

@@ -3,7 +3,8 @@
 // type-checked build, prepack), so the working tree's own dist/ is never touched. The tarball is
 // installed into an empty folder with plain `npm install ./gradlab-*.tgz` (dependencies from the npm
 // registry or its local cache) and used as a user would: imported from plain Node ESM, type-checked
-// from TypeScript, and run as a Jupyter kernel through `npx gradlab install` and `npx gradlab run`.
+// from TypeScript, run as a script with gradlab/register, and run as a Jupyter kernel through `npx
+// gradlab install` and `npx gradlab run`.
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { execFileSync, spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -63,6 +64,8 @@ test("the tarball holds the built runtime, kernel, shaders and kernelspec assets
     "dist/kernel/cli/main.js",
     "dist/kernel/sockets/control-worker.js",
     "dist/kernel/language/service-worker.js",
+    "dist/kernel/register.js",
+    "dist/kernel/executor/module-hooks.js",
     "dist/kernels-wgsl/elementwise.wgsl",
   ]) {
     expect(files, f).toContain(f);
@@ -122,6 +125,29 @@ test("TypeScript resolves the package's types (strict, no skipLibCheck)", () => 
   );
   // the TypeScript that came with the package (a dependency of the kernel)
   sh(process.execPath, [join(app, "node_modules", "typescript", "bin", "tsc"), "-p", "."], app);
+});
+
+test("a TypeScript script runs with node --import gradlab/register and with npx gradlab run, freeing as a cell does", () => {
+  // issue 20's op chain and a kept gradient; the installed package's own hooks strip the types (no tsx)
+  writeFileSync(
+    join(app, "chain.ts"),
+    [
+      'import * as torch from "gradlab";',
+      "const w = torch.ones(3, { requires_grad: true });",
+      "w.mul(2).sum().backward();",
+      "const g: torch.Tensor = w.grad!;",
+      "w.grad = null;",
+      "let y: torch.Tensor = torch.ones(256);",
+      "for (let i = 0; i < 200; i++) y = y.add(1);",
+      "console.log(JSON.stringify({ g: await g.tolist(), y: (await y.tolist())[0], peak: torch.cuda.max_memory_allocated(), args: process.argv.slice(2) }));",
+    ].join("\n"),
+  );
+  // the peak as in PyTorch: w and g (512 B each) with y and the next y (1 KiB each) during the chain
+  const expected = { g: [2, 2, 2], y: 201, peak: 2 * 512 + 2 * 1024, args: ["--x"] };
+  const viaImport = JSON.parse(sh(process.execPath, ["--import", "gradlab/register", "chain.ts", "--x"], app).trim().split("\n").pop()!);
+  expect(viaImport).toEqual(expected);
+  const viaRun = JSON.parse(sh("npx", ["--no-install", "gradlab", "run", "chain.ts", "--x"], app).trim().split("\n").pop()!);
+  expect(viaRun).toEqual(expected);
 });
 
 test("npx gradlab install writes a kernelspec that runs the installed build, and npx gradlab run executes a notebook with it", () => {

@@ -3,11 +3,19 @@
 // host held while the loop ran (device/scheduler.ts submits every 512). Model: the issue's 64-128-10
 // MLP, Adam, batch 32. Usage: npx tsx bench/sync-loop.ts   (STEPS, default 1000)
 import * as torch from "../src/index.ts";
+import { getHeapSpaceStatistics } from "node:v8";
 import { pendingCommands } from "../src/device/scheduler.ts";
 
 const STEPS = Number(process.env.STEPS ?? 1000);
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error("run with node --expose-gc (npx tsx does not pass it: node --expose-gc --import tsx bench/sync-loop.ts)");
+
+/** Bytes of V8's heap that hold compiled code (its code spaces): part of heapUsed, made once per function
+ *  and tier, not per step. */
+const codeBytes = () =>
+  getHeapSpaceStatistics()
+    .filter((s) => s.space_name.startsWith("code"))
+    .reduce((n, s) => n + s.space_used_size, 0);
 
 async function run(awaitEvery: number) {
   const { nn } = torch;
@@ -25,6 +33,7 @@ async function run(awaitEvery: number) {
   await torch.cuda.synchronize();
   gc!();
   const heap0 = process.memoryUsage().heapUsed;
+  const code0 = codeBytes();
   let most = 0;
   const t0 = performance.now();
   for (let i = 1; i <= STEPS; i++) {
@@ -34,9 +43,10 @@ async function run(awaitEvery: number) {
   }
   gc!(); // before any await: what the loop itself left on the heap
   const heap1 = process.memoryUsage().heapUsed;
+  const code1 = codeBytes();
   await torch.cuda.synchronize();
   const ms = (performance.now() - t0) / STEPS;
-  return { ms, kibPerStep: (heap1 - heap0) / STEPS / 1024, most };
+  return { ms, kibPerStep: (heap1 - heap0) / STEPS / 1024, codeKibPerStep: (code1 - code0) / STEPS / 1024, most };
 }
 
 const os = await import("node:os");
@@ -55,7 +65,7 @@ const awaited = await run(10);
 const plain = await run(0);
 const row = (name: string, r: Awaited<ReturnType<typeof run>>) =>
   console.log(
-    `${name.padEnd(34)} ${r.ms.toFixed(2).padStart(7)} ms/step  ${r.kibPerStep.toFixed(2).padStart(6)} KiB heap/step  ${String(r.most).padStart(4)} commands held at most`,
+    `${name.padEnd(34)} ${r.ms.toFixed(2).padStart(7)} ms/step  ${r.kibPerStep.toFixed(2).padStart(6)} KiB heap/step (${r.codeKibPerStep.toFixed(2)} of it compiled code)  ${String(r.most).padStart(4)} commands held at most`,
   );
 row("no await, first in the process", cold);
 row("await every 10 steps", awaited);

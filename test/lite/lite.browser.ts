@@ -39,8 +39,9 @@ const verdicts = (text: string) =>
     .map((l) => l.replace(/^([✓✗?] [^:]*):.*$/, "$1"));
 /** The templates' check.memory checks whose unsolved answer (0) is below a figure of allocated bytes: the
  *  browser's figure may still count tensors PyTorch has freed, so it gives "?" there, no ✗. Every other
- *  check (05's freed bytes, 10's count from shapes, an answer above the figure) gives the server's ✗. */
-const NO_VERDICT_IN_BROWSER = new Set(["bytes kept after forward", "your predicted peak at batch 4096", "your prediction of the activations after forward"]);
+ *  check (00's figure that no collection changes, 05's freed bytes, 10's count from shapes, an answer above
+ *  the figure) gives the server's ✗. */
+const NO_VERDICT_IN_BROWSER = new Set(["your predicted peak at batch 4096", "your prediction of the activations after forward"]);
 /** The server's verdicts as the browser should give them: a ✓ stays a ✓ (the browser's figure is the
  *  server's), and a ✗ stays a ✗ except for the checks above, which are "?". */
 const asInBrowser = (server: string[]) => server.map((v) => (v.startsWith("✗ ") && NO_VERDICT_IN_BROWSER.has(v.slice(2)) ? `? ${v.slice(2)}` : v));

@@ -10,14 +10,11 @@ import { register } from "node:module";
 import { pathToFileURL } from "node:url";
 import { FROM_SOURCE, REPO, RUNTIME_MODULE } from "./repo.ts";
 import { bindOwnership, ownershipUntilLoaded } from "./executor/ownership.ts";
-import { IRQ, RT } from "./executor/transform.ts";
+import { RT } from "./executor/transform.ts";
 
 const g = globalThis as Record<string, unknown>;
-// a module's loops and functions check the interrupt flag as a cell's do (that is how the runtime tells a
-// function that marks what it keeps); a script is stopped by its signals, so it stays 0. (Already set
-// where this process runs cells too: test/helpers/cells.ts, bench/lifecycle.ts.)
-g[IRQ] ??= new Int32Array(1);
-g[RT] ??= { ...ownershipUntilLoaded(), interrupted: () => {} };
+// (already set where this process runs cells too: test/helpers/cells.ts, bench/lifecycle.ts)
+g[RT] ??= ownershipUntilLoaded();
 // the module `import "gradlab"` gives the script (module-hooks.ts's resolve)
 const runtime = pathToFileURL(RUNTIME_MODULE).href;
 bindOwnership(g[RT] as Parameters<typeof bindOwnership>[0], await import(runtime));

@@ -60,6 +60,7 @@ class HandleRecord implements HandleInfo {
   stored = false;
   lent = 0;
   kept = false;
+  letGo = false;
   readonly serial = nextSerial();
   constructor(
     readonly storage: Storage,
@@ -160,7 +161,10 @@ export class Tensor {
   check(): this {
     if (this._rec.released) {
       throw new RuntimeError(
-        `Tensor of shape [${this.shape.join(", ")}] was disposed (by dispose(), torch.del, \`using\` or the end of a torch.scope) and can no longer be used`,
+        this._rec.letGo
+          ? // the transform (a cell's, or gradlab/register's) found no other holder: if this code reached it, the transform missed one
+            `Tensor of shape [${this.shape.join(", ")}] was freed when the variable that held it was rebound or went out of scope, because GradLab's cell transform saw no other reference to it; this code still had one, which is a GradLab bug: please report it with the code (.clone() the tensor where it is kept to work around it)`
+          : `Tensor of shape [${this.shape.join(", ")}] was disposed (by dispose(), torch.del, \`using\` or the end of a torch.scope) and can no longer be used`,
       );
     }
     this.storage.checkLive(); // throws if the device holding the data was lost

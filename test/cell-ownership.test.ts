@@ -344,3 +344,15 @@ describe("a variable's own tensor is freed when the variable lets go of it", () 
     expect(await cell("sums(first, y)")).toEqual([8, 8]);
   });
 });
+
+describe("a tensor the transform let go of", () => {
+  it("says so at its next use, as a GradLab bug to report, unlike one the user disposed", () => {
+    const o = torch._ownership;
+    const t = o.own(o.mark(), torch.ones(2));
+    o.drop(t); // what the transform writes where a tracked variable ends
+    expect(() => t.add(1)).toThrow(/freed when the variable that held it was rebound or went out of scope.*a GradLab bug: please report it/);
+    const u = torch.ones(2);
+    u.dispose();
+    expect(() => u.add(1)).toThrow(/was disposed \(by dispose\(\), torch\.del/);
+  });
+});

@@ -77,6 +77,33 @@ describe("a plain script with gradlab/register frees tensors as a cell does", ()
     expect(thrown.stderr).toMatch(new RegExp(`at f \\(${join(dir, "throws.mts")}:6:\\d+\\)`));
   });
 
+  it("TypeScript is compiled as the tsconfig.json over the script says, and JSON import attributes stay", () => {
+    const dir = scratch();
+    // target ES2020: a declared field is no class field (useDefineForClassFields is false), as tsc and tsx do it
+    writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions: { target: "ES2020", experimentalDecorators: true } }));
+    writeFileSync(join(dir, "d.json"), '{ "n": 3 }');
+    writeFileSync(
+      join(dir, "main.mts"),
+      [
+        'import data from "./d.json" with { type: "json" };',
+        "class Base { constructor() { this.init(); } init() {} }",
+        "class Derived extends Base { value!: number; override init() { this.value = 42; } }",
+        "console.log(new Derived().value, data.n);",
+      ].join("\n"),
+    );
+    const r = node(["--import", REGISTER, join(dir, "main.mts")], dir);
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toBe("42 3\n");
+  });
+
+  it("a syntax error in a JavaScript module names the file, line and column", () => {
+    const dir = scratch();
+    writeFileSync(join(dir, "broken.mjs"), "const a = 1;\nconst b = ;\n");
+    const r = node(["--import", REGISTER, join(dir, "broken.mjs")], dir);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`Unexpected token (${join(dir, "broken.mjs")}:2:11)`);
+  });
+
   it("hooks a script registers after gradlab/register load through it and still run", () => {
     const dir = scratch();
     writeFileSync(

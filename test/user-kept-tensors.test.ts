@@ -561,3 +561,70 @@ describe("a custom backward that returns a tensor it did not make", () => {
     ]);
   });
 });
+
+describe("what a function hands out of a variable that still names it (found running scripts: gradlab/register)", () => {
+  const cellRun = (source: string) => runCell(source, { torch });
+
+  it("a global a closure returns to map, or a named function returns, stays readable after the global is rebound", async () => {
+    await cellRun(`
+      let w = torch.ones(3);
+      copies = [0, 1].map(() => w);
+      w = torch.zeros(3);
+      let best = torch.ones(2);
+      function current() { return best; }
+      bests = [1, 2].map(current);
+      best = torch.zeros(2);
+    `);
+    expect(await cellRun("[Array.from(await copies[1].tolist()), Array.from(await bests[0].tolist())]")).toEqual([
+      [1, 1, 1],
+      [1, 1],
+    ]);
+  });
+
+  it("an RNN's state rebound in map's callback and returned: every step's output stays readable", async () => {
+    const total = await cellRun(`
+      let h = torch.zeros(1, 4);
+      const inputs = [torch.ones(1, 4), torch.ones(1, 4).mul(2)];
+      const outs = inputs.map((x) => { h = x.add(h).tanh(); return h; });
+      let total = 0;
+      for (const o of outs) total += await o.sum().item();
+      total
+    `);
+    expect(total).toBeCloseTo(4 * (Math.tanh(1) + Math.tanh(2 + Math.tanh(1))), 4);
+  });
+
+  it("a tensor an async function returns, cached as its promise, stays readable at the second await", async () => {
+    const sums = await cellRun(`
+      const cache = new Map();
+      async function embed(w) { await Promise.resolve(); const v = torch.full([4], w.length); return v; }
+      function get(w) { let p = cache.get(w); if (!p) { p = embed(w); cache.set(w, p); } return p; }
+      const sums = [];
+      for (const w of ["abc", "abc"]) { const e = await get(w); sums.push(await e.sum().item()); }
+      sums
+    `);
+    expect(sums).toEqual([12, 12]);
+  });
+
+  it("a Proxy whose trap passes its receiver on, and a getter, run as often as the code says", async () => {
+    const r = await cellRun(`
+      const p = new Proxy({ a: 1 }, { get(t, k, r) { return Reflect.get(t, k, r); } });
+      let reads = 0;
+      const counter = { get next() { return ++reads; } };
+      const s = JSON.stringify(counter);
+      const list = [counter];
+      [p.a, s, reads, list.length]
+    `);
+    expect(r).toEqual([1, '{"next":1}', 1, 1]);
+  });
+
+  it("an array passed to functions again and again is not read again (a dataset to a batch function)", async () => {
+    const reads = await cellRun(`
+      let reads = 0;
+      const data = [torch.ones(1)];
+      Object.defineProperty(data, 1, { get() { reads++; return 0; }, enumerable: true });
+      for (let i = 0; i < 100; i++) Array.isArray(data);
+      reads
+    `);
+    expect(reads).toBeLessThanOrEqual(1);
+  });
+});

@@ -1,11 +1,11 @@
 // Node's module customization hooks that kernel/register.ts registers (they run on Node's hooks thread):
 // each ES module of the script's own, JavaScript or TypeScript, goes through transformModule. Left as they
 // are: modules under node_modules, the runtime and kernel themselves (the package's src/, kernel/ and
-// dist/: the runtime marks what it keeps on its own), CommonJS, and anything not a file.
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
+// dist/: the runtime marks what it keeps on its own), CommonJS (with a warning), and anything not a file.
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CellSyntaxError, IRQ, RT, transformModule } from "./transform.ts";
+import { buildSync, type BuildFailure } from "esbuild";
+import { RT, transformModule } from "./transform.ts";
 import { ownershipUntilLoaded } from "./ownership.ts";
 
 type Loaded = { format?: string | null; source?: string | ArrayBuffer | ArrayBufferView | null; shortCircuit?: boolean };
@@ -19,8 +19,7 @@ export function initialize(data: { root: string; runtime: string }): void {
   // hooks that a script registers after these are loaded through them on this thread, which has no
   // runtime: their marks do nothing here (what register.ts sets up before any tensor exists)
   const g = globalThis as Record<string, unknown>;
-  g[IRQ] ??= new Int32Array(1);
-  g[RT] ??= { ...ownershipUntilLoaded(), interrupted: () => {} };
+  g[RT] ??= ownershipUntilLoaded();
 }
 
 type NextResolve = (specifier: string, context: object) => Promise<{ url: string }>;
@@ -57,16 +56,41 @@ export async function load(url: string, context: object, nextLoad: NextLoad): Pr
     return loaded;
   }
   if (loaded.format !== "module" && loaded.format !== "module-typescript") return loaded;
-  // tsx prints a TypeScript module on one line: stripped here instead, it keeps a line per line, so that a
-  // stack trace's line stays right after the transform's inserts (they shift columns only)
-  const source = typescript ? await readFile(path, "utf8") : text(loaded.source);
+  const js = typescript ? stripTypes(path) : text(loaded.source);
   try {
-    return { format: "module", source: transformModule(source, path, typescript), shortCircuit: true };
+    return { format: "module", source: transformModule(js), shortCircuit: true };
   } catch (e) {
-    if (e instanceof CellSyntaxError) {
-      const at = e.errors[0]?.location;
-      throw new SyntaxError(`${e.message} (${path}${at ? `:${at.line}:${at.column + 1}` : ""})`);
-    }
+    // acorn's syntax error names a line and column of the file (TypeScript's were found by esbuild)
+    const at = (e as { loc?: { line: number; column: number } }).loc;
+    if (e instanceof SyntaxError && at) throw new SyntaxError(`${e.message.replace(/ \(\d+:\d+\)$/, "")} (${path}:${at.line}:${at.column + 1})`);
     throw e;
+  }
+}
+
+/**
+ * A TypeScript module as JavaScript for this Node, with the options of the tsconfig.json that governs it
+ * (esbuild finds it, `extends` included, as tsc and tsx would: `useDefineForClassFields`, legacy
+ * decorators), and its source map inline. tsx, where it is also registered, prints a module on one line;
+ * this keeps a line per line, so that a stack trace's line stays right after the transform's inserts.
+ */
+function stripTypes(path: string): string {
+  try {
+    const out = buildSync({
+      entryPoints: [path],
+      bundle: false,
+      write: false,
+      format: "esm",
+      platform: "node",
+      target: `node${process.versions.node}`,
+      sourcemap: "inline",
+      outdir: dirname(path), // never written (write: false): the map names the file relative to it
+      logLevel: "silent",
+    });
+    return out.outputFiles[0].text;
+  } catch (e) {
+    const first = (e as BuildFailure).errors?.[0];
+    if (!first) throw e;
+    const at = first.location;
+    throw new SyntaxError(`${first.text} (${at ? `${at.file}:${at.line}:${at.column + 1}` : path})`);
   }
 }

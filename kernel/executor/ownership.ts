@@ -64,6 +64,8 @@ const makesClosures = (s: Scope): boolean => s.childScopes.some((c) => CLOSURES.
 
 /** Marks a function the argument policy must distrust: it may keep an argument without a mark. */
 const UNTRACKED = "/*gradlab:untracked*/";
+/** Marks a function of a module the transform saw (transformModule), as a cell's interrupt check does. */
+export const TRANSFORMED = "/*gradlab:transformed*/";
 
 /** `insert` puts a statement at a position (after the closings of wrappers that end there). */
 /**
@@ -182,6 +184,33 @@ export function trackOwnership(
   };
 
   const wrap = (n: Node, open: string, close: string) => wrapRange(n.start, n.end, open, close);
+  /** The function a node is in (undefined at the top level). */
+  const functionOf = (n: Node): Node | undefined => {
+    let p = parents.get(n);
+    while (p && !FUNCTION.has(p.type)) p = parents.get(p);
+    return p;
+  };
+  /** Whether evaluating `e` may give the value of a tracked variable of the top level (a cell's global,
+   *  also one of an earlier cell; a module's own). */
+  const mayBeTopLevel = (e: Node | null | undefined): boolean => {
+    if (!e) return false;
+    switch (e.type) {
+      case "Identifier": {
+        const v = resolved.get(e);
+        return v === null ? level === "cell" : v !== undefined && tracked.has(v) && v.scope.type === "module";
+      }
+      case "ConditionalExpression":
+        return mayBeTopLevel(e.consequent) || mayBeTopLevel(e.alternate);
+      case "LogicalExpression":
+        return mayBeTopLevel(e.left) || mayBeTopLevel(e.right);
+      case "SequenceExpression":
+        return mayBeTopLevel((e.expressions as Node[]).at(-1));
+      case "AwaitExpression":
+        return mayBeTopLevel(e.argument);
+      default:
+        return false;
+    }
+  };
   const inert = (n: Node) => INERT.has(n.type) || (n.type === "Identifier" && n.name === "undefined");
   const escape = (n: Node | null | undefined) => {
     if (n && !inert(n)) wrap(n, `${RT}.e(`, ")");
@@ -324,15 +353,25 @@ export function trackOwnership(
       case "TaggedTemplateExpression":
         for (const e of n.quasi.expressions as Node[]) escape(e);
         break;
+      case "ArrowFunctionExpression":
+        // a concise body is a return (see ReturnStatement)
+        if (n.body.type !== "BlockStatement" && (n.async || mayBeTopLevel(n.body))) escape(n.body);
+        break;
       case "ReturnStatement": {
         // The function's frame goes: its tracked locals are released, but for the one it returns, whose
         // handle is the caller's to own. (A returned value is not kept by the function: what else could
-        // keep it went through a place that marked it.)
+        // keep it went through a place that marked it.) Two exceptions, marked kept: a value a variable of
+        // the top level may still name (`() => best` given to map, a getter's `return state`: the caller,
+        // native code, may store it, and the variable, rebound, would release it), and the value of an
+        // async function or a generator, which a promise or an iterator hands out again.
         const a = n.argument as Node | null;
+        const fn = functionOf(n);
+        const handedOut = !!fn && (fn.async || fn.generator);
+        if (handedOut || mayBeTopLevel(a)) escape(a);
         const ended = endedBy(n);
         if (!ended.length) break;
         const v = a?.type === "Identifier" ? resolved.get(a) : undefined;
-        const gives = a && v && tracked.has(v) && v.scope.type !== "module" ? "true" : "false";
+        const gives = a && v && tracked.has(v) && v.scope.type !== "module" && !handedOut ? "true" : "false";
         if (a) wrap(a, `${RT}.ret(${gives}, `, `, ${ended.join(", ")})`);
         else insert(n.start + "return".length, ` ${RT}.ret(false, undefined, ${ended.join(", ")})`);
         break;
@@ -467,8 +506,9 @@ export function bindOwnership(rt: Ownership, torch: unknown): void {
 type RuntimeOwnership = Ownership & { reset(): void; setArgumentPolicy(p: (fn: unknown, self?: unknown) => boolean): void };
 
 /**
- * A function a cell made (every one the transform saw checks the interrupt flag on entry) that runs
- * to its end when called: not async, not a generator (those keep their arguments past the call).
+ * A function a cell made (every one the transform saw checks the interrupt flag on entry; a module's
+ * carries TRANSFORMED) that runs to its end when called: not async, not a generator (those keep their
+ * arguments past the call).
  * Such a function marks what it keeps itself. Answers are cached per function object.
  */
 const cellFunctions = new WeakMap<object, boolean>();
@@ -478,7 +518,7 @@ function cellFunction(fn: unknown): boolean {
   if (known === undefined) {
     const src = Function.prototype.toString.call(fn);
     const plain = src.startsWith("class") || Object.getPrototypeOf(fn) === Function.prototype;
-    known = plain && src.includes(IRQ) && !src.includes(UNTRACKED);
+    known = plain && (src.includes(IRQ) || src.includes(TRANSFORMED)) && !src.includes(UNTRACKED);
     cellFunctions.set(fn, known);
   }
   return known;

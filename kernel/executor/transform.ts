@@ -15,7 +15,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { REPO } from "../repo.ts";
 import { children, wrapTemporaries, type Wrap } from "./temporaries.ts";
-import { trackOwnership } from "./ownership.ts";
+import { TRANSFORMED, trackOwnership } from "./ownership.ts";
 
 export const IRQ = "__gradlab_irq";
 export const RT = "__gradlab";
@@ -291,17 +291,16 @@ function applyEdits(js: string, edits: Edit[], prefix: string): { out: string; c
 }
 
 /**
- * A module of a plain script (kernel/register.ts's hooks), JavaScript or TypeScript, made to let go of
- * tensors where a cell does: each statement's temporaries get a frame of their own (temporaries.ts), a
- * tensor only one variable holds is released when the variable lets go of it (ownership.ts), and every
- * loop and function checks the interrupt flag as a cell's do, which is how the runtime knows a function
- * as one that marks what it keeps of its arguments (no interrupt ever comes: the flag stays 0). Unlike a
- * cell, the module stays a module: its declarations, imports and exports are left as they are.
- * `typescript`: strip types first (esbuild).
+ * A module of a plain script (kernel/register.ts's hooks; JavaScript, TypeScript already stripped) made to
+ * let go of tensors where a cell does: each statement's temporaries get a frame of their own
+ * (temporaries.ts), and a tensor only one variable holds is released when the variable lets go of it
+ * (ownership.ts). Each function carries ownership.ts's TRANSFORMED mark, which tells the runtime that it
+ * marks what it keeps of its arguments (a cell's functions are told by their interrupt checks: a script has
+ * no interrupt flag to poll, and a check in every loop turn made a tight loop 5–8 times slower). Unlike a
+ * cell, the module stays a module: its declarations, imports and exports are left as they are. Lines stay
+ * where they were (a source map of the code's own still holds for lines; columns shift).
  */
-export function transformModule(source: string, sourcefile: string, typescript: boolean): string {
-  const stripped = typescript ? stripTypes(source, sourcefile) : null;
-  const js = stripped ? stripped.code : source;
+export function transformModule(js: string): string {
   const ast = parse(js);
   const edits: Edit[] = [];
   let order = 0;
@@ -313,11 +312,12 @@ export function transformModule(source: string, sourcefile: string, typescript: 
   const none = new Set<Node>();
   wrapTemporaries(ast, wrap, none);
   trackOwnership(ast, js, wrap, insert, none, "module");
-  walkLoops(ast, insert, wrap);
-  const out = applyEdits(js, edits, "").out;
-  // esbuild reprints the code (its lines need not be the file's): its map, inline, puts them back for
-  // Node's --enable-source-maps (columns inside an edited line are off by what was inserted before them)
-  return stripped ? `${out}\n//# sourceMappingURL=data:application/json;base64,${Buffer.from(stripped.map).toString("base64")}\n` : out;
+  for (const stack: Node[] = [ast]; stack.length; ) {
+    const n = stack.pop()!;
+    if (FUNCTIONS.has(n.type)) insert((n.body as Node).start + ((n.body as Node).type === "BlockStatement" ? 1 : 0), TRANSFORMED);
+    stack.push(...children(n));
+  }
+  return applyEdits(js, edits, "").out;
 }
 
 function collectPattern(p: Node | null, names: Set<string>): void {

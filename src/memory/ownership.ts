@@ -41,6 +41,8 @@ export interface Ownable {
   lent: number;
   /** The runtime keeps the handle (keep: a buffer, a parameter, a gradient, optimizer state). */
   kept: boolean;
+  /** Released here, as its variable let go of it (for the error a later use of it gives). */
+  letGo: boolean;
   readonly serial: number;
   readonly released: boolean;
 }
@@ -48,8 +50,18 @@ let serials = 0;
 /** A serial for a new handle's record. */
 export const nextSerial = () => ++serials;
 
-const recordOf = (v: unknown): Ownable | undefined =>
-  v !== null && typeof v === "object" ? ((v as Record<symbol, unknown>)[RECORD] as Ownable | undefined) : undefined;
+/** Set while a record is read: a Proxy's get trap that passes its receiver on (`Reflect.get(t, k, r)` in a
+ *  cell's function, whose argument is read for its record) must not recurse into the trap for ever. */
+let reading = false;
+function recordOf(v: unknown): Ownable | undefined {
+  if (v === null || typeof v !== "object" || reading) return undefined;
+  reading = true;
+  try {
+    return (v as Record<symbol, unknown>)[RECORD] as Ownable | undefined;
+  } finally {
+    reading = false;
+  }
+}
 
 /** The last serial given out: taken before a right-hand side runs. */
 export const mark = (): number => serials;
@@ -64,11 +76,32 @@ function markKept(v: unknown): void {
     r.stored = true;
   }
 }
-/** Marks `v`, or the values directly in it where it is an array or a plain object, with `marker`. */
+/**
+ * The containers markIn has marked with each marker, with an array's length then. Passing the same one
+ * again (a dataset to a batch function, a vocabulary to Object.hasOwn, a list that grows by push) walks
+ * only what was added since: a tensor put in it in place of another went through a place that marked it
+ * (an assignment, a method's argument). Walking all of a 60,000-element dataset at every call made a loop
+ * over batches quadratic.
+ */
+const walked = new Map<(x: unknown) => unknown, WeakMap<object, number>>();
+/** Marks `v`, or the values directly in it where it is an array or a plain object, with `marker`. A plain
+ *  object's accessors are not run (a getter with side effects must run as often as the code says). */
 function markIn(v: unknown, marker: (x: unknown) => unknown): void {
-  if (Array.isArray(v)) for (const x of v) marker(x);
-  else if (Object.getPrototypeOf(v) === Object.prototype) for (const k in v as object) marker((v as Record<string, unknown>)[k]);
-  else marker(v);
+  if (v === null || typeof v !== "object") return;
+  let seen = walked.get(marker);
+  if (!seen) walked.set(marker, (seen = new WeakMap()));
+  if (Array.isArray(v)) {
+    const from = seen.get(v) ?? 0;
+    for (let i = from <= v.length ? from : 0; i < v.length; i++) marker(v[i]);
+    seen.set(v, v.length);
+  } else if (Object.getPrototypeOf(v) === Object.prototype) {
+    if (seen.has(v)) return;
+    seen.set(v, 0);
+    for (const k in v) {
+      const d = Object.getOwnPropertyDescriptor(v, k);
+      if (d !== undefined && "value" in d) marker(d.value);
+    }
+  } else marker(v);
 }
 /**
  * The runtime hands `v` to user code that may keep it (a pack hook of saved_tensors_hooks): never released
@@ -171,7 +204,10 @@ function unname(r: Ownable | undefined): void {
   if (r !== undefined && r.named > 0) r.named--;
 }
 function dropRecord(r: Ownable | undefined): void {
-  if (r !== undefined && r.own === 1 && r.lent === 0 && !r.released) releaseUnreachable(r as unknown as Parameters<typeof releaseUnreachable>[0]);
+  if (r !== undefined && r.own === 1 && r.lent === 0 && !r.released) {
+    r.letGo = true;
+    releaseUnreachable(r as unknown as Parameters<typeof releaseUnreachable>[0]);
+  }
 }
 
 /**

@@ -356,3 +356,18 @@ describe("a tensor the transform let go of", () => {
     expect(() => u.add(1)).toThrow(/was disposed \(by dispose\(\), torch\.del/);
   });
 });
+
+describe("statement frames keep JavaScript's semantics", () => {
+  it("a class or let a statement may read before it is declared throws only where it is read (temporal dead zone)", async () => {
+    const r = await runCell(`
+      function main(flag) {
+        const cb = () => 0;
+        const x = flag ? new Later() : "skipped";
+        class Later {}
+        return [x, cb()];
+      }
+      main(false)
+    `);
+    expect(r).toEqual(["skipped", 0]);
+  });
+});

@@ -81,8 +81,9 @@ function hasSuper(n: Node): boolean {
 /** Function-local variables a wrapping arrow can take as arguments (see the header), by name, and
  *  where they are read or written: for each, every reference lies in the function that declares it. */
 interface Locals {
-  /** `home`: where the scope that declares the variable begins (a function or block node's start) */
-  refs: { pos: number; name: string; write: boolean; home: number }[];
+  /** `home`: where the scope that declares the variable begins (a function or block node's start);
+   *  `ready`: where a let, const or class binding leaves its temporal dead zone (0 for var, function, parameter) */
+  refs: { pos: number; name: string; write: boolean; home: number; ready: number }[];
 }
 
 function analyzeLocals(root: Node): Locals {
@@ -102,7 +103,10 @@ function analyzeLocals(root: Node): Locals {
       const home = scope.variableScope;
       if (!v.references.every((r) => r.from.variableScope === home)) continue; // a closure of the user's captures it
       const at = (scope.block as unknown as Node).start;
-      for (const r of v.references) refs.push({ pos: (r.identifier as unknown as Node).start, name: v.name, write: r.isWrite(), home: at });
+      const d = v.defs[0];
+      const lexical = d?.type === "ClassName" || (d?.type === "Variable" && (d.parent as unknown as Node).kind !== "var");
+      const ready = lexical ? (d.node as unknown as Node).end : 0;
+      for (const r of v.references) refs.push({ pos: (r.identifier as unknown as Node).start, name: v.name, write: r.isWrite(), home: at, ready });
     }
   }
   refs.sort((a, b) => a.pos - b.pos);
@@ -118,7 +122,9 @@ function argumentsFor(expr: Node, locals: Locals): string[] {
     if (r.pos < expr.start) continue;
     if (r.pos >= expr.end) break;
     if (r.home >= expr.start) continue;
-    (r.write ? written : read).add(r.name);
+    // a binding still in its temporal dead zone here (`flag ? new Later() : x` before `class Later`): read
+    // as an argument, eagerly, it would throw where the code may not read it at all; the arrow closes over it
+    (r.write || r.ready > expr.start ? written : read).add(r.name);
   }
   return [...read].filter((n) => !written.has(n));
 }

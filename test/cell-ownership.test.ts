@@ -371,3 +371,11 @@ describe("statement frames keep JavaScript's semantics", () => {
     expect(r).toEqual(["skipped", 0]);
   });
 });
+
+describe("names the transform's calls use", () => {
+  it("a cell that declares one gets an error that says to rename it", async () => {
+    await expect(runCell("const __gradlab = { x: 1 }; __gradlab.x")).rejects.toThrow(
+      /__gradlab: names that begin with __gradlab are GradLab's own .*rename it/,
+    );
+  });
+});

@@ -82,6 +82,11 @@ export function trackOwnership(
   level: "cell" | "module" = "cell",
 ): void {
   const manager = analyze(root as unknown as Parameters<typeof analyze>[0], { ecmaVersion: 2022, sourceType: "module" });
+  // the calls this pass writes name the runtime by these globals: code that declares one would get its own
+  for (const sc of manager.scopes)
+    for (const v of sc.variables)
+      if (v.name.startsWith(RT) && v.defs.length > 0)
+        throw new SyntaxError(`${v.name}: names that begin with ${RT} are GradLab's own (the calls its transform writes into the code use them): rename it`);
   const functions = manager.scopes.filter((sc) => sc.type === "function");
   const distrust = (sc: Scope) => {
     const body = (sc.block as unknown as Node).body as Node;

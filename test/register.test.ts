@@ -104,6 +104,26 @@ describe("a plain script with gradlab/register frees tensors as a cell does", ()
     expect(r.stderr).toContain(`Unexpected token (${join(dir, "broken.mjs")}:2:11)`);
   });
 
+  it("a tensor an importer hands out of another module's variable stays readable when that module rebinds it", () => {
+    const dir = scratch();
+    writeFileSync(join(dir, "package.json"), '{ "type": "module" }');
+    writeFileSync(
+      join(dir, "a.js"),
+      'import * as torch from "gradlab";\nexport let w = torch.ones(2);\nexport function reset() { w = torch.zeros(2); }\nexport default w;\n',
+    );
+    writeFileSync(
+      join(dir, "b.js"),
+      'import first, { reset, w } from "./a.js";\nconst snaps = [0].map(() => w);\nreset();\nconsole.log(JSON.stringify([await snaps[0].tolist(), await first.tolist(), await w.tolist()]));\n',
+    );
+    const r = node(["--import", REGISTER, join(dir, "b.js")], dir);
+    expect(r.stderr).toBe("");
+    expect(JSON.parse(r.stdout)).toEqual([
+      [1, 1],
+      [1, 1],
+      [0, 0],
+    ]);
+  });
+
   it("hooks a script registers after gradlab/register load through it and still run", () => {
     const dir = scratch();
     writeFileSync(

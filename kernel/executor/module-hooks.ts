@@ -2,7 +2,7 @@
 // each ES module of the script's own, JavaScript or TypeScript, goes through transformModule. Left as they
 // are: modules under node_modules, the runtime and kernel themselves (the package's src/, kernel/ and
 // dist/: the runtime marks what it keeps on its own), CommonJS (with a warning), and anything not a file.
-import { dirname, join } from "node:path";
+import { dirname, join, resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildSync, type BuildFailure } from "esbuild";
 import { RT, transformModule } from "./transform.ts";
@@ -91,6 +91,7 @@ function stripTypes(path: string): string {
     const first = (e as BuildFailure).errors?.[0];
     if (!first) throw e;
     const at = first.location;
-    throw new SyntaxError(`${first.text} (${at ? `${at.file}:${at.line}:${at.column + 1}` : path})`);
+    // esbuild names the file relative to the working directory
+    throw new SyntaxError(`${first.text} (${at ? `${resolvePath(at.file)}:${at.line}:${at.column + 1}` : path})`);
   }
 }

@@ -195,15 +195,20 @@ export function trackOwnership(
     while (p && !FUNCTION.has(p.type)) p = parents.get(p);
     return p;
   };
-  /** Whether evaluating `e` may give the value of a tracked variable of the top level (a cell's global,
-   *  also one of an earlier cell; a module's own). */
+  /** A variable of the top level a returned value may be: a cell's global (also one of an earlier cell) or
+   *  a module's own tracked variable or import. */
+  const topLevel = (id: Node): boolean => {
+    const v = resolved.get(id);
+    if (v === null) return level === "cell";
+    if (v === undefined) return false;
+    return (tracked.has(v) && v.scope.type === "module") || v.defs.some((d) => d.type === "ImportBinding");
+  };
+  /** Whether evaluating `e` gives the value of a variable of the top level where it gives a variable's. */
   const mayBeTopLevel = (e: Node | null | undefined): boolean => {
     if (!e) return false;
     switch (e.type) {
-      case "Identifier": {
-        const v = resolved.get(e);
-        return v === null ? level === "cell" : v !== undefined && tracked.has(v) && v.scope.type === "module";
-      }
+      case "Identifier":
+        return topLevel(e);
       case "ConditionalExpression":
         return mayBeTopLevel(e.consequent) || mayBeTopLevel(e.alternate);
       case "LogicalExpression":
@@ -214,6 +219,32 @@ export function trackOwnership(
         return mayBeTopLevel(e.argument);
       default:
         return false;
+    }
+  };
+  /** The variables of the top level `e` reads (not in the functions it makes). */
+  const topLevelIn = (e: Node): string[] => {
+    const names = new Set<string>();
+    for (const stack = [e]; stack.length; ) {
+      const c = stack.pop()!;
+      if (c !== e && (FUNCTION.has(c.type) || c.type.startsWith("Class"))) continue;
+      if (c.type === "Identifier" && topLevel(c)) names.add(c.name);
+      stack.push(...children(c));
+    }
+    return [...names];
+  };
+  /**
+   * A value a function hands out (its return, a concise arrow's body, a default export) that a variable of
+   * the top level may still name: given to native code (map, a getter's reader, an importer), it may be
+   * stored, and the variable, rebound, would release it. Marked kept where it is the variable's value
+   * itself; where a call may return it (`detach_or_self(w)`, `w.requires_grad_()`), `same` marks it
+   * kept only if it is one of the variables' values when it is returned.
+   */
+  const handOut = (e: Node | null | undefined) => {
+    if (!e || inert(e)) return;
+    if (mayBeTopLevel(e)) escape(e);
+    else {
+      const names = topLevelIn(e);
+      if (names.length) wrap(e, `${RT}.same(`, `, () => [${names.join(", ")}])`);
     }
   };
   const inert = (n: Node) => INERT.has(n.type) || (n.type === "Identifier" && n.name === "undefined");
@@ -360,19 +391,32 @@ export function trackOwnership(
         break;
       case "ArrowFunctionExpression":
         // a concise body is a return (see ReturnStatement)
-        if (n.body.type !== "BlockStatement" && (n.async || mayBeTopLevel(n.body))) escape(n.body);
+        if (n.body.type !== "BlockStatement") handOut(n.body);
+        break;
+      case "ExportDefaultDeclaration":
+        // an importer's binding names the value
+        if (!FUNCTION.has(n.declaration.type) && !n.declaration.type.startsWith("Class")) handOut(n.declaration);
+        break;
+      case "ForOfStatement":
+        // `for (snap[0] of grads)`: each value goes into a property, which no mark reaches: the values in
+        // an array or a plain object iterated are marked where they are
+        if (n.left.type === "MemberExpression") escape(n.right);
         break;
       case "ReturnStatement": {
         // The function's frame goes: its tracked locals are released, but for the one it returns, whose
         // handle is the caller's to own. (A returned value is not kept by the function: what else could
         // keep it went through a place that marked it.) Two exceptions, marked kept: a value a variable of
         // the top level may still name (`() => best` given to map, a getter's `return state`: the caller,
-        // native code, may store it, and the variable, rebound, would release it), and the value of an
-        // async function or a generator, which a promise or an iterator hands out again.
+        // native code, may store it, and the variable, rebound, would release it), and a generator's
+        // value, which its iterator hands out. (An async function's value is the awaiting variable's,
+        // as a sync function's is the caller's: its promise awaited again after that variable let go of
+        // it, from a cache, finds it freed. Marking it kept cost a full collection per step of a loop of
+        // `const loss = await step()`.)
         const a = n.argument as Node | null;
         const fn = functionOf(n);
-        const handedOut = !!fn && (fn.async || fn.generator);
-        if (handedOut || mayBeTopLevel(a)) escape(a);
+        const handedOut = !!fn && fn.generator;
+        if (handedOut) escape(a);
+        else handOut(a);
         const ended = endedBy(n);
         if (!ended.length) break;
         const v = a?.type === "Identifier" ? resolved.get(a) : undefined;
@@ -460,7 +504,7 @@ export function trackOwnership(
   }
 }
 
-const CALLS = ["own", "mark", "e", "n", "es", "t", "drop", "ret", "hold", "after", "p", "depth", "settle", "rv", "so"] as const;
+const CALLS = ["own", "mark", "e", "n", "es", "t", "drop", "ret", "hold", "after", "p", "depth", "settle", "rv", "so", "same"] as const;
 type Ownership = Record<(typeof CALLS)[number], (...a: any[]) => unknown>;
 /** What cells call before the runtime is loaded: no tensor exists yet, so nothing to do. */
 export const ownershipUntilLoaded = (): Ownership => ({
@@ -479,6 +523,7 @@ export const ownershipUntilLoaded = (): Ownership => ({
   settle: (_d: number, _f: unknown, v: unknown) => v,
   rv: (v: unknown) => v,
   so: (_d: number, _k: unknown, v: unknown) => v,
+  same: (v: unknown) => v,
 });
 /**
  * Once the runtime is loaded, cells tell it which tensors their variables own (src/memory/ownership.ts).

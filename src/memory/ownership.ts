@@ -50,16 +50,17 @@ let serials = 0;
 /** A serial for a new handle's record. */
 export const nextSerial = () => ++serials;
 
-/** Set while a record is read: a Proxy's get trap that passes its receiver on (`Reflect.get(t, k, r)` in a
- *  cell's function, whose argument is read for its record) must not recurse into the trap for ever. */
-let reading = false;
+/** The objects whose record is being read: a Proxy's get trap that passes its receiver on (`Reflect.get(t,
+ *  k, r)` in a cell's function, whose argument is read for its record) must not recurse into the trap for
+ *  ever; other objects the trap's code marks are read as usual. */
+const reading: object[] = [];
 function recordOf(v: unknown): Ownable | undefined {
-  if (v === null || typeof v !== "object" || reading) return undefined;
-  reading = true;
+  if (v === null || typeof v !== "object" || (reading.length > 0 && reading.includes(v))) return undefined;
+  reading.push(v);
   try {
     return (v as Record<symbol, unknown>)[RECORD] as Ownable | undefined;
   } finally {
-    reading = false;
+    reading.pop();
   }
 }
 
@@ -85,17 +86,18 @@ function markKept(v: unknown): void {
  */
 const walked = new Map<(x: unknown) => unknown, WeakMap<object, number>>();
 /** Marks `v`, or the values directly in it where it is an array or a plain object, with `marker`. A plain
- *  object's accessors are not run (a getter with side effects must run as often as the code says). */
-function markIn(v: unknown, marker: (x: unknown) => unknown): void {
+ *  object's accessors are not run (a getter with side effects must run as often as the code says).
+ *  `again`: walk all of it, even what was walked before (code that may have put a tensor in it ran). */
+function markIn(v: unknown, marker: (x: unknown) => unknown, again = false): void {
   if (v === null || typeof v !== "object") return;
   let seen = walked.get(marker);
   if (!seen) walked.set(marker, (seen = new WeakMap()));
   if (Array.isArray(v)) {
-    const from = seen.get(v) ?? 0;
+    const from = again ? 0 : (seen.get(v) ?? 0);
     for (let i = from <= v.length ? from : 0; i < v.length; i++) marker(v[i]);
     seen.set(v, v.length);
   } else if (Object.getPrototypeOf(v) === Object.prototype) {
-    if (seen.has(v)) return;
+    if (seen.has(v) && !again) return;
     seen.set(v, 0);
     for (const k in v) {
       const d = Object.getOwnPropertyDescriptor(v, k);
@@ -315,12 +317,16 @@ let keepsNoArguments: (fn: unknown, self?: unknown) => boolean = () => false;
 /** `policy(fn, self)`: whether calling fn (on `self`, for a method call) keeps none of its arguments. */
 export const setArgumentPolicy = (policy: (fn: unknown, self?: unknown) => boolean) => void (keepsNoArguments = policy);
 const lentStack: unknown[] = [];
+/** The serial when each entry was lent: a handle made after it was made while its call ran (or while the
+ *  arguments after it were computed). */
+const lentSerial: number[] = [];
 let lentDepth = 0;
 export const depth = (): number => lentDepth;
 export function lend<T>(v: T): T {
   if (v === null || typeof v !== "object") return v;
   const r = recordOf(v);
   if (r !== undefined && r.lent !== undefined) r.lent++;
+  lentSerial[lentDepth] = serials;
   lentStack[lentDepth++] = r ?? v;
   return v;
 }
@@ -359,22 +365,29 @@ export function settleOn<T>(base: number, key: PropertyKey, result: T): T {
   return result;
 }
 function settleFrom<T>(base: number, keeps: boolean, result: T, stores = false): T {
+  // A function that may keep its arguments and was also given a container may have put a tensor argument in
+  // it (`put(this.cache, "h", h)`, `splice.call(list, 0, 1, h)`): stored. One that made tensors may have
+  // put those in it: the container is walked again, all of it (markIn otherwise walks only what it has not).
+  let containers = false;
+  if (keeps) for (let i = base; i < lentDepth; i++) if (!isRecord(lentStack[i])) containers = true;
+  const made = keeps && lentDepth > base && serials > lentSerial[base];
   for (let i = lentDepth - 1; i >= base; i--) {
     const e = lentStack[i];
     lentStack[i] = undefined;
-    if (e !== null && typeof e === "object" && "lent" in e) {
+    if (isRecord(e)) {
       const r = e as Ownable;
       r.lent--;
       if (keeps) {
         r.own = 2;
         r.taken = true;
-        if (stores) r.stored = true;
+        if (stores || containers) r.stored = true;
       }
-    } else if (keeps) escape(e);
+    } else if (keeps && e !== null && typeof e === "object") markIn(e, markKept, made);
   }
   lentDepth = Math.min(lentDepth, base);
   return result;
 }
+const isRecord = (e: unknown): boolean => e !== null && typeof e === "object" && "lent" in e;
 
 /**
  * Handles the runtime made for user code and gave it (a hook's gradients), or that code made and
@@ -395,6 +408,23 @@ export function settleHandedOut(fns: readonly unknown[], handles: Iterable<unkno
       dropRecord(r);
     }
   }
+}
+
+/**
+ * `return helper(w)` where `w` is a variable of the top level, and helper may return its argument (or
+ * `w.requires_grad_()` its receiver): `v` is marked kept (escape) if it is the value of one of the
+ * variables `names` reads; one still in its temporal dead zone (a branch not taken named it) makes it
+ * throw, and then `v` is marked kept too. Returns v.
+ */
+export function same<T>(v: T, names: () => unknown[]): T {
+  if (recordOf(v) === undefined) return v;
+  let values: unknown[];
+  try {
+    values = names();
+  } catch {
+    return escape(v);
+  }
+  return values.includes(v) ? escape(v) : v;
 }
 
 /** The names cells call (kernel/executor/ownership.ts writes `__gradlab.e(...)` and so on). */

@@ -5,7 +5,7 @@
 //   no collection in a cell;
 // - a gradient a cell took from `.grad` (a list of each step's gradients, then zero_grad());
 // - an activation a cell's module stores in forward (`this.h = h`).
-import { beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import * as torch from "../src/index.ts";
 import { reclaimStats } from "../src/memory/lifetime.ts";
 import { runCell } from "./helpers/cells.ts";
@@ -710,5 +710,46 @@ describe("what a call that may keep its arguments puts in a container (found rev
       0;
     `);
     expect(await cellRun("Array.from(await seen3[0].tolist())")).toEqual([1, 1]);
+  });
+});
+
+describe("what costs no collection per step (found reviewing the fixes above)", () => {
+  const cellRun = (source: string) => runCell(source, { torch, reclaimStats });
+  const perStep = async (setup: string, step: string) => {
+    await cellRun(
+      `${setup}\nfor (let i = 0; i < 3; i++) { ${step} }\nruns0 = reclaimStats.runs;\nfor (let i = 0; i < 20; i++) { ${step} }\nruns1 = reclaimStats.runs;`,
+    );
+    const g = globalThis as { runs0?: number; runs1?: number };
+    return g.runs1! - g.runs0!;
+  };
+  const MODEL = `torch.manual_seed(0);
+    model = new torch.nn.Linear(32, 1);
+    opt = new torch.optim.SGD(model.parameters(), { lr: 0.01 });
+    x = torch.randn(64, 32); y = torch.randn(64, 1);`;
+
+  it("a step function that rebinds a global loss and returns it, called or awaited", async () => {
+    const setup = `${MODEL}
+      let loss;
+      function step() { opt.zero_grad(); loss = model(x).sub(y).pow(2).mean(); loss.backward(); opt.step(); return loss; }
+      async function stepAsync() { opt.zero_grad(); loss = model(x).sub(y).pow(2).mean(); loss.backward(); opt.step(); return loss; }`;
+    // each would leave the previous step's loss to the collector if the returned global were kept
+    expect(await perStep(setup, "step();")).toBeLessThanOrEqual(2);
+    expect(await perStep(setup, "await stepAsync();")).toBeLessThanOrEqual(2);
+  });
+
+  it("a forward that logs a tensor with its shape", async () => {
+    const setup = `${MODEL}
+      class Net extends torch.nn.Module {
+        constructor() { super(); this.l1 = new torch.nn.Linear(32, 64); this.l2 = new torch.nn.Linear(64, 1); }
+        forward(x) { const h = this.l1(x).relu(); console.log("h", h.shape, h.mean()); return this.l2(h); }
+      }
+      net = new Net();
+      opt2 = new torch.optim.SGD(net.parameters(), { lr: 0.01 });`;
+    const spy = vi.spyOn(process.stdout, "write").mockImplementation(() => true);
+    try {
+      expect(await perStep(setup, "opt2.zero_grad(); const loss = net(x).sub(y).pow(2).mean(); loss.backward(); opt2.step();")).toBeLessThanOrEqual(2);
+    } finally {
+      spy.mockRestore();
+    }
   });
 });

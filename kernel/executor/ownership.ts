@@ -233,15 +233,16 @@ export function trackOwnership(
     return [...names];
   };
   /**
-   * A value a function hands out (its return, a concise arrow's body, a default export) that a variable of
-   * the top level may still name: given to native code (map, a getter's reader, an importer), it may be
-   * stored, and the variable, rebound, would release it. Marked kept where it is the variable's value
-   * itself; where a call may return it (`detach_or_self(w)`, `w.requires_grad_()`), `same` marks it
-   * kept only if it is one of the variables' values when it is returned.
+   * A value a function hands out (its return, a concise arrow's body) that a variable of the top level may
+   * still name: given to native code (map, a getter's reader), it may be stored, and the variable, rebound,
+   * would release it. Handed out (`ho`: kept unless the cell's code that receives it claims it, see
+   * src/memory/ownership.ts) where it is the variable's value itself; where a call may return it
+   * (`detach_or_self(w)`, `w.requires_grad_()`), `same` hands it out only if it is one of the variables'
+   * values when it is returned.
    */
   const handOut = (e: Node | null | undefined) => {
     if (!e || inert(e)) return;
-    if (mayBeTopLevel(e)) escape(e);
+    if (mayBeTopLevel(e)) wrap(e, `${RT}.ho(`, ")");
     else {
       const names = topLevelIn(e);
       if (names.length) wrap(e, `${RT}.same(`, `, () => [${names.join(", ")}])`);
@@ -309,6 +310,8 @@ export function trackOwnership(
     switch (n.type) {
       case "ExpressionStatement": {
         const a = n.expression;
+        // `await step();` drops what step handed out: claimed (see handOut)
+        if (a.type === "AwaitExpression") wrap(a, `${RT}.c(`, ")");
         if (a.type === "AssignmentExpression" && a.operator === "=") {
           markDestructured(n, [a.left]);
           const t = trackedTarget(a.left);
@@ -394,8 +397,8 @@ export function trackOwnership(
         if (n.body.type !== "BlockStatement") handOut(n.body);
         break;
       case "ExportDefaultDeclaration":
-        // an importer's binding names the value
-        if (!FUNCTION.has(n.declaration.type) && !n.declaration.type.startsWith("Class")) handOut(n.declaration);
+        // an importer's binding names the value, for good
+        if (!FUNCTION.has(n.declaration.type) && !n.declaration.type.startsWith("Class") && mayBeTopLevel(n.declaration)) escape(n.declaration);
         break;
       case "ForOfStatement":
         // `for (snap[0] of grads)`: each value goes into a property, which no mark reaches: the values in
@@ -504,7 +507,7 @@ export function trackOwnership(
   }
 }
 
-const CALLS = ["own", "mark", "e", "n", "es", "t", "drop", "ret", "hold", "after", "p", "depth", "settle", "rv", "so", "same"] as const;
+const CALLS = ["own", "mark", "e", "n", "es", "t", "drop", "ret", "hold", "after", "p", "depth", "settle", "rv", "so", "same", "ho", "c"] as const;
 type Ownership = Record<(typeof CALLS)[number], (...a: any[]) => unknown>;
 /** What cells call before the runtime is loaded: no tensor exists yet, so nothing to do. */
 export const ownershipUntilLoaded = (): Ownership => ({
@@ -524,6 +527,8 @@ export const ownershipUntilLoaded = (): Ownership => ({
   rv: (v: unknown) => v,
   so: (_d: number, _k: unknown, v: unknown) => v,
   same: (v: unknown) => v,
+  ho: (v: unknown) => v,
+  c: (v: unknown) => v,
 });
 /**
  * Once the runtime is loaded, cells tell it which tensors their variables own (src/memory/ownership.ts).

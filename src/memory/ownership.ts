@@ -206,6 +206,7 @@ function unname(r: Ownable | undefined): void {
   if (r !== undefined && r.named > 0) r.named--;
 }
 function dropRecord(r: Ownable | undefined): void {
+  if (handedOut.length > 0) keepHandedOut();
   if (r !== undefined && r.own === 1 && r.lent === 0 && !r.released) {
     r.letGo = true;
     releaseUnreachable(r as unknown as Parameters<typeof releaseUnreachable>[0]);
@@ -218,6 +219,7 @@ function dropRecord(r: Ownable | undefined): void {
  * the right-hand side and nothing else holds it. Returns v.
  */
 export function own<T>(m: number, v: T, old?: unknown): T {
+  if (handedOut.length > 0) claim(v);
   if (v === old) return v;
   const r = recordOf(v);
   if (r !== undefined && r.own !== undefined) {
@@ -297,6 +299,7 @@ export function after<T>(result: T): T {
 }
 /** Forgets receivers and arguments an exception left on the stacks (before a cell runs). */
 export function reset(): void {
+  keepHandedOut();
   held.fill(undefined);
   heldDepth = 0;
   lentStack.fill(undefined);
@@ -331,7 +334,13 @@ export function lend<T>(v: T): T {
   return v;
 }
 export function settle<T>(base: number, fn: unknown, result: T): T {
-  return settleFrom(base, !keepsNoArguments(fn), result, STORES.has(fn));
+  return settleFrom(base, !keepsNoArguments(fn) && !printsOnly(fn), result, STORES.has(fn));
+}
+/** The console's methods print what they are given (a tensor's text is made at once) and keep none of it:
+ *  `console.log("h", h.shape, h.mean())` in a forward must not leave h to the collector at every step. */
+function printsOnly(fn: unknown): boolean {
+  const c = globalThis.console;
+  return fn === c.log || fn === c.info || fn === c.warn || fn === c.error || fn === c.debug || fn === c.dir || fn === c.table;
 }
 /** Methods that store their arguments in the container they are called on, or in the one they return
  *  (`all = all.concat(h)`) (Ownable.stored). */
@@ -360,7 +369,7 @@ export function settleOn<T>(base: number, key: PropertyKey, result: T): T {
   const o = lentStack[base];
   lentStack[base] = undefined;
   const fn = o !== null && o !== undefined ? (o as Record<PropertyKey, unknown>)[key] : undefined;
-  settleFrom(base + 1, !keepsNoArguments(fn, o), result, STORES.has(fn));
+  settleFrom(base + 1, !keepsNoArguments(fn, o) && !printsOnly(fn), result, STORES.has(fn));
   lentDepth = Math.min(lentDepth, base);
   return result;
 }
@@ -385,6 +394,7 @@ function settleFrom<T>(base: number, keeps: boolean, result: T, stores = false):
     } else if (keeps && e !== null && typeof e === "object") markIn(e, markKept, made);
   }
   lentDepth = Math.min(lentDepth, base);
+  if (handedOut.length > 0) claim(result);
   return result;
 }
 const isRecord = (e: unknown): boolean => e !== null && typeof e === "object" && "lent" in e;
@@ -422,10 +432,49 @@ export function same<T>(v: T, names: () => unknown[]): T {
   try {
     values = names();
   } catch {
-    return escape(v);
+    return handOut(v);
   }
-  return values.includes(v) ? escape(v) : v;
+  return values.includes(v) ? handOut(v) : v;
+}
+
+/**
+ * Values functions returned that a variable of the top level still names (`return loss` of a global
+ * loss, `() => w` given to map), not yet claimed. Code of a cell's that receives one claims it: a call
+ * it settles (`step();`, `f(step())`), a variable it assigns (own), an `await` statement (`await
+ * step();`): it marks what it does with the value. Native code that receives one (map's callback, a
+ * getter read by JSON.stringify) says nothing, and may store it: what is still here when a variable next
+ * lets go of a tensor (or at the next cell) is marked kept first, so that the variable, rebound, does not
+ * release it. Marking every such value kept at once cost a full collection per step of the common
+ * `function step() { loss = ...; return loss }`.
+ */
+const handedOut: Ownable[] = [];
+export function handOut<T>(v: T): T {
+  const r = recordOf(v);
+  if (r !== undefined && r.own !== undefined) {
+    if (handedOut.length >= 1024) keepHandedOut();
+    handedOut.push(r);
+  }
+  return v;
+}
+function claim(v: unknown): void {
+  const r = recordOf(v);
+  if (r === undefined) return;
+  const i = handedOut.lastIndexOf(r);
+  if (i >= 0) handedOut.splice(i, 1);
+}
+/** An `await` statement's value (`await step();`), which the cell drops: claimed. Returns v. */
+export function claimed<T>(v: T): T {
+  if (handedOut.length > 0) claim(v);
+  return v;
+}
+function keepHandedOut(): void {
+  const rs = handedOut.splice(0);
+  for (const r of rs) {
+    r.own = 2;
+    r.taken = true;
+    r.stored = true;
+  }
 }
 
 /** The names cells call (kernel/executor/ownership.ts writes `__gradlab.e(...)` and so on). */
-export { escape as e, named as n, escapeAll as es, lend as p, receiver as rv, settleOn as so, taken as t };
+export { escape as e, named as n, escapeAll as es, lend as p, receiver as rv, settleOn as so, taken as t, handOut as ho, claimed as c };

@@ -5,7 +5,7 @@
 // not node_modules) goes through the cell transform's passes (kernel/executor/transform.ts's
 // transformModule): statement temporaries die with their statement, a variable that lets go of the only
 // handle to a tensor releases it, and what the script keeps (a gradient, an activation a forward stores)
-// stays usable. TypeScript files are stripped of types on the way (with tsx registered, tsx does it).
+// stays usable. TypeScript files are compiled on the way (module-hooks.ts, with their tsconfig.json).
 import { register } from "node:module";
 import { pathToFileURL } from "node:url";
 import { FROM_SOURCE, REPO, RUNTIME_MODULE } from "./repo.ts";

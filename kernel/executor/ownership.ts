@@ -408,22 +408,21 @@ export function trackOwnership(
       case "ReturnStatement": {
         // The function's frame goes: its tracked locals are released, but for the one it returns, whose
         // handle is the caller's to own. (A returned value is not kept by the function: what else could
-        // keep it went through a place that marked it.) Two exceptions, marked kept: a value a variable of
-        // the top level may still name (`() => best` given to map, a getter's `return state`: the caller,
-        // native code, may store it, and the variable, rebound, would release it), and a generator's
-        // value, which its iterator hands out. (An async function's value is the awaiting variable's,
+        // keep it went through a place that marked it.) Two exceptions: a value a variable of the top level
+        // may still name is handed out (handOut: `() => best` given to map, a getter's `return state`), and
+        // a generator's value, which its iterator hands out, is marked kept. (An async function's value is the awaiting variable's,
         // as a sync function's is the caller's: its promise awaited again after that variable let go of
         // it, from a cache, finds it freed. Marking it kept cost a full collection per step of a loop of
         // `const loss = await step()`.)
         const a = n.argument as Node | null;
         const fn = functionOf(n);
-        const handedOut = !!fn && fn.generator;
-        if (handedOut) escape(a);
+        const generator = !!fn && fn.generator;
+        if (generator) escape(a);
         else handOut(a);
         const ended = endedBy(n);
         if (!ended.length) break;
         const v = a?.type === "Identifier" ? resolved.get(a) : undefined;
-        const gives = a && v && tracked.has(v) && v.scope.type !== "module" && !handedOut ? "true" : "false";
+        const gives = a && v && tracked.has(v) && v.scope.type !== "module" && !generator ? "true" : "false";
         if (a) wrap(a, `${RT}.ret(${gives}, `, `, ${ended.join(", ")})`);
         else insert(n.start + "return".length, ` ${RT}.ret(false, undefined, ${ended.join(", ")})`);
         break;

@@ -174,14 +174,7 @@ export function transformCell(source: string, sourcefile: string, opts: { lastVa
       ast = parse(js);
     }
   }
-  const edits: Edit[] = [];
-  let order = 0;
-  const insert = (pos: number, text: string) => edits.push({ pos, end: pos, text, order: order++, kind: 1, other: pos });
-  const replace = (pos: number, end: number, text: string) => edits.push({ pos, end, text, order: order++, kind: 1, other: pos });
-  const wrap = (start: number, end: number, open: string, close: string, outer?: boolean) => {
-    edits.push({ pos: start, end: start, text: open, order: order++, kind: 2, other: end, outer });
-    edits.push({ pos: end, end, text: close, order: order++, kind: 0, other: start, outer });
-  };
+  const { edits, insert, replace, wrap } = editList();
   const names = new Set<string>();
   const hoisted: string[] = [];
   let importCount = 0;
@@ -272,6 +265,21 @@ export function transformCell(source: string, sourcefile: string, opts: { lastVa
   return { code, map, names: [...names], hasTopLevelValue: last?.type === "ExpressionStatement", jsPosition: positionMapper(code, js, copied) };
 }
 
+/** The edits of one transform, in the order they are made (see Edit). */
+function editList() {
+  const edits: Edit[] = [];
+  let order = 0;
+  return {
+    edits,
+    insert: (pos: number, text: string) => void edits.push({ pos, end: pos, text, order: order++, kind: 1, other: pos }),
+    replace: (pos: number, end: number, text: string) => void edits.push({ pos, end, text, order: order++, kind: 1, other: pos }),
+    wrap: (start: number, end: number, open: string, close: string, outer?: boolean) => {
+      edits.push({ pos: start, end: start, text: open, order: order++, kind: 2, other: end, outer });
+      edits.push({ pos: end, end, text: close, order: order++, kind: 0, other: start, outer });
+    },
+  };
+}
+
 /** `prefix`, then `js` with the edits made; `copied`: where each piece of `js` copied verbatim lies in
  *  the result, as [result offset, js offset, length] triples. */
 function applyEdits(js: string, edits: Edit[], prefix: string): { out: string; copied: number[] } {
@@ -302,13 +310,7 @@ function applyEdits(js: string, edits: Edit[], prefix: string): { out: string; c
  */
 export function transformModule(js: string): string {
   const ast = parse(js);
-  const edits: Edit[] = [];
-  let order = 0;
-  const insert = (pos: number, text: string) => edits.push({ pos, end: pos, text, order: order++, kind: 1, other: pos });
-  const wrap = (start: number, end: number, open: string, close: string, outer?: boolean) => {
-    edits.push({ pos: start, end: start, text: open, order: order++, kind: 2, other: end, outer });
-    edits.push({ pos: end, end, text: close, order: order++, kind: 0, other: start, outer });
-  };
+  const { edits, insert, wrap } = editList();
   const none = new Set<Node>();
   wrapTemporaries(ast, wrap, none);
   trackOwnership(ast, js, wrap, insert, none, "module");

@@ -219,7 +219,7 @@ function dropRecord(r: Ownable | undefined): void {
  * the right-hand side and nothing else holds it. Returns v.
  */
 export function own<T>(m: number, v: T, old?: unknown): T {
-  if (handedOut.length > 0) claim(v);
+  claimed(v);
   if (v === old) return v;
   const r = recordOf(v);
   if (r !== undefined && r.own !== undefined) {
@@ -394,8 +394,7 @@ function settleFrom<T>(base: number, keeps: boolean, result: T, stores = false):
     } else if (keeps && e !== null && typeof e === "object") markIn(e, markKept, made);
   }
   lentDepth = Math.min(lentDepth, base);
-  if (handedOut.length > 0) claim(result);
-  return result;
+  return claimed(result);
 }
 const isRecord = (e: unknown): boolean => e !== null && typeof e === "object" && "lent" in e;
 
@@ -422,9 +421,9 @@ export function settleHandedOut(fns: readonly unknown[], handles: Iterable<unkno
 
 /**
  * `return helper(w)` where `w` is a variable of the top level, and helper may return its argument (or
- * `w.requires_grad_()` its receiver): `v` is marked kept (escape) if it is the value of one of the
+ * `w.requires_grad_()` its receiver): `v` is handed out (handOut) if it is the value of one of the
  * variables `names` reads; one still in its temporal dead zone (a branch not taken named it) makes it
- * throw, and then `v` is marked kept too. Returns v.
+ * throw, and then `v` is handed out too. Returns v.
  */
 export function same<T>(v: T, names: () => unknown[]): T {
   if (recordOf(v) === undefined) return v;
@@ -456,15 +455,13 @@ export function handOut<T>(v: T): T {
   }
   return v;
 }
-function claim(v: unknown): void {
-  const r = recordOf(v);
-  if (r === undefined) return;
-  const i = handedOut.lastIndexOf(r);
-  if (i >= 0) handedOut.splice(i, 1);
-}
-/** An `await` statement's value (`await step();`), which the cell drops: claimed. Returns v. */
+/** `v` reached code of a cell's (a settled call's result, an assigned value, an `await` statement's
+ *  value, which the cell drops): no longer handed out. Returns v. */
 export function claimed<T>(v: T): T {
-  if (handedOut.length > 0) claim(v);
+  if (handedOut.length === 0) return v;
+  const r = recordOf(v);
+  const i = r === undefined ? -1 : handedOut.lastIndexOf(r);
+  if (i >= 0) handedOut.splice(i, 1);
   return v;
 }
 function keepHandedOut(): void {

@@ -87,7 +87,10 @@ export const check = {
    * - "freed": bytes freed (autograd's releases): a storage that a tensor not yet collected also holds is
    *   not freed in the browser, so its figure is at most PyTorch's: an answer below it is wrong (✗), one
    *   above gets "?";
-   * - "exact": the figure does not depend on what was collected (a count from shapes, a constant).
+   * - "exact": the figure does not depend on what was collected: a count from shapes, a constant, or a
+   *   figure read in one synchronous stretch in which every tensor made is disposed, named, saved by the
+   *   graph, or freed by autograd or by the cell transform (notebooks 00, 06 and 09; the Lite tier checks
+   *   that the browser prints the server's figure there).
    */
   memory(
     name: string,

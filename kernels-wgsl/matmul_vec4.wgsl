@@ -8,7 +8,8 @@
 // workgroups that run one after another share one panel of B (K x 256 floats) while it is in cache
 // (measured on lavapipe at 2048^2: 2-2.6x the GFLOP per CPU-second of the other order: docs/performance.md).
 // Params: [0] M, [1] N, [2] K, [3] batch, [4] A offset, [5] A batch stride, [6] A row stride,
-// [7] A col stride, [8] B offset, [9] B batch stride, [10] C offset (all in f32 elements).
+// [7] A col stride, [8] B offset, [9] B batch stride, [10] C offset, [11] B column stride for B_T (all in
+// f32 elements). K is the slice this dispatch adds (ACC, prelude_vec4.wgsl).
 
 override TM: u32 = 4u;
 const MAX_TM: u32 = 16u;
@@ -28,7 +29,10 @@ fn mm(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wg: v
   let bBase4 = (P[8] + bz * P[9]) / 4u;
   let c4 = min(col4, n4 - 1u);
   var acc: array<vec4<f32>, MAX_TM>;
-  for (var r = 0u; r < TM; r++) { acc[r] = vec4<f32>(0.0); }
+  let cBase4 = (P[10] + bz * M * N) / 4u;
+  for (var r = 0u; r < TM; r++) {
+    acc[r] = select(vec4<f32>(0.0), ldv(S0, cBase4 + min(row0 + r, M - 1u) * n4 + c4), ACC == 1u);
+  }
   for (var k = 0u; k < K; k++) {
     let b = load_b(k, bz, bBase4, n4, c4);
     let ak = aBase + k * acs;
@@ -37,7 +41,6 @@ fn mm(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wg: v
     }
   }
   if (col4 >= n4) { return; }
-  let cBase4 = (P[10] + bz * M * N) / 4u;
   for (var r = 0u; r < TM; r++) {
     if (row0 + r < M) { stv(S0, cBase4 + (row0 + r) * n4 + col4, acc[r]); }
   }

@@ -39,9 +39,9 @@ fn lds(slot: u32, i: u32) -> f32 {
 }
 
 // B_T = 1: B is a transposed row-major matrix (x @ w.t() in Linear): element (k, n) is at
-// P[8] + bz * P[9] + n * K + k, and no transposed copy of the weight is made. B_T = 2: the same with
-// K % 4 == 0 and that base a multiple of 4, so matmul_subgroups.wgsl reads 4 k of a column as one vec4
-// (load_b treats it as 1).
+// P[8] + bz * P[9] + n * P[11] + k (P[11]: B's column stride, the whole K when the host runs K in
+// slices), and no transposed copy of the weight is made. B_T = 2: the same with P[11] % 4 == 0 and that
+// base a multiple of 4, so matmul_subgroups.wgsl reads 4 k of a column as one vec4 (load_b treats it as 1).
 override B_T: u32 = 0u;
 // A_V4 = 1: A's column stride is 1 and its offset, row and batch strides are multiples of 4, so
 // matmul_subgroups.wgsl reads 4 k of a row of A as one vec4; A_V4 = 2: A's row stride is 1 and its offset,
@@ -51,7 +51,12 @@ override A_V4: u32 = 0u;
 
 fn load_b(k: u32, bz: u32, bBase4: u32, n4: u32, c4: u32) -> vec4<f32> {
   if (B_T == 0u) { return ldv(S2, bBase4 + k * n4 + c4); }
-  let K = P[2];
-  let base = P[8] + bz * P[9] + c4 * 4u * K + k;
-  return vec4<f32>(lds(S2, base), lds(S2, base + K), lds(S2, base + 2u * K), lds(S2, base + 3u * K));
+  let ks = P[11];
+  let base = P[8] + bz * P[9] + c4 * 4u * ks + k;
+  return vec4<f32>(lds(S2, base), lds(S2, base + ks), lds(S2, base + 2u * ks), lds(S2, base + 3u * ks));
 }
+
+// ACC = 1: C already holds the sum over the earlier slices of K (the host runs a long K in slices, one
+// dispatch each: docs/performance.md, Matmul round 3); the accumulators start from it, so each element is
+// still one sum of products in k order, the same bits as one dispatch over all of K.
+override ACC: u32 = 0u;

@@ -1,6 +1,6 @@
-// The register-blocked matmul kernels (matmul_subgroups.wgsl: 16 rows x 4 columns per lane, row blocks
-// on the grid's x; matmul_vec4.wgsl, the same grid, where the adapter has no subgroups) against sums
-// computed here in float64: sizes one above a tile (16 rows, 256 columns), N a multiple of 4 but not of
+// The register-blocked matmul kernels (matmul_subgroups.wgsl: 24 rows x 4 columns per lane, row blocks
+// on the grid's x; matmul_vec4.wgsl, 16 rows, where the adapter has no subgroups) against sums
+// computed here in float64: sizes one above a tile (16 or 24 rows, 256 columns), N a multiple of 4 but not of
 // 256, odd K, batches with broadcasting, transposed weights (x @ w.t()), addmm, and the vec4 reads of
 // A and of a transposed B that matmul_subgroups makes when K or the strides are multiples of 4.
 import { afterEach, describe, expect, it } from "vitest";
@@ -80,6 +80,10 @@ describe.each(kernels)("matmul kernels: %s", (kernel) => {
       [17, 9],
       [9, 260],
     ], // one row and 4 columns past a tile
+    [
+      [25, 9],
+      [9, 4],
+    ], // one row past a 24-row tile
     [
       [16, 33],
       [33, 256],
@@ -181,6 +185,37 @@ describe.each(kernels)("matmul kernels: %s", (kernel) => {
       for (let m = 0; m < M; m++) for (let k = 0; k < K2; k++) av.push(gv[k * M + m]);
       const g = torch.tensor(gv).reshape([K2, M]);
       await check(g.t().matmul(torch.tensor(bv).reshape([K2, C])), reference(av, [M, K2], bv, [K2, C]));
+    }
+  });
+
+  it("a K over 1,024 runs in slices that add to C: the same bits as one sum in k order (matmul.wgsl)", async () => {
+    if (await useKernel(kernel)) return;
+    // Each layout the register-blocked kernels read, with K past two slices (and a tail of k where the
+    // layout allows one). The plain kernel computes the same product when B has a column more (N % 4 != 0):
+    // its first N columns must be bit-identical.
+    const [M, N] = [28, 260];
+    for (const K of [2051, 2056]) {
+      const av = values(M * K, 12);
+      const bv = values(K * (N + 1), 13);
+      const a = torch.tensor(av).reshape([M, K]);
+      const aT = torch.tensor(av).reshape([M, K]).t().contiguous().t(); // row stride 1 (A_V4 = 2 when K % 4 == 0)
+      const wide = torch.tensor(bv).reshape([K, N + 1]);
+      const b = wide.narrow(1, 0, N).contiguous();
+      const bT = b.t().contiguous().t(); // a transposed row-major B (x @ w.t(); B_T = 2 when K % 4 == 0)
+      const plain = (await a.matmul(wide).narrow(1, 0, N).contiguous().reshape([-1]).tolist()) as number[];
+      const bv0: number[] = [];
+      for (let k = 0; k < K; k++) for (let n = 0; n < N; n++) bv0.push(bv[k * (N + 1) + n]);
+      const want = reference(av, [M, K], bv0, [K, N]);
+      for (const [name, got] of [
+        ["A @ B", a.matmul(b)],
+        ["A @ B (B transposed in memory)", a.matmul(bT)],
+        ["A (transposed in memory) @ B", aT.matmul(b)],
+      ] as const) {
+        await check(got, want);
+        const bits = (await got.reshape([-1]).tolist()) as number[];
+        const first = bits.findIndex((v, i) => !Object.is(v, plain[i]));
+        expect(first, `K = ${K}, ${name}: element ${first} is ${bits[first]}, the plain kernel's ${plain[first]}`).toBe(-1);
+      }
     }
   });
 });

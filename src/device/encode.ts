@@ -11,6 +11,13 @@ import type { DeviceState } from "./backend.ts";
 import { bindGroupLayout, dynamicOffsets, type Kernel, kernelOf, paramsLayout, pipelineEntry } from "./pipelines.ts";
 import { firstLine, newRisk, pendingBuffers, pendingPipelines, pipelineRisk, type Range, type Risk } from "./verdicts.ts";
 
+/** A dispatch's form for devices with subgroups (Dispatch.subgroup). */
+export interface SubgroupVariant {
+  shader: string;
+  constants?: Record<string, number>;
+  workgroups: [number, number, number];
+}
+
 export interface Dispatch {
   kind: "dispatch";
   shader: string;
@@ -20,8 +27,10 @@ export interface Dispatch {
   buffers: Range[];
   params: Uint32Array;
   workgroups: [number, number, number];
-  /** A drop-in replacement shader (same params and grid) for devices with subgroups. */
-  subgroupShader?: string;
+  /** A replacement for devices with subgroups: another shader over the same params and bindings, with its
+   *  own override constants and grid (chosen when the dispatch is encoded: the device may not be ready
+   *  when it is recorded). */
+  subgroup?: SubgroupVariant;
   /** The op that recorded it (for error messages). */
   label?: string;
   /** Operands the kernel writes (default: operand 0). */
@@ -194,8 +203,11 @@ export function prepare(dev: DeviceState, st: EncodeState, c: Dispatch): typeof 
     if (s === n) slots[n++] = b;
     slotsCode = slotsCode * 8 + s + 1;
   }
-  const kernel =
-    c.subgroupShader && dev.facts.subgroups ? kernelOf(c.subgroupShader, c.entry, c.constants) : (c.kernel ??= kernelOf(c.shader, c.entry, c.constants));
+  let kernel: Kernel;
+  if (c.subgroup && dev.facts.subgroups) {
+    kernel = kernelOf(c.subgroup.shader, c.entry, c.subgroup.constants);
+    c.workgroups = c.subgroup.workgroups;
+  } else kernel = c.kernel ??= kernelOf(c.shader, c.entry, c.constants);
   const { pipeline, key, check } = pipelineEntry(device, kernel, slotsCode);
   // A new pipeline's first dispatch is submitted alone. Later ones while its verdict is still pending (a
   // loop that has not yielded since) join batches, which take on that verdict: one submit per such

@@ -38,7 +38,18 @@ onDeviceReady((s) => {
   webgpu.allocator.maxBufferSize = (s.facts.limits as Record<string, number>).maxBufferSize ?? null;
 });
 import { RuntimeError } from "../errors.ts";
-import { bufferOf, type Command, type Dispatch, encodeAndSubmit, type EncodeState, encodeState, PARAM_WORDS, prepare, type Readback } from "./encode.ts";
+import {
+  bufferOf,
+  type Command,
+  type Dispatch,
+  encodeAndSubmit,
+  type EncodeState,
+  encodeState,
+  PARAM_WORDS,
+  prepare,
+  type Readback,
+  type SubgroupVariant,
+} from "./encode.ts";
 import {
   firstLine,
   idOf,
@@ -66,10 +77,10 @@ export function enqueue(
   params: Uint32Array,
   workgroups: [number, number, number],
   constants?: Record<string, number>,
-  subgroupShader?: string,
+  subgroup?: SubgroupVariant,
   label?: string,
 ): void {
-  record({ kind: "dispatch", shader, entry, constants, buffers: blocks.map(rangeOf), params, workgroups, subgroupShader, label });
+  record({ kind: "dispatch", shader, entry, constants, buffers: blocks.map(rangeOf), params, workgroups, subgroup, label });
 }
 
 /** Records a dispatch built by the caller (windowed runs: ops/launch.ts). */

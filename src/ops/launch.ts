@@ -2,7 +2,7 @@
 // windowed runs for blocks larger than one binding (elementwise ops: ops/elementwise-launch.ts).
 
 import { enqueue, record } from "../device/scheduler.ts";
-import { PARAM_WORDS } from "../device/encode.ts";
+import { PARAM_WORDS, type SubgroupVariant } from "../device/encode.ts";
 import type { Kernel } from "../device/pipelines.ts";
 import { rangeOf, type Range } from "../device/verdicts.ts";
 import { readyDevice } from "../device/backend.ts";
@@ -277,14 +277,15 @@ export function dispatchGrid(
   params: number[],
   workgroups: [number, number, number],
   constants?: Record<string, number>,
-  subgroupShader?: string,
+  subgroup?: SubgroupVariant,
 ): void {
   if (workgroups.some((w) => w === 0) || !computes(operands)) return;
-  if (workgroups.some((w) => w > MAX_GROUPS)) throw new RuntimeError(`internal: dispatch grid [${workgroups.join(", ")}] exceeds ${MAX_GROUPS} per dimension`);
+  for (const g of [workgroups, subgroup?.workgroups ?? []])
+    if (g.some((w) => w > MAX_GROUPS)) throw new RuntimeError(`internal: dispatch grid [${g.join(", ")}] exceeds ${MAX_GROUPS} per dimension`);
   const blocks = operands.map(blockOf);
   const label = opName() ?? entry;
   plan(label, blocks, 1, undefined);
-  enqueue(shader, entry, blocks, Uint32Array.from(params), workgroups, constants, subgroupShader, label);
+  enqueue(shader, entry, blocks, Uint32Array.from(params), workgroups, constants, subgroup, label);
 }
 
 /** The most bytes one binding may cover now. */

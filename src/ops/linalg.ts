@@ -33,6 +33,12 @@ function batchStride(t: Tensor): number | null {
   return c.shape.length === 1 ? c.strides[0][0] : null;
 }
 
+/** The longest K one dispatch of the register-blocked kernels runs (a multiple of 4: the slices keep A's
+ *  and B's vec4 alignment). Measured on lavapipe (docs/performance.md, Matmul round 3): at K = 4096 slices
+ *  of 1,024 ran 1.6x (A @ B) and 1.9x (g.t() @ x, a Linear's weight gradient) as fast as one dispatch;
+ *  512 and 256 were no faster. */
+const K_SLICE = 1024;
+
 /** C = A @ B for A [..., M, K], B [..., K, N] with equal leading dims; C is contiguous. */
 function batchedInto(a: Tensor, b: Tensor, out: Tensor): void {
   const temps: Tensor[] = [];
@@ -91,17 +97,29 @@ function batchedInto(a: Tensor, b: Tensor, out: Tensor): void {
       const aligned = A._offset % 4 === 0 && aBatch % 4 === 0;
       const aV4 = acs === 1 && ars % 4 === 0 && aligned ? 1 : ars === 1 && acs % 4 === 0 && aligned ? 2 : 0;
       const bT = rowMajorB ? 0 : K % 4 === 0 && B._offset % 4 === 0 && bStride % 4 === 0 ? 2 : 1;
-      // 16 rows per workgroup: what matmul_subgroups needs, chosen at encode time when the device has subgroups.
-      // Row blocks on x (up to 65,535 x 16 rows), column blocks of 256 on y.
-      dispatchGrid(
-        "matmul_vec4",
-        "mm",
-        [out, A, B],
-        [M, N, K, batch, A._offset, aBatch, ars, acs, B._offset, bStride, 0],
-        [Math.ceil(M / 16), Math.ceil(N / 4 / 64), batch],
-        { TM: 16, B_T: bT, A_V4: aV4 },
-        "matmul_subgroups",
-      );
+      // A long K runs in slices of K_SLICE, one dispatch each, the later ones adding to what C holds (ACC):
+      // each workgroup then streams a panel of B of at most K_SLICE x 256 floats (1 MiB), which stays in
+      // the caches for the next row block. Same bits as one dispatch (prelude_vec4.wgsl, ACC).
+      // Rows in blocks of 16 (matmul_vec4) or 24 (matmul_subgroups, where the device has subgroups) on
+      // x, up to 65,535 blocks; columns in blocks of 256 on y.
+      const bRowStride = rowMajorB ? N : 1;
+      for (let k0 = 0; k0 < K; k0 += K_SLICE) {
+        const params = [M, N, Math.min(K_SLICE, K - k0), batch, A._offset + k0 * acs, aBatch, ars, acs, B._offset + k0 * bRowStride, bStride, 0, K];
+        const constants = { B_T: bT, A_V4: aV4, ACC: k0 > 0 ? 1 : 0 };
+        dispatchGrid(
+          "matmul_vec4",
+          "mm",
+          [out, A, B],
+          params,
+          [Math.ceil(M / 16), Math.ceil(N / 4 / 64), batch],
+          { ...constants, TM: 16 },
+          {
+            shader: "matmul_subgroups",
+            constants: { ...constants, TM: 24 },
+            workgroups: [Math.ceil(M / 24), Math.ceil(N / 4 / 64), batch],
+          },
+        );
+      }
       return;
     }
     const params = [

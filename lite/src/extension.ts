@@ -49,6 +49,7 @@ class GradLabKernel extends BaseKernel {
         this.outbox = null;
       } else if (m.type === "ready") ready(m);
       else if (m.type === "read") void this.readFile(m.id, m.path);
+      else if (m.type === "write") void this.writeFile(m.path, m.base64);
       else if (m.type === "interrupted") this.reached();
       else if (m.type === "input") this.inputRequest({ prompt: m.prompt, password: m.password }, m.parent as never);
       else if (m.type === "reply" || m.type === "completed" || m.type === "inspected") {
@@ -75,6 +76,20 @@ class GradLabKernel extends BaseKernel {
       const why =
         status === 404 || /not found/i.test(String((e as Error).message)) ? `there is no file ${path} in the file browser` : String((e as Error).message ?? e);
       this.send({ type: "file", id, error: why });
+    }
+  }
+
+  /** Saves a file the runtime wrote (torch.cuda.memory._dump_snapshot) in the drive, beside the student's
+   *  notebooks: the file browser lists it and *Download* saves it. A failure (the browser's storage full)
+   *  is said in a notification: the cell that wrote it has moved on. */
+  private async writeFile(path: string, base64: string): Promise<void> {
+    try {
+      if (!drive) throw new Error("the file browser's contents are not available");
+      await drive.save(path, { type: "file", format: "base64", content: base64 });
+    } catch (e) {
+      const why = String((e as Error).message ?? e);
+      console.error(`GradLab could not save ${path}:`, e);
+      void commands?.execute("apputils:notify", { type: "error", message: `GradLab could not save ${path}: ${why}`, options: { autoClose: false } });
     }
   }
 

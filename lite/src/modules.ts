@@ -5,6 +5,7 @@
 // esbuild-wasm and imported; `node:path` is path-browserify; anything else is refused with a reason,
 // since there is no node_modules and the site requests nothing from other origins.
 import * as runtime from "../../src/index.ts";
+import { base64OfBytes } from "../../src/platform/browser.ts";
 import * as path from "path-browserify";
 import { transpileModule } from "./shims/esbuild.ts";
 import type { FromWorker, ToWorker } from "./protocol.ts";
@@ -19,6 +20,26 @@ export const mayReachRuntime = (_source: string): boolean => true;
 let notebookDir = "";
 export function setNotebookDir(dir: string): void {
   notebookDir = dir.replace(/^\/+|\/+$/g, "");
+}
+
+/** A path a cell names, from the drive's root: relative to the notebook's folder (as the server kernel's
+ *  working directory is the notebook's), or from the root where it starts with "/"; null where it leaves
+ *  the drive. */
+function drivePathOf(p: string): string | null {
+  const resolved = p.startsWith("/") ? path.normalize(p).replace(/^\/+/, "") : path.normalize(path.join(notebookDir, p));
+  return resolved === ".." || resolved.startsWith("../") ? null : resolved;
+}
+
+/** A file the runtime writes (torch.cuda.memory._dump_snapshot): handed to the page, which saves it in
+ *  the drive, where the file browser shows it and *Download* saves it (src/platform/browser.ts installs
+ *  this as its file sink). The page saves it after the cell's statement returns; a failure is reported
+ *  there, as a notification. */
+export function writeDriveFile(p: string, bytes: Uint8Array): void {
+  const drivePath = drivePathOf(p);
+  if (drivePath === null || drivePath === "" || drivePath.endsWith("/")) {
+    throw new Error(`Cannot write "${p}": name a file in the course's folder (the notebook is in "/${notebookDir}")`);
+  }
+  (self as unknown as Worker).postMessage({ type: "write", path: drivePath, base64: base64OfBytes(bytes) } satisfies FromWorker);
 }
 
 // Files are read by the page, which holds JupyterLite's contents (the browser's storage over the
@@ -49,10 +70,8 @@ export async function importForCell(spec: string, _baseDir: string): Promise<any
       `Cannot import "${spec}" in GradLab Lite: in the browser a cell can import "gradlab" and the course's own files (./check.ts), nothing else`,
     );
   }
-  const drivePath = path.normalize(path.join(notebookDir, spec));
-  if (drivePath.startsWith("../") || drivePath === "..") {
-    throw new Error(`Cannot import "${spec}": it is outside the course's folder (the notebook is in "/${notebookDir}")`);
-  }
+  const drivePath = drivePathOf(spec);
+  if (drivePath === null) throw new Error(`Cannot import "${spec}": it is outside the course's folder (the notebook is in "/${notebookDir}")`);
   let p = loaded.get(drivePath);
   if (!p) {
     p = (async () => {

@@ -50,4 +50,6 @@ export type FromWorker =
   | { type: "completed"; id: number; content: CompleteAnswer }
   | { type: "inspected"; id: number; text: string | null }
   /** a cell imports a file of the drive (`./check.ts`): its path from the drive's root */
-  | { type: "read"; id: number; path: string };
+  | { type: "read"; id: number; path: string }
+  /** the runtime wrote a file (torch.cuda.memory._dump_snapshot): its path from the drive's root */
+  | { type: "write"; path: string; base64: string };

@@ -19,7 +19,8 @@ import { LanguageClient } from "../../kernel/language/service-client.ts";
 import { reportTypeErrors, typeCheck } from "../../kernel/language/type-warnings.ts";
 import { format } from "./shims/inspect.ts";
 import { initialize, prestrip } from "./shims/esbuild.ts";
-import { fileRead, setNotebookDir } from "./modules.ts";
+import { fileRead, setNotebookDir, writeDriveFile } from "./modules.ts";
+import { setFileSink } from "../../src/platform/browser.ts";
 import type { FromWorker, Shared, ToWorker } from "./protocol.ts";
 
 // The runtime's frames come first in a stack and are hidden from tracebacks; Chrome keeps 10 frames by
@@ -175,6 +176,7 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
   else if (m.type === "file") fileRead(m);
   else if (m.type === "init") {
     setNotebookDir(m.dir);
+    setFileSink(writeDriveFile);
     shared = m.shared;
     const own = (n: number) => new Int32Array(n);
     executor = new Executor(shared?.irq ?? own(1), shared?.cellNo ?? own(1), new Float64Array(2), own(1), capture, "/");

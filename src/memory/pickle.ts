@@ -36,17 +36,23 @@ export interface PyTuple {
 export const pyTuple = (...items: unknown[]): PyTuple => ({ [TUPLE]: true, items });
 const isTuple = (v: object): v is PyTuple => TUPLE in v;
 
+const utf8 = new TextEncoder();
+
 // Python's pickler batches APPENDS / SETITEMS by 1000 so the unpickler's stack stays small.
 const BATCH = 1000;
 
+/** A growing byte buffer (Uint8Array and DataView: the runtime also runs in a browser, which has no
+ *  Node Buffer). */
 class Out {
-  private buf = Buffer.alloc(1 << 16);
+  private buf = new Uint8Array(1 << 16);
+  private view = new DataView(this.buf.buffer);
   private n = 0;
   private room(k: number): void {
     if (this.n + k <= this.buf.length) return;
-    const next = Buffer.alloc(Math.max(this.buf.length * 2, this.n + k));
-    this.buf.copy(next, 0, 0, this.n);
+    const next = new Uint8Array(Math.max(this.buf.length * 2, this.n + k));
+    next.set(this.buf.subarray(0, this.n));
     this.buf = next;
+    this.view = new DataView(next.buffer);
   }
   byte(b: number): void {
     this.room(1);
@@ -59,25 +65,25 @@ class Out {
   }
   u16(v: number): void {
     this.room(2);
-    this.buf.writeUInt16LE(v, this.n);
+    this.view.setUint16(this.n, v, true);
     this.n += 2;
   }
   i32(v: number): void {
     this.room(4);
-    this.buf.writeInt32LE(v, this.n);
+    this.view.setInt32(this.n, v, true);
     this.n += 4;
   }
   u32(v: number): void {
     this.room(4);
-    this.buf.writeUInt32LE(v, this.n);
+    this.view.setUint32(this.n, v, true);
     this.n += 4;
   }
   f64be(v: number): void {
     this.room(8);
-    this.buf.writeDoubleBE(v, this.n);
+    this.view.setFloat64(this.n, v, false);
     this.n += 8;
   }
-  done(): Buffer {
+  done(): Uint8Array {
     return this.buf.subarray(0, this.n);
   }
 }
@@ -125,7 +131,7 @@ function write(o: Out, v: unknown, path: string): void {
       o.f64be(v);
     }
   } else if (typeof v === "string") {
-    const b = Buffer.from(v, "utf8");
+    const b = utf8.encode(v);
     o.byte(OP.BINUNICODE);
     o.u32(b.length);
     o.bytes(b);
@@ -163,7 +169,7 @@ function write(o: Out, v: unknown, path: string): void {
 }
 
 /** `pickle.dumps(value, protocol=2)` for plain data. */
-export function pickleDumps(value: unknown): Buffer {
+export function pickleDumps(value: unknown): Uint8Array {
   const o = new Out();
   o.byte(OP.PROTO);
   o.byte(2);

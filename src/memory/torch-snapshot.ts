@@ -89,7 +89,7 @@ export function snapshotOf(dev: MemoryDevice): MemorySnapshot {
  * The file memory_viz opens. GradLab's extra trace fields go under names of their own: memory_viz
  * colours by a trace entry's `category` when it has one, with categories of PyTorch's own making.
  */
-function snapshotPickle(snap: MemorySnapshot): Buffer {
+function snapshotPickle(snap: MemorySnapshot): Uint8Array {
   const device_traces = snap.device_traces.map((t) =>
     t.map(({ category, phase, op, node, storage_id, requested, device, ...e }) => ({
       ...e,
@@ -101,6 +101,6 @@ function snapshotPickle(snap: MemorySnapshot): Buffer {
 }
 
 export function dumpSnapshot(path: string, snap: MemorySnapshot): void {
-  // the browser has no file system: say so before the pickle is built (its writer uses Node's Buffer)
+  // built only where there is somewhere to write it (a browser page without GradLab Lite's drive has not)
   platform.writeFile(path, () => snapshotPickle(snap));
 }

@@ -11,6 +11,21 @@ import type { AdapterBackend, EngineHooks, Platform } from "./types.ts";
 
 declare const __GRADLAB_WGSL__: Record<string, string>;
 
+/** Base64 of bytes (btoa takes one char per byte; spread in chunks that fit the argument limit). */
+export function base64OfBytes(bytes: Uint8Array): string {
+  let s = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(s);
+}
+
+/** Where files the runtime writes go (torch.cuda.memory._dump_snapshot): a Worker has no file system,
+ *  but GradLab Lite's page keeps the student's files (JupyterLite's drive) and installs a sink that
+ *  hands them over. Without one, writing a file throws. */
+let fileSink: ((path: string, bytes: Uint8Array) => void) | null = null;
+export function setFileSink(sink: (path: string, bytes: Uint8Array) => void): void {
+  fileSink = sink;
+}
+
 const NO_WEBGPU =
   "This browser gives GradLab no WebGPU adapter. WebGPU is on by default in Chrome and Edge 113+ " +
   "(Windows, macOS, ChromeOS; Android 121+), in Safari 26 (macOS Tahoe, iOS 26) and in Firefox 141+ on " +
@@ -55,14 +70,10 @@ export const platform: Platform = {
   requestAdapter,
   noAdapterHint: () => NO_WEBGPU,
   beginWait: () => {},
-  base64: (text) => {
-    const bytes = new TextEncoder().encode(text);
-    let s = "";
-    for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-    return btoa(s);
-  },
-  writeFile: () => {
-    throw new Error("there is no file system in the browser: use torch.cuda.memory._snapshot() and display it instead");
+  base64: (text) => base64OfBytes(new TextEncoder().encode(text)),
+  writeFile: (path, data) => {
+    if (!fileSink) throw new Error("there is no file system in the browser: use torch.cuda.memory._snapshot() and display it instead");
+    fileSink(path, typeof data === "function" ? data() : typeof data === "string" ? new TextEncoder().encode(data) : data);
   },
   requireSync: () => null,
   fileExists: () => false,

@@ -6,12 +6,13 @@
 // exercise verdicts; cells print what the server kernel prints; figures come from the browser's adapter
 // and are internally consistent; without WebGPU the first cell says which browsers and flags have it;
 // no request leaves the site's origin. Screenshots land in test-artifacts/lite/ (look at them).
-import { spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
+import { Parser } from "pickleparser";
 import { textDifferences } from "./compare.ts";
 import { buildAndServe, foreign, openNotebook, REPO, runAll, runNewCell, SHOTS, showFirstDisplay, startChromium, textOf, type Site } from "./harness.ts";
 
@@ -162,6 +163,58 @@ describe("GradLab Lite", () => {
     await page.evaluate(() => (window as any).jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart());
     const fresh = await runNewCell(page, "console.log(typeof props, torch.cuda.memory_allocated())");
     expect(textOf(fresh)).toBe("undefined 0\n");
+    await page.close();
+  });
+
+  it("writes torch.cuda.memory._dump_snapshot's pickle into the file browser, as memory_viz reads it", async () => {
+    const { page, requests } = await openNotebook(browser, site, "smoke.ipynb");
+    allRequests.push(...requests);
+    const pageErrors: string[] = [];
+    page.on("console", (m) => void (m.type() === "error" && pageErrors.push(m.text())));
+    const out = await runNewCell(
+      page,
+      [
+        "const dumped = torch.cuda.simulate({ total_memory: 2 ** 30 }, () => {",
+        "  torch.cuda.memory._record_memory_history();",
+        "  const a = torch.ones(1024, 1024);",
+        "  const b = a.mul(2);",
+        '  torch.cuda.memory._dump_snapshot("two.pickle");',
+        '  torch.cuda.memory._dump_snapshot("no-such-folder/two.pickle");',
+        "  const segments = torch.cuda.memory_snapshot();",
+        "  torch.cuda.memory._record_memory_history(null);",
+        "  torch.del(a, b);",
+        "  return segments;",
+        "});",
+        "console.log(JSON.stringify(dumped));",
+        'try { torch.cuda.memory._dump_snapshot("../../outside.pickle"); } catch (e) { console.log(String(e)); }',
+      ].join("\n"),
+    );
+    const [segmentsJson, refused] = textOf(out).replace(RECLAIM_WARNING, "").trim().split("\n");
+    expect(refused).toMatch(/Cannot write "\.\.\/\.\.\/outside\.pickle": name a file in the course's folder/);
+    // the page saves the file after the statement: the drive (what the file browser lists) has it soon
+    let base64: string | null = null;
+    for (let i = 0; i < 100 && base64 === null; i++) {
+      base64 = await page.evaluate(async () => {
+        try {
+          const m = await (window as any).jupyterapp.serviceManager.contents.get("two.pickle", { content: true, format: "base64" });
+          return m.content as string;
+        } catch {
+          return null;
+        }
+      });
+      if (base64 === null) await page.waitForTimeout(100);
+    }
+    expect(base64, "two.pickle is not in the drive").not.toBeNull();
+    const bytes = Buffer.from(base64!, "base64");
+    // PyTorch's pickle, as the server kernel writes it: an independent unpickler reads the same segments
+    // the cell printed, and the Python reader of test/fixtures (memory_viz's checks) counts 8 MiB allocated
+    expect((new Parser().parse(bytes) as { segments: unknown }).segments).toEqual(JSON.parse(segmentsJson));
+    const summary = JSON.parse(execFileSync("python3", [join(REPO, "test", "fixtures", "check_snapshot.py"), "-"], { input: bytes, encoding: "utf8" }));
+    expect(summary.allocated).toBe(8 * 2 ** 20);
+    // a folder that does not exist: as open() in Python, no file; the page says why (its notification
+    // and the console: the cell had moved on when the drive answered)
+    for (let i = 0; i < 100 && !pageErrors.some((e) => e.includes("no-such-folder")); i++) await page.waitForTimeout(100);
+    expect(pageErrors.join("\n")).toMatch(/GradLab could not save no-such-folder\/two\.pickle: .*Directory does not exist/);
     await page.close();
   });
 

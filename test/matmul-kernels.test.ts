@@ -219,3 +219,26 @@ describe.each(kernels)("matmul kernels: %s", (kernel) => {
     }
   });
 });
+
+it("a million rows, or 70,000 batches, run on the plain kernel's grid with the right values", async () => {
+  // row blocks on x and batches on z are at most 65,535 each: past them matmul_subgroups / matmul_vec4 cannot
+  // run (it threw "internal: dispatch grid [65536, 1, 1] exceeds 65535"), so the plain kernel does
+  const M = 65536 * 16 + 1; // a Linear over a grid of a million points
+  const w = torch.tensor([
+    [1, 2, 3, 4],
+    [10, 20, 30, 40],
+  ]);
+  const y = torch.ones([M, 2]).matmul(w);
+  expect(await y.narrow(0, 0, 1).tolist()).toEqual([[11, 22, 33, 44]]);
+  expect(await y.narrow(0, M - 1, 1).tolist()).toEqual([[11, 22, 33, 44]]);
+  expect(await y.sub(w.sum(0)).abs().max().item()).toBe(0); // every row (a float32 sum of 1 Mi rows would round)
+  const batches = 70000;
+  const z = torch.bmm(torch.ones([batches, 2, 4]), torch.ones([batches, 4, 4]));
+  expect(await z.narrow(0, batches - 1, 1).tolist()).toEqual([
+    [
+      [4, 4, 4, 4],
+      [4, 4, 4, 4],
+    ],
+  ]);
+  expect(await z.sub(4).abs().max().item()).toBe(0);
+});

@@ -10,6 +10,10 @@ import type { FromWorker, Shared, ToWorker } from "./protocol.ts";
 const workerUrl = () => URLExt.join(PageConfig.getBaseUrl(), "gradlab/dist/worker.js");
 /** The running GradLab kernels by id (for interrupts, which JupyterLite's client does not forward). */
 const running = new Map<string, GradLabKernel>();
+/** A drive path as JupyterLite's contents take it: they decode each path as a URI (a file named
+ *  `snap_100%.pickle` would fail, `a%20b` become `a b`), so each segment is encoded first. */
+const driveUri = (path: string) => path.split("/").map(encodeURIComponent).join("/");
+
 /** JupyterLite's contents (the browser's storage over the site's files), where cells' imports are read. */
 let drive: Contents.IManager | null = null;
 /** The application's commands (JupyterLab's notifications), once the plugin is activated. */
@@ -68,7 +72,7 @@ class GradLabKernel extends BaseKernel {
   private async readFile(id: number, path: string): Promise<void> {
     try {
       if (!drive) throw new Error("the file browser's contents are not available");
-      const model = await drive.get(path, { type: "file", format: "text", content: true });
+      const model = await drive.get(driveUri(path), { type: "file", format: "text", content: true });
       if (typeof model.content !== "string") throw new Error(`${path} is not a text file`);
       this.send({ type: "file", id, text: model.content });
     } catch (e) {
@@ -85,7 +89,10 @@ class GradLabKernel extends BaseKernel {
   private async writeFile(path: string, base64: string): Promise<void> {
     try {
       if (!drive) throw new Error("the file browser's contents are not available");
-      await drive.save(path, { type: "file", format: "base64", content: base64 });
+      const uri = driveUri(path);
+      // a folder of that name stays a folder (saving over it would hide the notebooks in it)
+      if ((await drive.get(uri, { content: false }).catch(() => null))?.type === "directory") throw new Error(`"${path}" is a folder`);
+      await drive.save(uri, { type: "file", format: "base64", content: base64 });
     } catch (e) {
       const why = String((e as Error).message ?? e);
       console.error(`GradLab could not save ${path}:`, e);

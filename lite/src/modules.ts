@@ -36,7 +36,9 @@ function drivePathOf(p: string): string | null {
  *  there, as a notification. */
 export function writeDriveFile(p: string, bytes: Uint8Array): void {
   const drivePath = drivePathOf(p);
-  if (drivePath === null || drivePath === "" || drivePath.endsWith("/")) {
+  const name = p.split("/").pop();
+  // "", "." or "x/.." name a folder (path.normalize makes them one), where the server's open() fails
+  if (drivePath === null || !name || name === "." || name === "..") {
     throw new Error(`Cannot write "${p}": name a file in the course's folder (the notebook is in "/${notebookDir}")`);
   }
   (self as unknown as Worker).postMessage({ type: "write", path: drivePath, base64: base64OfBytes(bytes) } satisfies FromWorker);

@@ -15,7 +15,7 @@ import { opName } from "./op-context.ts";
 
 export const MAX_RANK = 8;
 export const WG = 64;
-const MAX_GROUPS = 65535;
+export const MAX_GROUPS = 65535;
 
 /** A 2-D grid of 1-D workgroups covering n invocations (kernels use prelude's linear_id). */
 export function grid(n: number): [number, number, number] {

@@ -5,7 +5,7 @@ import { pyTypeName } from "../pystr.ts";
 import { RuntimeError, TypeError_ } from "../errors.ts";
 import { Tensor, contiguousStrides, numelOf } from "../tensor.ts";
 import { accumulateInto, addInto, binary, broadcastShapes } from "./elementwise.ts";
-import { coalesce, dispatch, dispatchGrid, fitsOneBinding, maxBindingBytes } from "./launch.ts";
+import { coalesce, dispatch, dispatchGrid, fitsOneBinding, MAX_GROUPS, maxBindingBytes } from "./launch.ts";
 import { contiguousOf, expand, narrow, unsqueeze, view } from "./views.ts";
 
 const typeName = { float32: "Float", int32: "Int", bool: "Bool" } as const;
@@ -91,7 +91,10 @@ function batchedInto(a: Tensor, b: Tensor, out: Tensor): void {
     const transposedB = B._strides[B.ndim - 2] === 1 && B._strides[B.ndim - 1] === K;
     // Over the binding limit only the plain kernel can run (in windows: it indexes by invocation).
     const oneBinding = fitsOneBinding([out, A, B]);
-    if (oneBinding && N % 4 === 0 && (rowMajorB || transposedB)) {
+    // Their grid has row blocks on x and the batch on z (at most 65,535 each); the plain kernel spreads
+    // its invocations over x and y, for a million rows (a Linear over a grid of points) or 70,000 batches.
+    const fitsGrid = Math.ceil(M / 16) <= MAX_GROUPS && batch <= MAX_GROUPS;
+    if (oneBinding && fitsGrid && N % 4 === 0 && (rowMajorB || transposedB)) {
       const [aBatch, ars, acs] = [batchStride(A)!, A._strides[A.ndim - 2], A._strides[A.ndim - 1]];
       // matmul_subgroups reads A and B as vec4s where their layout allows (prelude_vec4.wgsl: A_V4, B_T = 2).
       const aligned = A._offset % 4 === 0 && aBatch % 4 === 0;

@@ -187,10 +187,15 @@ describe("GradLab Lite", () => {
         "});",
         "console.log(JSON.stringify(dumped));",
         'try { torch.cuda.memory._dump_snapshot("../../outside.pickle"); } catch (e) { console.log(String(e)); }',
+        // names that are folders ("" and "." are the notebook's own): refused, as the server's open() fails
+        'for (const p of ["", ".", "solutions/.."]) { try { torch.cuda.memory._dump_snapshot(p); } catch (e) { console.log(String(e)); } }',
+        'torch.cuda.memory._dump_snapshot("snap 100%.pickle");',
       ].join("\n"),
     );
-    const [segmentsJson, refused] = textOf(out).replace(RECLAIM_WARNING, "").trim().split("\n");
-    expect(refused).toMatch(/Cannot write "\.\.\/\.\.\/outside\.pickle": name a file in the course's folder/);
+    const [segmentsJson, ...refused] = textOf(out).replace(RECLAIM_WARNING, "").trim().split("\n");
+    expect(refused).toEqual(
+      ["../../outside.pickle", "", ".", "solutions/.."].map((p) => expect.stringContaining(`Cannot write "${p}": name a file in the course's folder`)),
+    );
     // the page saves the file after the statement: the drive (what the file browser lists) has it soon
     let base64: string | null = null;
     for (let i = 0; i < 100 && base64 === null; i++) {
@@ -214,6 +219,13 @@ describe("GradLab Lite", () => {
     // a folder that does not exist: as open() in Python, no file; the page says why (its notification
     // and the console: the cell had moved on when the drive answered)
     for (let i = 0; i < 100 && !pageErrors.some((e) => e.includes("no-such-folder")); i++) await page.waitForTimeout(100);
+    // a name JupyterLite would decode as a URI is saved as written; the course's folders stay folders
+    const root = await page.evaluate(async () =>
+      ((await (window as any).jupyterapp.serviceManager.contents.get("", { content: true })).content as Array<{ name: string; type: string }>).map(
+        (c) => `${c.name} ${c.type}`,
+      ),
+    );
+    expect(root).toEqual(expect.arrayContaining(["snap 100%.pickle file", "solutions directory", "two.pickle file"]));
     expect(pageErrors.join("\n")).toMatch(/GradLab could not save no-such-folder\/two\.pickle: .*Directory does not exist/);
     await page.close();
   });

@@ -198,7 +198,9 @@ describe("GradLab Lite", () => {
     );
     // the page saves the file after the statement: the drive (what the file browser lists) has it soon
     let base64: string | null = null;
-    for (let i = 0; i < 100 && base64 === null; i++) {
+    // (no time limit of its own: the page saves when it gets to it, which a loaded machine delays; the test's
+    // time-out ends a save that never comes)
+    while (base64 === null) {
       base64 = await page.evaluate(async () => {
         try {
           const m = await (window as any).jupyterapp.serviceManager.contents.get("two.pickle", { content: true, format: "base64" });
@@ -209,7 +211,6 @@ describe("GradLab Lite", () => {
       });
       if (base64 === null) await page.waitForTimeout(100);
     }
-    expect(base64, "two.pickle is not in the drive").not.toBeNull();
     const bytes = Buffer.from(base64!, "base64");
     // PyTorch's pickle, as the server kernel writes it: an independent unpickler reads the same segments
     // the cell printed, and the Python reader of test/fixtures (memory_viz's checks) counts 8 MiB allocated
@@ -218,7 +219,7 @@ describe("GradLab Lite", () => {
     expect(summary.allocated).toBe(8 * 2 ** 20);
     // a folder that does not exist: as open() in Python, no file; the page says why (its notification
     // and the console: the cell had moved on when the drive answered)
-    for (let i = 0; i < 100 && !pageErrors.some((e) => e.includes("no-such-folder")); i++) await page.waitForTimeout(100);
+    while (!pageErrors.some((e) => e.includes("no-such-folder"))) await page.waitForTimeout(100);
     // a name JupyterLite would decode as a URI is saved as written; the course's folders stay folders
     const root = await page.evaluate(async () =>
       ((await (window as any).jupyterapp.serviceManager.contents.get("", { content: true })).content as Array<{ name: string; type: string }>).map(

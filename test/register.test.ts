@@ -77,6 +77,25 @@ describe("a plain script with gradlab/register frees tensors as a cell does", ()
     expect(thrown.stderr).toMatch(new RegExp(`at f \\(${join(dir, "throws.mts")}:6:\\d+\\)`));
   });
 
+  it("a stack trace names the line and column of the script, after the transform's inserts on that line", () => {
+    const dir = scratch();
+    // the statements before the throw have temporaries the transform wraps on the same line
+    const line = "const y = f(torch.ones(2).add(1)).mul(2);   const w = f(torch.ones(2).add(1)).mul((null as any).boom);";
+    const ts = ['import * as torch from "gradlab";', "function f(a: torch.Tensor) { return a; }", line, "console.log(y, w);", ""].join("\n");
+    writeFileSync(join(dir, "throws.mts"), ts);
+    writeFileSync(join(dir, "throws.mjs"), ts.replace(": torch.Tensor", "").replace("(null as any)", "(null)"));
+    // V8 names the property read: `boom`, column 97 of the TypeScript line and 90 of the JavaScript one
+    for (const [file, column] of [
+      ["throws.mts", 97],
+      ["throws.mjs", 90],
+    ] as const) {
+      const r = node(["--import", REGISTER, join(dir, file)], dir);
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain("Cannot read properties of null (reading 'boom')");
+      expect(r.stderr).toContain(`(${join(dir, file)}:3:${column})`);
+    }
+  });
+
   it("TypeScript is compiled as the tsconfig.json over the script says, and JSON import attributes stay", () => {
     const dir = scratch();
     // target ES2020: a declared field is no class field (useDefineForClassFields is false), as tsc and tsx do it

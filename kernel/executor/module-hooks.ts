@@ -6,6 +6,7 @@ import { dirname, join, resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildSync, type BuildFailure } from "esbuild";
 import { RT, transformModule } from "./transform.ts";
+import { withSourceMap } from "./source-map.ts";
 import { ownershipUntilLoaded } from "./ownership.ts";
 
 type Loaded = { format?: string | null; source?: string | ArrayBuffer | ArrayBufferView | null; shortCircuit?: boolean };
@@ -58,7 +59,8 @@ export async function load(url: string, context: object, nextLoad: NextLoad): Pr
   if (loaded.format !== "module" && loaded.format !== "module-typescript") return loaded;
   const js = typescript ? stripTypes(path) : text(loaded.source);
   try {
-    return { format: "module", source: transformModule(js), shortCircuit: true };
+    const { out, copied } = transformModule(js);
+    return { format: "module", source: withSourceMap(js, out, copied, path), shortCircuit: true };
   } catch (e) {
     // acorn's syntax error names a line and column of the file (TypeScript's were found by esbuild)
     const at = (e as { loc?: { line: number; column: number } }).loc;

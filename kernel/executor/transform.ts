@@ -308,7 +308,9 @@ function applyEdits(js: string, edits: Edit[], prefix: string): { out: string; c
  * cell, the module stays a module: its declarations, imports and exports are left as they are. Lines stay
  * where they were (a source map of the code's own still holds for lines; columns shift).
  */
-export function transformModule(js: string): string {
+/** A module's JavaScript with the transform's edits, and where each piece of `js` was copied to (for its
+ *  source map: source-map.ts). */
+export function transformModule(js: string): { out: string; copied: number[] } {
   const ast = parse(js);
   const { edits, insert, wrap } = editList();
   const none = new Set<Node>();
@@ -319,7 +321,7 @@ export function transformModule(js: string): string {
     if (FUNCTIONS.has(n.type)) insert((n.body as Node).start + ((n.body as Node).type === "BlockStatement" ? 1 : 0), TRANSFORMED);
     stack.push(...children(n));
   }
-  return applyEdits(js, edits, "").out;
+  return applyEdits(js, edits, "");
 }
 
 function collectPattern(p: Node | null, names: Set<string>): void {

@@ -4,11 +4,12 @@
 // register), and what the script keeps stays usable. Each script runs in a Node of its own, from the
 // sources (tsx, then register.ts), as `gradlab run` runs one from a checkout.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { transformSync } from "esbuild";
 import { describe, expect, it } from "vitest";
 import * as torch from "../src/index.ts";
 import { runCell } from "./helpers/cells.ts";
@@ -94,6 +95,16 @@ describe("a plain script with gradlab/register frees tensors as a cell does", ()
       expect(r.stderr).toContain("Cannot read properties of null (reading 'boom')");
       expect(r.stderr).toContain(`(${join(dir, file)}:3:${column})`);
     }
+    // a compiled module with its map in a file beside it (tsc's sourceMap): the trace names the TypeScript
+    mkdirSync(join(dir, "src"));
+    mkdirSync(join(dir, "out"));
+    writeFileSync(join(dir, "src", "throws.ts"), ts);
+    const built = transformSync(ts, { loader: "ts", format: "esm", sourcemap: "external", sourcefile: "../src/throws.ts" });
+    writeFileSync(join(dir, "out", "throws.mjs"), `${built.code}//# sourceMappingURL=throws.mjs.map\n`);
+    writeFileSync(join(dir, "out", "throws.mjs.map"), built.map);
+    const compiled = node(["--import", REGISTER, join(dir, "out", "throws.mjs")], dir);
+    expect(compiled.status).toBe(1);
+    expect(compiled.stderr).toContain(`(${join(dir, "src", "throws.ts")}:3:97)`);
   });
 
   it("TypeScript is compiled as the tsconfig.json over the script says, and JSON import attributes stay", () => {

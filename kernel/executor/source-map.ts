@@ -1,12 +1,42 @@
 // The source map of a module the transform changed (kernel/executor/module-hooks.ts): its inserts shift
 // the columns of what follows them on a line, so a stack trace read through the input's map (esbuild's,
 // from TypeScript) named the wrong column. Each mapping of the input is moved to where the transform
-// copied that position; a JavaScript file without a map gets one from its own tokens. Mappings are
+// copied that position (a map file beside a compiled module, tsc's, is read and composed the same way);
+// a JavaScript file without a map gets one from its own tokens. Mappings are
 // decoded and encoded with @jridgewell/sourcemap-codec (the VLQ codec of the source-map ecosystem).
 import { decode, encode, type SourceMapSegment } from "@jridgewell/sourcemap-codec";
+import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 
-const INLINE = /\n?\/\/# sourceMappingURL=data:application\/json;base64,([A-Za-z0-9+/=]+)\s*$/;
+/** The last line's `//# sourceMappingURL=`: inline (esbuild's) or a file beside the module (tsc's sourceMap). */
+const LINKED = /\n?\/\/# sourceMappingURL=(\S+)\s*$/;
+
+interface RawMap {
+  version: 3;
+  sources: string[];
+  sourcesContent?: (string | null)[];
+  sourceRoot?: string;
+  names: string[];
+  mappings: string;
+}
+
+/** The map `input` names, or null where it names none or it cannot be read. A map file's sources are made
+ *  absolute: the map moves into the module, whose URL they would otherwise be read against. */
+function mapOf(input: string, file: string): RawMap | null {
+  const url = LINKED.exec(input)?.[1];
+  if (!url) return null;
+  try {
+    if (url.startsWith("data:")) return JSON.parse(Buffer.from(url.slice(url.indexOf(",") + 1), "base64").toString("utf8"));
+    const at = new URL(url, pathToFileURL(file));
+    const map = JSON.parse(readFileSync(at, "utf8")) as RawMap;
+    const root = map.sourceRoot ? map.sourceRoot.replace(/\/?$/, "/") : "";
+    map.sources = map.sources.map((source) => new URL(root + source, at).href);
+    delete map.sourceRoot;
+    return map;
+  } catch {
+    return null;
+  }
+}
 
 /** Offsets at which each line of `text` starts. */
 function lineStarts(text: string): number[] {
@@ -33,19 +63,16 @@ function lineOf(starts: number[], offset: number): number {
  * input order). `file` is the module's path, named by a map made for a JavaScript file that had none.
  */
 export function withSourceMap(input: string, output: string, copied: number[], file: string): string {
-  const inline = INLINE.exec(input);
-  let map: { version: 3; sources: string[]; sourcesContent?: (string | null)[]; names: string[]; mappings: string };
+  let map = mapOf(input, file);
   let segments: SourceMapSegment[][];
-  if (inline) {
-    map = JSON.parse(Buffer.from(inline[1], "base64").toString("utf8"));
-    segments = decode(map.mappings);
-  } else {
+  if (map) segments = decode(map.mappings);
+  else {
     // a JavaScript module: each token maps to itself, where a stack trace's position can fall
     map = { version: 3, sources: [pathToFileURL(file).href], sourcesContent: [input], names: [], mappings: "" };
     segments = input.split("\n").map((line, l) => [...line.matchAll(/[\p{L}\p{N}_$]+|\S/gu)].map((m): SourceMapSegment => [m.index, 0, l, m.index]));
   }
   const inStarts = lineStarts(input);
-  const code = output.replace(INLINE, "");
+  const code = output.replace(LINKED, "");
   const outStarts = lineStarts(code);
   const out: SourceMapSegment[][] = outStarts.map(() => []);
   let piece = 0;

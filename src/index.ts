@@ -53,8 +53,10 @@ const functionalCalls = new WeakSet<object>(Object.values(nnNamespace.functional
 /**
  * keepsNoArguments(fn): whether calling fn keeps none of its arguments, as far as the runtime knows: an op,
  * a function of torch.nn.functional, a module of the runtime's own classes (its hooks are cells' code,
- * which marks what it keeps), a custom Function's `ctx.save_for_backward` (it keeps handles of its own) or
- * torch.print (it reads what it prints before it returns). For
+ * which marks what it keeps), a custom Function's `ctx.save_for_backward` (it keeps handles of its own),
+ * torch.print (it reads what it prints before it returns) or the console's printing methods (a tensor's
+ * text is made at once: `console.log("h", h.shape, h.mean())` in a forward must not leave h to the
+ * collector at every step). For
  * memory/ownership.ts's argument policy; the kernel adds the functions and classes cells define. (An
  * object, not a function of torch's: torch's functions are PyTorch's, and each refuses unknown options.)
  */
@@ -64,8 +66,14 @@ export const _ownershipPolicy = {
     (typeof fn === "function" && functionalCalls.has(fn)) ||
     (fn instanceof Module && runtimeModules.has(fn.constructor)) ||
     fn === FunctionCtx.prototype.save_for_backward ||
-    fn === print,
+    fn === print ||
+    printsOnly(fn),
 };
+/** One of the console's printing methods (looked up at the call: a kernel replaces them with its own). */
+function printsOnly(fn: unknown): boolean {
+  const c = globalThis.console;
+  return fn === c.log || fn === c.info || fn === c.warn || fn === c.error || fn === c.debug || fn === c.dir || fn === c.table;
+}
 export * as autograd from "./autograd/api.ts";
 export { no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, is_inference_mode_enabled } from "./autograd/grad-mode.ts";
 export * as nn from "./nn/index.ts";

@@ -334,13 +334,7 @@ export function lend<T>(v: T): T {
   return v;
 }
 export function settle<T>(base: number, fn: unknown, result: T): T {
-  return settleFrom(base, !keepsNoArguments(fn) && !printsOnly(fn), result, STORES.has(fn));
-}
-/** The console's methods print what they are given (a tensor's text is made at once) and keep none of it:
- *  `console.log("h", h.shape, h.mean())` in a forward must not leave h to the collector at every step. */
-function printsOnly(fn: unknown): boolean {
-  const c = globalThis.console;
-  return fn === c.log || fn === c.info || fn === c.warn || fn === c.error || fn === c.debug || fn === c.dir || fn === c.table;
+  return settleFrom(base, !keepsNoArguments(fn), result, STORES.has(fn));
 }
 /** Methods that store their arguments in the container they are called on, or in the one they return
  *  (`all = all.concat(h)`) (Ownable.stored). */
@@ -369,7 +363,7 @@ export function settleOn<T>(base: number, key: PropertyKey, result: T): T {
   const o = lentStack[base];
   lentStack[base] = undefined;
   const fn = o !== null && o !== undefined ? (o as Record<PropertyKey, unknown>)[key] : undefined;
-  settleFrom(base + 1, !keepsNoArguments(fn, o) && !printsOnly(fn), result, STORES.has(fn));
+  settleFrom(base + 1, !keepsNoArguments(fn, o), result, STORES.has(fn));
   lentDepth = Math.min(lentDepth, base);
   return result;
 }

@@ -280,8 +280,8 @@ export function dispatchGrid(
   subgroup?: SubgroupVariant,
 ): void {
   if (workgroups.some((w) => w === 0) || !computes(operands)) return;
-  for (const g of [workgroups, subgroup?.workgroups ?? []])
-    if (g.some((w) => w > MAX_GROUPS)) throw new RuntimeError(`internal: dispatch grid [${g.join(", ")}] exceeds ${MAX_GROUPS} per dimension`);
+  const over = workgroups.some((w) => w > MAX_GROUPS) ? workgroups : subgroup?.workgroups.some((w) => w > MAX_GROUPS) ? subgroup.workgroups : null;
+  if (over) throw new RuntimeError(`internal: dispatch grid [${over.join(", ")}] exceeds ${MAX_GROUPS} per dimension`);
   const blocks = operands.map(blockOf);
   const label = opName() ?? entry;
   plan(label, blocks, 1, undefined);

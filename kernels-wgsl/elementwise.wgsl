@@ -388,8 +388,8 @@ fn where3_v(x1: u32, x2: u32, x3: u32) -> u32 {
 @group(1) @binding(6) var<storage, read_write> W6: array<vec4<u32>>;
 
 fn ld4(slot: u32, k: u32) -> vec4<u32> {
-  let i = (k - wbase(slot)) >> 2u;
-  switch slot {
+  let i = at(slot, k) >> 2u;
+  switch slot & 7u {
     case 1u: { return W1[i]; }
     case 2u: { return W2[i]; }
     case 3u: { return W3[i]; }
@@ -399,8 +399,8 @@ fn ld4(slot: u32, k: u32) -> vec4<u32> {
   }
 }
 fn st4(slot: u32, k: u32, v: vec4<u32>) {
-  let i = (k - wbase(slot)) >> 2u;
-  switch slot {
+  let i = at(slot, k) >> 2u;
+  switch slot & 7u {
     case 1u: { W1[i] = v; }
     case 2u: { W2[i] = v; }
     case 3u: { W3[i] = v; }
@@ -413,7 +413,7 @@ fn st4(slot: u32, k: u32, v: vec4<u32>) {
 /// both views of a binding, so a one-element operand is read as its vec4 and one word of it (blocks are
 /// whole multiples of 512 bytes, and windows end on a vec4: the vec4 is inside the binding).
 fn in4(k: u32, slot: u32, o: u32) -> vec4<u32> {
-  if (mode(k) == L_ONE || mode(k) == L_OUTER) { return vec4<u32>(ld4(slot, o)[(o - wbase(slot)) & 3u]); }
+  if (mode(k) == L_ONE || mode(k) == L_OUTER) { return vec4<u32>(ld4(slot, o)[at(slot, o) & 3u]); }
   return ld4(slot, o);
 }
 

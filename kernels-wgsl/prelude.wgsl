@@ -4,9 +4,14 @@
 // on lavapipe a dynamic offset made every dispatch ~3x slower). Group 1, bindings 1..6, is device memory.
 // Many tensors share one buffer (the caching allocator carves segments into blocks), and WebGPU
 // forbids a writable binding that overlaps another binding of the same buffer, so the host binds each
-// distinct block once and tells the kernel, through the override constants S0..S5, which binding
-// holds operand k. Every storage binding is read_write: a read-only binding may not share a buffer
-// with a writable one in the same dispatch.
+// segment once, whole (or, for a segment larger than one binding may be, a window of it), and tells the
+// kernel where each operand's block starts: the override constant S<k> of operand k is its binding
+// (S & 7) and k itself (S >> 3), and P[58 + k] is the element of that binding where the operand's
+// element 0 lies. A bind group then names segments only, so a loop whose tensors land at new offsets
+// each step finds its bind groups made (Dawn frees a dropped group's descriptor set only when the event
+// loop turns), and no binding takes a dynamic offset (lavapipe copies a descriptor set, mapping and
+// unmapping a page, on every setBindGroup with dynamic offsets). Every storage binding is read_write: a
+// read-only binding may not share a buffer with a writable one in the same dispatch.
 @group(0) @binding(0) var<storage, read> P: array<u32>;
 @group(1) @binding(1) var<storage, read_write> B1: array<u32>;
 @group(1) @binding(2) var<storage, read_write> B2: array<u32>;
@@ -16,30 +21,30 @@
 @group(1) @binding(6) var<storage, read_write> B6: array<u32>;
 
 override S0: u32 = 1u;
-override S1: u32 = 2u;
-override S2: u32 = 3u;
-override S3: u32 = 4u;
-override S4: u32 = 5u;
-override S5: u32 = 6u;
+override S1: u32 = 10u;
+override S2: u32 = 19u;
+override S3: u32 = 28u;
+override S4: u32 = 37u;
+override S5: u32 = 46u;
+
+/// Where element k of the operand whose constant is s lies in its binding (u32 arithmetic wraps, so a
+/// binding that starts inside the block, a window, has a "negative" start).
+fn at(s: u32, k: u32) -> u32 { return k + P[58u + (s >> 3u)]; }
 
 // Windowed dispatches (tensors larger than one binding may be, maxStorageBufferBindingSize): the host
 // binds a window of each large block and splits the dispatch into runs of invocations whose accesses
-// fit their windows. Then P[56] = invocations in this run, P[57] = the first one, and P[57 + slot] =
-// the element where binding `slot`'s window starts inside its block. WINDOWED = 0 folds all of it away.
+// fit their windows. Then P[56] = invocations in this run, P[57] = the first one (and P[58 + k] puts
+// operand k's element 0 before its window's start). WINDOWED = 0 folds linear_id's part away.
 override WINDOWED: u32 = 0u;
-fn wbase(slot: u32) -> u32 {
-  if (WINDOWED == 0u) { return 0u; }
-  return P[57u + slot];
-}
 
 // dtype codes, as the host sends them
 const F32: u32 = 0u;
 const I32: u32 = 1u;
 const BOOL: u32 = 2u;
 
-fn ld(slot: u32, k: u32) -> u32 {
-  let i = k - wbase(slot);
-  switch slot {
+fn ld(s: u32, k: u32) -> u32 {
+  let i = at(s, k);
+  switch s & 7u {
     case 1u: { return B1[i]; }
     case 2u: { return B2[i]; }
     case 3u: { return B3[i]; }
@@ -49,9 +54,9 @@ fn ld(slot: u32, k: u32) -> u32 {
   }
 }
 
-fn st(slot: u32, k: u32, v: u32) {
-  let i = k - wbase(slot);
-  switch slot {
+fn st(s: u32, k: u32, v: u32) {
+  let i = at(s, k);
+  switch s & 7u {
     case 1u: { B1[i] = v; }
     case 2u: { B2[i] = v; }
     case 3u: { B3[i] = v; }

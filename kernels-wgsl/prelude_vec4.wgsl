@@ -1,6 +1,6 @@
 // Prepended to kernels that ask for it with "// gradlab: prelude prelude_vec4" on their first line:
-// the same binding layout as prelude.wgsl (group 0 params, group 1 device memory, operand slots S0..S2),
-// seen as vec4<f32> arrays, for kernels that move four floats per load.
+// the same binding layout as prelude.wgsl (group 0 params, group 1 device memory, operands S0..S2 with
+// their starts in P[58 + k]), seen as vec4<f32> arrays, for kernels that move four floats per load.
 @group(0) @binding(0) var<storage, read> P: array<u32>;
 @group(1) @binding(1) var<storage, read_write> V1: array<vec4<f32>>;
 @group(1) @binding(2) var<storage, read_write> V2: array<vec4<f32>>;
@@ -10,10 +10,14 @@
 @group(1) @binding(6) var<storage, read_write> V6: array<vec4<f32>>;
 
 override S0: u32 = 1u;
-override S1: u32 = 2u;
-override S2: u32 = 3u;
-fn ldv(slot: u32, i: u32) -> vec4<f32> {
-  switch slot {
+override S1: u32 = 10u;
+override S2: u32 = 19u;
+/// Vec4 i of operand s in its binding. Its start is a whole number of vec4s (blocks start at multiples
+/// of 512 bytes, windows at multiples of 256), and the shift keeps a window's "negative" start.
+fn atv(s: u32, i: u32) -> u32 { return i + bitcast<u32>(bitcast<i32>(P[58u + (s >> 3u)]) >> 2u); }
+fn ldv(s: u32, i4: u32) -> vec4<f32> {
+  let i = atv(s, i4);
+  switch s & 7u {
     case 1u: { return V1[i]; }
     case 2u: { return V2[i]; }
     case 3u: { return V3[i]; }
@@ -23,8 +27,9 @@ fn ldv(slot: u32, i: u32) -> vec4<f32> {
   }
 }
 
-fn stv(slot: u32, i: u32, v: vec4<f32>) {
-  switch slot {
+fn stv(s: u32, i4: u32, v: vec4<f32>) {
+  let i = atv(s, i4);
+  switch s & 7u {
     case 1u: { V1[i] = v; }
     case 2u: { V2[i] = v; }
     case 3u: { V3[i] = v; }

@@ -113,18 +113,25 @@ describe("device", () => {
     expect(Number(perOp)).toBeLessThan(256);
   });
 
-  it("a loop that never awaits after a high peak reuses its bind groups wherever its blocks lie", () => {
+  it.each([
+    ["segments bound whole", ""],
+    // Segments larger than one binding may be (here 2 MiB small-pool segments against a 1 MiB limit) are
+    // bound a tile at a time.
+    ["segments larger than a binding", "_set_max_binding_size(2 ** 20);"],
+  ])("a loop that never awaits after a high peak reuses its bind groups wherever its blocks lie (%s)", (_, limit) => {
     // After a 64 MiB tensor is made and freed, the allocator places the loop's blocks at offsets that
     // drift from step to step. Bind groups were keyed by offset: one per dispatch (12,680 in 300 steps),
     // none freed by Dawn until it ticks, which such a loop never lets it do; at ~30,000 lavapipe
-    // crashed (SIGSEGV in its descriptor pool allocation). Offsets now go to setBindGroup.
+    // crashed (SIGSEGV in its descriptor pool allocation). A group now names segments (or tiles of one),
+    // and each operand's start goes to the params.
     const out = runIsolated(
       `import * as torch from "./src/index.ts";
-       import { getDevice } from "./src/device/backend.ts";
+       import { _set_max_binding_size, getDevice } from "./src/device/backend.ts";
        import { encodeState } from "./src/device/encode.ts";
        const st = encodeState(await getDevice());
        torch.ones(16 * 2 ** 20).dispose();
        await torch.webgpu.synchronize();
+       ${limit}
        const { nn } = torch;
        torch.manual_seed(0);
        const model = new nn.Sequential(new nn.Linear(64, 128), new nn.ReLU(), new nn.Linear(128, 10));

@@ -6,7 +6,7 @@
 // (aligned and not), broadcasts in both operand orders, and tensors over a (test-lowered) binding limit.
 import { afterEach, describe, expect, it } from "vitest";
 import * as torch from "../src/index.ts";
-import { _set_max_binding_size } from "../src/ops/launch.ts";
+import { _set_max_binding_size } from "../src/device/backend.ts";
 
 afterEach(() => _set_max_binding_size(null));
 

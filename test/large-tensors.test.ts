@@ -3,7 +3,8 @@
 // before anything is recorded, and a dispatch Dawn rejects never poisons the rest of its batch.
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import * as torch from "../src/index.ts";
-import { _set_max_binding_size, dispatch } from "../src/ops/launch.ts";
+import { dispatch } from "../src/ops/launch.ts";
+import { _set_max_binding_size } from "../src/device/backend.ts";
 import { pendingCommands } from "../src/device/scheduler.ts";
 import { invalidBlocks } from "../src/device/verdicts.ts";
 

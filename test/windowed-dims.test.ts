@@ -6,7 +6,7 @@
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import * as torch from "../src/index.ts";
 import type { Tensor } from "../src/index.ts";
-import { _set_max_binding_size } from "../src/ops/launch.ts";
+import { _set_max_binding_size } from "../src/device/backend.ts";
 
 beforeAll(async () => {
   await torch.cuda.init();

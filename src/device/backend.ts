@@ -35,6 +35,21 @@ let epoch = 0;
 let lastLoss: string | null = null;
 const lossListeners: Array<(reason: string) => void> = [];
 
+/** WebGPU's default limit, used until the device is known (a smaller limit only means smaller windows). */
+const DEFAULT_BINDING = 128 << 20;
+let bindingOverride: number | null = null;
+/**
+ * For tests: pretend the binding limit is `bytes` (null: the device's), so that ops run in windows and
+ * the encoder binds ranges instead of whole segments on small tensors.
+ */
+export function _set_max_binding_size(bytes: number | null): void {
+  bindingOverride = bytes;
+}
+/** The most bytes one storage binding may cover (maxStorageBufferBindingSize). */
+export function bindingLimit(): number {
+  return bindingOverride ?? current?.facts.limits.maxStorageBufferBindingSize ?? DEFAULT_BINDING;
+}
+
 /** Called when the host starts waiting on the GPU (Dawn's polling may be eager again for 1 ms). */
 export const beginWait = (): void => platform.beginWait();
 
@@ -76,7 +91,6 @@ async function acquire(): Promise<DeviceState> {
       "maxBufferSize",
       "maxComputeWorkgroupsPerDimension",
       "maxStorageBuffersPerShaderStage",
-      "maxDynamicStorageBuffersPerPipelineLayout",
       "maxComputeInvocationsPerWorkgroup",
       "maxComputeWorkgroupSizeX",
       "maxComputeWorkgroupStorageSize",

@@ -1,14 +1,14 @@
 // Encoding a batch for Dawn (device/scheduler.ts decides what goes in which submit): the commands ops
 // record, each dispatch's pipeline and bind groups found without building key strings (pipelines by
-// interned kernel and binding slots, data bind groups in a trie by segment and size, offsets given at
-// setBindGroup where the layout takes dynamic offsets), params
-// staged in one reused array and written with one writeBuffer per submit, and the segment buffers,
-// made on first use with Dawn's verdict on them still to come (device/verdicts.ts).
+// interned kernel and binding slots, data bind groups in a trie by segment and range: whole segments,
+// so one group serves blocks wherever the allocator placed them, each operand's start going to the
+// params), params staged in one reused array and written with one writeBuffer per submit, and the
+// segment buffers, made on first use with Dawn's verdict on them still to come (device/verdicts.ts).
 
 import type { Segment } from "../memory/allocator.ts";
 
-import type { DeviceState } from "./backend.ts";
-import { bindGroupLayout, dynamicOffsets, type Kernel, kernelOf, paramsLayout, pipelineEntry } from "./pipelines.ts";
+import { bindingLimit, type DeviceState } from "./backend.ts";
+import { bindGroupLayout, type Kernel, kernelOf, paramsLayout, pipelineEntry } from "./pipelines.ts";
 import { firstLine, newRisk, pendingBuffers, pendingPipelines, pipelineRisk, type Range, type Risk } from "./verdicts.ts";
 
 /** A dispatch's form for devices with subgroups (Dispatch.subgroup). */
@@ -42,10 +42,8 @@ export interface Dispatch {
   /** Set while the batch is encoded (prepare), cleared once encoded: what the dispatch binds. */
   pipeline?: GPUComputePipeline;
   bindGroup?: GPUBindGroup;
-  /** Each binding's offset, when the bind group's layout takes dynamic offsets. */
-  offsets?: number[];
-  /** The bindings of a windowed run (encodeChunk writes where each window starts). */
-  windowSlots?: Range[];
+  /** Where each operand's element 0 lies in its binding, in elements (u32; params words 58 + k). */
+  starts?: number[];
 }
 interface Upload {
   kind: "upload";
@@ -66,7 +64,8 @@ export type Command = Dispatch | Upload | Readback;
 /** Each dispatch's params take one 256-byte slot (the storage offset alignment) of a per-device buffer. */
 const PARAM_ALIGN = 256;
 const PARAM_SLOTS = 1024;
-/** Params words a kernel may use; words 56..63 of the slot describe a windowed run (prelude.wgsl). */
+/** Params words a kernel may use; words 56..57 of the slot describe a windowed run, 58..63 where each
+ *  operand starts in its binding (prelude.wgsl). */
 export const PARAM_WORDS = 56;
 /** A segment's buffer: made now if it does not exist on this device (with the verdict still to come). */
 export function bufferOf(dev: DeviceState, seg: Segment): GPUBuffer {
@@ -96,12 +95,13 @@ export function bufferOf(dev: DeviceState, seg: Segment): GPUBuffer {
 
 /**
  * Cached data bind groups, by their bindings: a trie whose levels are a binding's segment id, offset and
- * size (numbers: found without building a key string per dispatch). Where the layout takes dynamic
- * offsets the offset level is always 0: a group names buffers and sizes, and serves a block wherever it
- * lies. Keyed by offsets, a loop whose blocks drift through a large cached segment (the allocator's best
- * fit after a high peak) made a group per dispatch, and Dawn frees a group's descriptor set only when it
+ * size (numbers: found without building a key string per dispatch). A segment is bound whole wherever
+ * one binding may cover it, so a group names segments and serves blocks wherever they lie. Keyed by
+ * block offsets, a loop whose blocks drift through a large cached segment (the allocator's best fit
+ * after a high peak) made a group per dispatch, and Dawn frees a group's descriptor set only when it
  * ticks, which a loop that never awaits does not let it do: lavapipe crashed in its descriptor pool
- * allocation after ~30,000 of them (docs/performance.md).
+ * allocation after ~30,000 of them (docs/performance.md). Dynamic offsets avoided that, at the price of
+ * lavapipe copying the descriptor set (mapping and unmapping a page) on every setBindGroup.
  */
 type BindTrie = Map<number, Map<number, Map<number, BindNode>>>;
 interface BindNode {
@@ -155,52 +155,95 @@ export function encodeState(dev: DeviceState): EncodeState {
  */
 const prepared: { risk: Risk | null; alone: boolean } = { risk: null, alone: false };
 
-/** prepare()'s working arrays, reused (it copies what it keeps). */
+/** prepare()'s working arrays, reused (it copies what it keeps): each binding's segment, offset, size. */
 const slotScratch: Range[] = [];
+const slotOffset: number[] = [];
+const slotSize: number[] = [];
 
-/** The cached bind group of these bindings (a trie walk: no key string, no allocation on a hit). */
-function bindGroupFor(dev: DeviceState, st: EncodeState, slots: readonly Range[], n: number): GPUBindGroup {
+/** The cached bind group of prepare()'s n bindings (a trie walk: no key string, no allocation on a hit). */
+function bindGroupFor(dev: DeviceState, st: EncodeState, n: number): GPUBindGroup {
   // Keys name segments by id, and ids are never reused, so stale entries are only dropped for space
   // (and when a segment's buffer is rejected: bufferOf).
   if (st.bindGroupCount > 8192) clearBindGroups(st);
-  const dynamic = dynamicOffsets(dev.device, n);
   let node = st.bindGroups;
   for (let i = 0; i < n; i++) {
-    const b = slots[i];
     const level = (node.next ??= new Map());
-    let byOffset = level.get(b.segment.id);
-    if (!byOffset) level.set(b.segment.id, (byOffset = new Map()));
-    const offset = dynamic ? 0 : b.offset;
-    let bySize = byOffset.get(offset);
-    if (!bySize) byOffset.set(offset, (bySize = new Map()));
-    let next = bySize.get(b.size);
-    if (!next) bySize.set(b.size, (next = {}));
+    const id = slotScratch[i].segment.id;
+    let byOffset = level.get(id);
+    if (!byOffset) level.set(id, (byOffset = new Map()));
+    let bySize = byOffset.get(slotOffset[i]);
+    if (!bySize) byOffset.set(slotOffset[i], (bySize = new Map()));
+    let next = bySize.get(slotSize[i]);
+    if (!next) bySize.set(slotSize[i], (next = {}));
     node = next;
   }
   if (node.group) return node.group;
   const device = dev.device;
-  // Only the dispatch's own blocks: its pipeline's layout has n bindings (pipelines.ts).
+  // Only the dispatch's own memory: its pipeline's layout has n bindings (pipelines.ts).
   const entries: GPUBindGroupEntry[] = [];
   for (let i = 0; i < n; i++) {
-    const b = slots[i];
-    entries.push({ binding: i + 1, resource: { buffer: bufferOf(dev, b.segment), offset: dynamic ? 0 : b.offset, size: b.size } });
+    entries.push({ binding: i + 1, resource: { buffer: bufferOf(dev, slotScratch[i].segment), offset: slotOffset[i], size: slotSize[i] } });
   }
   st.bindGroupCount++;
   st.bindGroupsMade++;
   return (node.group = device.createBindGroup({ layout: bindGroupLayout(device, n), entries }));
 }
 
+/** What bindingOf found (reused). */
+const bound = { offset: 0, size: 0 };
+/**
+ * The bytes of its segment that operand b's binding covers: the whole segment where one binding may
+ * cover it. A larger segment (a tensor over the limit was there, or is, in windows: ops/launch.ts) is
+ * cut into tiles as large as one binding may be, and an operand binds the tile it lies in, so that blocks
+ * drifting through the segment reuse a few bind groups (operands in one tile share it; distinct tiles
+ * never overlap). Where one of the dispatch's operands in the segment straddles two tiles, the segment is
+ * cut again half a tile further on (a range of up to half a tile lies inside a tile of one of the two);
+ * where one straddles there too, each operand binds its own range (distinct blocks never overlap, and a
+ * block's users share its range).
+ */
+function bindingOf(ranges: readonly Range[], b: Range, limit: number): void {
+  const seg = b.segment;
+  if (seg.size <= limit) {
+    bound.offset = 0;
+    bound.size = seg.size;
+    return;
+  }
+  const tile = Math.max(512, Math.floor(limit / 512) * 512);
+  for (const shift of SHIFTS) {
+    const at = (byte: number) => Math.floor((byte + shift * tile) / tile);
+    let straddles = false;
+    for (const r of ranges) if (r.segment === seg && at(r.offset) !== at(r.offset + r.size - 1)) straddles = true;
+    if (straddles) continue;
+    bound.offset = Math.max(0, at(b.offset) * tile - shift * tile);
+    bound.size = Math.min(at(b.offset) * tile - shift * tile + tile, seg.size) - bound.offset;
+    return;
+  }
+  bound.offset = b.offset;
+  bound.size = b.size;
+}
+const SHIFTS = [0, 0.5];
+
 export function prepare(dev: DeviceState, st: EncodeState, c: Dispatch): typeof prepared {
   const device = dev.device;
-  // Bind each distinct block once; S<k> tells the kernel which binding holds operand k.
-  // (slotScratch is reused, never shrunk: setting an array's length to 0 frees its storage.)
-  const slots = slotScratch;
+  // Bind each segment once (bindingOf); S<k> tells the kernel which binding holds operand k, starts[k]
+  // where its element 0 is. (The scratch arrays are reused, never shrunk: setting an array's length to 0
+  // frees its storage.)
+  const limit = bindingLimit();
+  const starts = (c.starts = new Array<number>(c.buffers.length));
   let n = 0;
   let slotsCode = 0;
-  for (const b of c.buffers) {
+  for (let k = 0; k < c.buffers.length; k++) {
+    const b = c.buffers[k];
+    bindingOf(c.buffers, b, limit);
+    const { offset, size } = bound;
     let s = 0;
-    while (s < n && !(slots[s].segment === b.segment && slots[s].offset === b.offset)) s++;
-    if (s === n) slots[n++] = b;
+    while (s < n && !(slotScratch[s].segment === b.segment && slotOffset[s] === offset && slotSize[s] === size)) s++;
+    if (s === n) {
+      slotScratch[n] = b;
+      slotOffset[n] = offset;
+      slotSize[n++] = size;
+    }
+    starts[k] = ((b.block - offset) / 4) >>> 0;
     slotsCode = slotsCode * 8 + s + 1;
   }
   let kernel: Kernel;
@@ -219,12 +262,7 @@ export function prepare(dev: DeviceState, st: EncodeState, c: Dispatch): typeof 
       ? (pendingPipelines.get(key) ?? null)
       : null;
   c.pipeline = pipeline;
-  c.bindGroup = bindGroupFor(dev, st, slots, n);
-  if (n > 0 && dynamicOffsets(device, n)) {
-    const offsets = (c.offsets = new Array<number>(n));
-    for (let i = 0; i < n; i++) offsets[i] = slots[i].offset;
-  }
-  if (c.window) c.windowSlots = slots.slice(0, n);
+  c.bindGroup = bindGroupFor(dev, st, n);
   prepared.risk = risk;
   prepared.alone = check !== null;
   return prepared;
@@ -251,6 +289,10 @@ export function encodeAndSubmit(dev: DeviceState, st: EncodeState, cmds: Command
 /** Whether two dispatches' params slots would hold the same words (then they share one slot). */
 function sameParams(a: Dispatch, b: Dispatch): boolean {
   if (a.window || b.window) return false;
+  const p = a.starts!;
+  const q = b.starts!;
+  if (p.length !== q.length) return false;
+  for (let i = 0; i < p.length; i++) if (p[i] !== q[i]) return false;
   const x = a.params;
   const y = b.params;
   if (x === y) return true;
@@ -276,11 +318,13 @@ function encodeChunk(dev: DeviceState, st: EncodeState, cmds: Command[], start: 
   let pass: GPUComputePassEncoder | null = null;
   let lastPipeline: GPUComputePipeline | null = null;
   let lastParams = -1;
+  let lastGroup: GPUBindGroup | null = null;
   const endPass = () => {
     pass?.end();
     pass = null;
     lastPipeline = null;
     lastParams = -1;
+    lastGroup = null;
   };
   const temporaries: GPUBuffer[] = [];
   const reads: Array<{ cmd: Readback; staging: GPUBuffer; start: number }> = [];
@@ -293,9 +337,8 @@ function encodeChunk(dev: DeviceState, st: EncodeState, cmds: Command[], start: 
       if (pipeline !== lastPipeline) pass.setPipeline((lastPipeline = pipeline));
       const slot = slotOf.slots[di++];
       if (slot !== lastParams) pass.setBindGroup(0, st.paramGroups[(lastParams = slot)]);
-      if (c.offsets) pass.setBindGroup(1, c.bindGroup!, c.offsets);
-      else pass.setBindGroup(1, c.bindGroup!);
-      c.pipeline = c.bindGroup = c.offsets = c.windowSlots = undefined; // encoded: the command keeps no GPU object
+      if (c.bindGroup !== lastGroup) pass.setBindGroup(1, (lastGroup = c.bindGroup!));
+      c.pipeline = c.bindGroup = c.starts = undefined; // encoded: the command keeps no GPU object
       const g = c.workgroups;
       pass.dispatchWorkgroups(g[0], g[1], g[2]);
     } else if (c.kind === "upload") {
@@ -358,8 +401,9 @@ function paramSlots(cmds: Command[], start: number, end: number, words: Uint32Ar
     if (c.window) {
       words[w + 56] = c.window.count;
       words[w + 57] = c.window.first;
-      c.windowSlots!.forEach((r, s) => (words[w + 58 + s] = r.base));
     }
+    const starts = c.starts!;
+    for (let k = 0; k < starts.length; k++) words[w + 58 + k] = starts[k];
     out.slots[di++] = used++;
     prev = c;
   }

@@ -3,9 +3,9 @@
 // with WGSL `override` constants (op codes, dtypes, binding slots, tile sizes) instead of text
 // templates, so every shader stays a plain, valid WGSL file; they are cached per device.
 // Kernels share explicit pipeline layouts: group 0 = params, group 1 = the n storage buffers a dispatch
-// binds (n = its distinct blocks, at most MAX_BINDINGS). A prelude declares all MAX_BINDINGS; for n < 6
-// the declarations past n become private placeholders (bindingsOf), never reached since the slots S<k>
-// are 1..n: each dispatch then binds only its own blocks, where binding all six (the unused ones to a
+// binds (n = its distinct bindings, at most MAX_BINDINGS). A prelude declares all MAX_BINDINGS; for n < 6
+// the declarations past n become private placeholders (bindingsOf), never reached since the operands'
+// bindings (S<k> & 7) are 1..n: each dispatch then binds only its own memory, where binding all six (the unused ones to a
 // dummy buffer) cost Dawn and lavapipe ~1 µs per dispatch on the host and as much on lavapipe's threads.
 
 import { platform } from "../platform/current.ts";
@@ -25,13 +25,6 @@ export function defineShaderConstants(name: string, consts: Record<string, numbe
 
 interface PerDevice {
   paramsLayout: GPUBindGroupLayout;
-  /**
-   * Group 1's layouts with at most this many bindings take each binding's offset at setBindGroup (dynamic
-   * offsets): a bind group then names buffers and sizes only, so one serves a block wherever the
-   * allocator placed it (encode.ts). The device's limit (4 by default in WebGPU; the adapter's is asked
-   * for: backend.ts); layouts with more bindings than that keep their offsets in the group.
-   */
-  dynamic: number;
   /** Group 1's layout with n storage bindings (1..n), by n (0..MAX_BINDINGS). */
   layouts: GPUBindGroupLayout[];
   pipelineLayouts: GPUPipelineLayout[];
@@ -85,16 +78,13 @@ function perDevice(device: GPUDevice): PerDevice {
       entries: [{ binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: "read-only-storage" } }],
     });
     const layouts: GPUBindGroupLayout[] = [];
-    const dynamic = Math.min(MAX_BINDINGS, device.limits.maxDynamicStorageBuffersPerPipelineLayout ?? 0);
     for (let n = 0; n <= MAX_BINDINGS; n++) {
       const entries: GPUBindGroupLayoutEntry[] = [];
-      const hasDynamicOffset = n <= dynamic;
-      for (let i = 1; i <= n; i++) entries.push({ binding: i, visibility: GPUShaderStage.COMPUTE, buffer: { type: "storage", hasDynamicOffset } });
+      for (let i = 1; i <= n; i++) entries.push({ binding: i, visibility: GPUShaderStage.COMPUTE, buffer: { type: "storage" } });
       layouts.push(device.createBindGroupLayout({ entries }));
     }
     d = {
       paramsLayout,
-      dynamic,
       layouts,
       pipelineLayouts: layouts.map((layout) => device.createPipelineLayout({ bindGroupLayouts: [paramsLayout, layout] })),
       modules: new Map(),
@@ -106,10 +96,8 @@ function perDevice(device: GPUDevice): PerDevice {
   return d;
 }
 
-/** Group 1's layout for a dispatch that binds n distinct blocks. */
+/** Group 1's layout for a dispatch with n bindings. */
 export const bindGroupLayout = (device: GPUDevice, n: number) => perDevice(device).layouts[n];
-/** Whether group 1's layout for n bindings takes dynamic offsets. */
-export const dynamicOffsets = (device: GPUDevice, n: number) => n <= perDevice(device).dynamic;
 export const paramsLayout = (device: GPUDevice) => perDevice(device).paramsLayout;
 
 /**
@@ -164,7 +152,8 @@ export function pipelineEntry(device: GPUDevice, kernel: Kernel, slotsCode: numb
   // A new pipeline comes with Dawn's verdict on it (compiling the shader, checking it against the layout).
   device.pushErrorScope("validation");
   const constants: Record<string, number> = { ...kernel.constants };
-  slots.forEach((s, k) => (constants[`S${k}`] = s));
+  // S<k>: operand k's binding and k itself, which names where its block starts (prelude.wgsl).
+  slots.forEach((s, k) => (constants[`S${k}`] = s + 8 * k));
   // The slots are 1..n in order of first use, so the largest is the number of bindings.
   const n = slots.length > 0 ? Math.max(...slots) : 0;
   let module = d.modules.get(`${shader}#${n}`);

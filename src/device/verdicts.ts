@@ -11,17 +11,16 @@ import { forgetPipeline } from "./pipelines.ts";
  * Where a block was when the command was recorded. Blocks are mutable (a freed block merges with its
  * neighbours, a reused one is split), so commands keep a snapshot; two snapshots of live blocks never
  * overlap, and the same storage used twice gives equal snapshots. A windowed dispatch binds a window
- * of a large block: `offset`/`size` are the window's bytes, `block` the block's offset (its identity)
- * and `base` the element where the window starts inside the block.
+ * of a large block: `offset`/`size` are the window's bytes, `block` the block's offset (its identity,
+ * and where the operand's element 0 lies).
  */
 export interface Range {
   readonly segment: Segment;
   readonly offset: number;
   readonly size: number;
   readonly block: number;
-  readonly base: number;
 }
-export const rangeOf = (b: Block): Range => ({ segment: b.segment, offset: b.offset, size: b.size, block: b.offset, base: 0 });
+export const rangeOf = (b: Block): Range => ({ segment: b.segment, offset: b.offset, size: b.size, block: b.offset });
 
 /** A GPU object made without waiting for Dawn's verdict on it (a pipeline, a segment buffer). */
 export interface Risk {

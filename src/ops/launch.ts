@@ -5,7 +5,7 @@ import { enqueue, record } from "../device/scheduler.ts";
 import { PARAM_WORDS, type SubgroupVariant } from "../device/encode.ts";
 import type { Kernel } from "../device/pipelines.ts";
 import { rangeOf, type Range } from "../device/verdicts.ts";
-import { readyDevice } from "../device/backend.ts";
+import { bindingLimit, readyDevice } from "../device/backend.ts";
 import type { Block } from "../memory/allocator.ts";
 import { RuntimeError } from "../errors.ts";
 import { checkSameDevice } from "../memory/devices.ts";
@@ -54,17 +54,8 @@ export interface DispatchOpts {
   writes?: number[];
 }
 
-/** WebGPU's default limit, used until the device is known (a smaller limit only means smaller windows). */
-const DEFAULT_BINDING = 128 << 20;
-let bindingOverride: number | null = null;
-/** For tests: pretend the binding limit is `bytes` (null: the device's), so windowing runs on small tensors. */
-export function _set_max_binding_size(bytes: number | null): void {
-  bindingOverride = bytes;
-}
 export function limits(): { binding: number; buffer: number | null } {
-  const l = readyDevice()?.facts.limits;
-  const binding = bindingOverride ?? l?.maxStorageBufferBindingSize ?? DEFAULT_BINDING;
-  return { binding, buffer: l?.maxBufferSize ?? null };
+  return { binding: bindingLimit(), buffer: readyDevice()?.facts.limits.maxBufferSize ?? null };
 }
 
 export const WINDOW_ALIGN = 256; // bytes: the largest minStorageBufferOffsetAlignment WebGPU allows
@@ -158,7 +149,7 @@ export function plan(op: string, blocks: Block[], n: number, opts: DispatchOpts 
       if (j < 0) return rangeOf(b);
       const [a, z] = windowOf(j, i0, i1);
       const size = Math.ceil((z - a) / 4) * 4;
-      return { segment: b.segment, offset: b.offset + a, size, block: b.offset, base: a / 4 };
+      return { segment: b.segment, offset: b.offset + a, size, block: b.offset };
     });
     runs.push({ first: i0, count: i1 - i0, ranges });
     if (runs.length > MAX_RUNS) throw tooManyRuns(op, Math.round((runs.length * n) / i1), lim.binding);

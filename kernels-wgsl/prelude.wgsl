@@ -4,14 +4,15 @@
 // on lavapipe a dynamic offset made every dispatch ~3x slower). Group 1, bindings 1..6, is device memory.
 // Many tensors share one buffer (the caching allocator carves segments into blocks), and WebGPU
 // forbids a writable binding that overlaps another binding of the same buffer, so the host binds each
-// segment once, whole (or, for a segment larger than one binding may be, a window of it), and tells the
-// kernel where each operand's block starts: the override constant S<k> of operand k is its binding
-// (S & 7) and k itself (S >> 3), and P[58 + k] is the element of that binding where the operand's
-// element 0 lies. A bind group then names segments only, so a loop whose tensors land at new offsets
-// each step finds its bind groups made (Dawn frees a dropped group's descriptor set only when the event
-// loop turns), and no binding takes a dynamic offset (lavapipe copies a descriptor set, mapping and
-// unmapping a page, on every setBindGroup with dynamic offsets). Every storage binding is read_write: a
-// read-only binding may not share a buffer with a writable one in the same dispatch.
+// segment once, whole (a segment larger than one binding may be: a tile of it, or each operand's own
+// range; device/encode.ts, bindingOf), and tells the kernel where each operand's block starts: the
+// override constant S<k> of operand k is its binding (S & 7) and k itself (S >> 3), and P[58 + k] is the
+// element of that binding where the operand's element 0 lies. A bind group then names segments only, so
+// a loop whose tensors land at new offsets each step finds its bind groups made (Dawn frees a dropped
+// group's descriptor set only when the event loop turns), and no binding takes a dynamic offset
+// (lavapipe copies a descriptor set, mapping and unmapping a page, on every setBindGroup with dynamic
+// offsets). Every storage binding is read_write: a read-only binding may not share a buffer with a
+// writable one in the same dispatch.
 @group(0) @binding(0) var<storage, read> P: array<u32>;
 @group(1) @binding(1) var<storage, read_write> B1: array<u32>;
 @group(1) @binding(2) var<storage, read_write> B2: array<u32>;

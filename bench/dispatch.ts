@@ -8,6 +8,7 @@
 // Rounds of all are interleaved and medians reported: this machine's timings are noisy.
 // Usage: npx tsx bench/dispatch.ts   (N=ops per round, default 4000; ROUNDS, default 7)
 import { readFileSync } from "node:fs";
+import { constants, PerformanceObserver } from "node:perf_hooks";
 import * as torch from "../src/index.ts";
 import { readyDevice } from "../src/device/backend.ts";
 
@@ -48,7 +49,23 @@ interface Run {
 }
 const perOp = (a: number | null, b: number | null) => (a === null || b === null ? null : ((b - a) * 1000) / N);
 
-async function gradlab(syncEach: boolean): Promise<Run & { host: number }> {
+/** V8's collections as Node reports them (delivered after the fact, each with its start time and kind). */
+const collections: Array<{ start: number; ms: number; minor: boolean }> = [];
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) {
+    const kind = (e as { detail?: { kind?: number } }).detail?.kind;
+    collections.push({ start: e.startTime, ms: e.duration, minor: kind === constants.NODE_PERFORMANCE_GC_MINOR });
+  }
+}).observe({ entryTypes: ["gc"] });
+/** µs per op of minor and of other collections that started in [t0, t1] (ms, performance.now()). */
+async function gcPerOp(t0: number, t1: number): Promise<{ minor: number; full: number }> {
+  await new Promise((r) => setTimeout(r, 10)); // the observer hears of a collection a task later
+  const inRound = collections.filter((c) => c.start >= t0 && c.start < t1);
+  const sum = (minor: boolean) => (inRound.filter((c) => c.minor === minor).reduce((n, c) => n + c.ms, 0) * 1000) / N;
+  return { minor: sum(true), full: sum(false) };
+}
+
+async function gradlab(syncEach: boolean): Promise<Run & { host: number; gc: { minor: number; full: number } }> {
   let y = torch.ones(256);
   for (let i = 0; i < 200; i++) {
     const z = y.add(1);
@@ -69,13 +86,14 @@ async function gradlab(syncEach: boolean): Promise<Run & { host: number }> {
     if (syncEach) await torch.webgpu.synchronize();
   }
   await torch.webgpu.synchronize();
-  const total = performance.now() - t0;
+  const t1 = performance.now();
+  const total = t1 - t0;
   const c1 = mainThreadCpuMs();
   const a1 = processCpuMs();
   const last = await y.getitem("0").item();
   if (last !== 201 + N) throw new Error(`wrong result ${last}`);
   y.dispose();
-  return { host: (host * 1000) / N, us: (total * 1000) / N, cpu: perOp(c0, c1), all: perOp(a0, a1)! };
+  return { host: (host * 1000) / N, us: (total * 1000) / N, cpu: perOp(c0, c1), all: perOp(a0, a1)!, gc: await gcPerOp(t0, t1) };
 }
 
 /**
@@ -126,11 +144,13 @@ async function rawDawn(outOfPlace: boolean): Promise<Run> {
 await torch.webgpu.init();
 console.log(`device: ${await torch.webgpu.get_device_name()}; ${N} dependent adds on a 256-element tensor, median of ${ROUNDS} rounds`);
 const host: number[] = [];
+const gcs: Array<{ minor: number; full: number }> = [];
 const each: number[] = [];
 const runs: Record<"gradlab" | "inPlace" | "outOfPlace", Run[]> = { gradlab: [], inPlace: [], outOfPlace: [] };
 for (let r = 0; r < ROUNDS; r++) {
   const b = await gradlab(false);
   host.push(b.host);
+  gcs.push(b.gc);
   runs.gradlab.push(b);
   runs.inPlace.push(await rawDawn(false));
   runs.outOfPlace.push(await rawDawn(true));
@@ -150,6 +170,11 @@ if (cg !== null && ci !== null && co !== null) {
     `main-thread CPU per op: GradLab batched ${cg.toFixed(1)} µs, raw Dawn loop ${ci.toFixed(1)} µs (${(cg / ci).toFixed(2)}x), out of place ${co.toFixed(1)} µs (${(cg / co).toFixed(2)}x)`,
   );
 }
+// Collections are rare events (a minor one every ~3,500 ops of this chain): the mean over the rounds, not the median.
+const meanGc = (k: "minor" | "full") => gcs.reduce((n, c) => n + c[k], 0) / gcs.length;
+console.log(
+  `collections during GradLab's batched chain (main thread, part of its CPU), mean per op: minor ${meanGc("minor").toFixed(2)} µs, full ${meanGc("full").toFixed(2)} µs`,
+);
 const [ag, ai, ao] = [med(g, "all")!, med(i, "all")!, med(o, "all")!];
 console.log(
   `CPU per op, all threads (host + lavapipe): GradLab ${ag.toFixed(1)} µs, raw in place ${ai.toFixed(1)} µs (${(ag / ai).toFixed(2)}x), out of place ${ao.toFixed(1)} µs (${(ag / ao).toFixed(2)}x)`,

@@ -5,7 +5,7 @@ import { ELEMENT_SIZE, type DType } from "./dtype.ts";
 import { RuntimeError } from "./errors.ts";
 import { checkKwargs, dimArg, isOpts, noArgs } from "./kwargs.ts";
 import { asSize, formatTensor } from "./format.ts";
-import { noteHandleRelease, RECORD, releaseRecord, track } from "./memory/lifetime.ts";
+import { noteHandleRelease, RECORD, type Registration, releaseRecord, track } from "./memory/lifetime.ts";
 import { nextSerial } from "./memory/ownership.ts";
 import { Storage, VersionCounter, type HandleInfo, type Role } from "./memory/storage.ts";
 import { AutogradMeta } from "./autograd/meta.ts";
@@ -62,6 +62,8 @@ class HandleRecord implements HandleInfo {
   kept = false;
   letGo = false;
   readonly serial = nextSerial();
+  /** The finaliser's registration (memory/lifetime.ts), while the handle is tracked. */
+  registration: Registration | null = null;
   constructor(
     readonly storage: Storage,
     readonly meta: AutogradMeta,

@@ -40,6 +40,17 @@ describe("a plain script with gradlab/register frees tensors as a cell does", ()
     expect(r).toMatchObject({ peak: 3 * 1024, allocated: 2 * 1024, first: 1001 });
   });
 
+  it("the same chain as a plain script is told once, after its first collections, how to run without them", () => {
+    const plain = node(["test/scripts/op-chain.ts"]);
+    expect(plain.status).toBe(0);
+    // a full collection per op, as before; the hint comes once, and names the cure
+    expect(JSON.parse(plain.stdout.trim().split("\n").at(-1)!).collections).toBe(1000);
+    const lines = plain.stderr.split("\n").filter(Boolean);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^GradLabWarning: 20 full garbage collections \(\d+ ms\) have run to find the tensors this program no longer references/);
+    expect(lines[0]).toContain("`npx gradlab run SCRIPT` or `node --import gradlab/register SCRIPT`");
+  });
+
   it("the README's training loop prints PyTorch's figure at every step, and a cell's peak", async () => {
     const r = registered("test/scripts/training-loop.ts");
     // weight 256 KiB + bias 1 KiB and their grads, x and x.grad (128 KiB each), loss (512 B): model(x)

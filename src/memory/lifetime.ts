@@ -217,10 +217,43 @@ export function reclaim(): number {
   }
   survivors = lowest = live;
   made = 0;
+  const ms = performance.now() - t0;
   reclaimStats.runs++;
   reclaimStats.handles += reclaimed - before;
-  reclaimStats.ms += performance.now() - t0;
+  reclaimStats.ms += ms;
+  if (reclaimed > before && !transformed) hintPlainScript(ms);
   return reclaimed - before;
+}
+
+/**
+ * Whether the cell transform follows the code that runs (a kernel's cells, a script under gradlab/register):
+ * then what user code drops is released without a collection. Set by memory/ownership.ts when bound.
+ */
+let transformed = false;
+export const noteTransform = () => void (transformed = true);
+/**
+ * A program no transform follows (a plain `node`/`tsx` script) learns of the tensors it dropped only from
+ * full collections: a training step written the PyTorch way runs one per step, 5x the step's own time for
+ * the notebook-06 MLP (docs/performance.md). It is told so once, with the cure, after HINT_RUNS collections
+ * that found something, worth HINT_MS in all.
+ */
+const HINT_RUNS = 20;
+const HINT_MS = 100;
+let plainRuns = 0;
+let plainMs = 0;
+let hinted = false;
+function hintPlainScript(ms: number): void {
+  plainRuns++;
+  plainMs += ms;
+  if (hinted || plainRuns < HINT_RUNS || plainMs < HINT_MS) return;
+  hinted = true;
+  platform.warn(
+    `${plainRuns} full garbage collections (${plainMs.toFixed(0)} ms) have run to find the tensors this program no longer ` +
+      "references (CPython frees a tensor at its last reference; V8 learns of it only in a collection). Run the script " +
+      "with `npx gradlab run SCRIPT` or `node --import gradlab/register SCRIPT`: GradLab then frees what your code " +
+      "drops as it does in a notebook cell, without collections. dispose(), `using` and torch.scope free tensors too.",
+    "GradLabWarning",
+  );
 }
 /**
  * Handles made since the last reclamation, and how many it left tracked. Reclaiming only before a new

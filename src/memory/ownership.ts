@@ -18,7 +18,7 @@
 // hook) it marks it escaped. A handle wrongly released would throw "was disposed" at its next use,
 // never read freed memory.
 
-import { RECORD, releaseUnreachable } from "./lifetime.ts";
+import { noteTransform, RECORD, releaseUnreachable } from "./lifetime.ts";
 
 /** What a handle's record carries for this module (HandleRecord in tensor.ts). */
 export interface Ownable {
@@ -318,7 +318,10 @@ export function reset(): void {
  */
 let keepsNoArguments: (fn: unknown, self?: unknown) => boolean = () => false;
 /** `policy(fn, self)`: whether calling fn (on `self`, for a method call) keeps none of its arguments. */
-export const setArgumentPolicy = (policy: (fn: unknown, self?: unknown) => boolean) => void (keepsNoArguments = policy);
+export function setArgumentPolicy(policy: (fn: unknown, self?: unknown) => boolean): void {
+  keepsNoArguments = policy;
+  noteTransform(); // the kernel binds the transform to the runtime (kernel/executor/ownership.ts)
+}
 const lentStack: unknown[] = [];
 /** The serial when each entry was lent: a handle made after it was made while its call ran (or while the
  *  arguments after it were computed). */

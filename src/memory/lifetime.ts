@@ -29,7 +29,7 @@ export interface Releasable {
  * collection keeps what such a cell holds alive even after unregister() (until the next full collection):
  * with the record itself as held value, every released handle's record, storage and autograd meta were
  * promoted. Measured on a chain `y = y.add(1)` that disposes each tensor (Node 20): 2.6-2.8 MB promoted and
- * a 5-8 ms scavenge every ~3,500 ops, the old generation growing by 40 MB between full collections.
+ * a 5-8 ms scavenge every ~3,500 ops, the old generation growing by 35-40 MB between full collections.
  */
 export interface Registration {
   rec: Releasable | null;
@@ -77,13 +77,13 @@ export function takeReleases(): ReturnType<typeof tally> {
 const finalizer: Registry = new hooks.Registry<Registration>((registration) => {
   const rec = registration.rec;
   if (!rec) return;
-  letGo(rec);
+  unlink(rec);
   unregistered();
   reclaimed++;
   as("collected", () => rec.release());
 });
 /** Cuts a record's registration both ways (the registry's cell may outlive it: see Registration). */
-function letGo(rec: Releasable): Registration | null {
+function unlink(rec: Releasable): Registration | null {
   const registration = rec.registration;
   if (registration) {
     registration.rec = null;
@@ -138,7 +138,7 @@ export const runningUserCode = () => inUser;
 let activity = 0;
 let reclaimedAt = -1;
 
-/** `rec` is the finaliser's held value: it must not reach the handle (or the handle is never collected). */
+/** `rec` must not reach the handle: the finaliser's held value reaches it (or the handle would never be collected). */
 export function track(handle: object, rec: Releasable): void {
   const registration: Registration = { rec };
   rec.registration = registration;
@@ -156,7 +156,7 @@ export function track(handle: object, rec: Releasable): void {
 /** Lets go of a tracked handle's record now (dispose, or the end of its scope); once only. */
 export function releaseRecord(rec: Releasable): void {
   if (rec.released) return;
-  const registration = letGo(rec);
+  const registration = unlink(rec);
   if (registration && finalizer.unregister(registration)) unregistered();
   rec.release();
 }
@@ -167,7 +167,7 @@ export function releaseRecord(rec: Releasable): void {
  */
 export function releaseUnreachable(rec: Releasable): void {
   if (rec.released) return;
-  const registration = letGo(rec);
+  const registration = unlink(rec);
   if (registration && finalizer.unregister(registration)) unregistered();
   reclaimed++;
   as("collected", () => rec.release());

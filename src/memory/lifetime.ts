@@ -77,19 +77,21 @@ export function takeReleases(): ReturnType<typeof tally> {
 const finalizer: Registry = new hooks.Registry<Registration>((registration) => {
   const rec = registration.rec;
   if (!rec) return;
-  unlink(rec);
-  unregistered();
+  untrack(rec, true);
   reclaimed++;
   as("collected", () => rec.release());
 });
-/** Cuts a record's registration both ways (the registry's cell may outlive it: see Registration). */
-function unlink(rec: Releasable): Registration | null {
+/**
+ * Ends a record's registration, once: cuts it both ways (the registry's cell may outlive it: see
+ * Registration), unregisters it unless its finaliser is what runs (the cell is gone then), and counts the
+ * handle out of `live`. A record has a registration exactly while the registry has its cell.
+ */
+function untrack(rec: Releasable, finalised = false): void {
   const registration = rec.registration;
-  if (registration) {
-    registration.rec = null;
-    rec.registration = null;
-  }
-  return registration;
+  if (!registration) return;
+  registration.rec = rec.registration = null;
+  if (!finalised) finalizer.unregister(registration);
+  unregistered();
 }
 /**
  * An open scope. It holds the records of the handles made inside, not the handles: a handle that user
@@ -156,8 +158,7 @@ export function track(handle: object, rec: Releasable): void {
 /** Lets go of a tracked handle's record now (dispose, or the end of its scope); once only. */
 export function releaseRecord(rec: Releasable): void {
   if (rec.released) return;
-  const registration = unlink(rec);
-  if (registration && finalizer.unregister(registration)) unregistered();
+  untrack(rec);
   rec.release();
 }
 
@@ -167,8 +168,7 @@ export function releaseRecord(rec: Releasable): void {
  */
 export function releaseUnreachable(rec: Releasable): void {
   if (rec.released) return;
-  const registration = unlink(rec);
-  if (registration && finalizer.unregister(registration)) unregistered();
+  untrack(rec);
   reclaimed++;
   as("collected", () => rec.release());
 }

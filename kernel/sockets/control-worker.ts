@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import * as zmq from "zeromq";
 import { makeHeader, parse, serialize, serializeJson, Signer, type Message } from "../wire/message.ts";
 import { endpoint, restrictChannel, type ConnectionInfo } from "./connection.ts";
-import { SendQueue } from "./queue.ts";
+import { SendQueue, toWire, whenReleased } from "./queue.ts";
 import { StreamCoalescer } from "./streams.ts";
 import { RingReader, STDERR } from "./ring.ts";
 import { answerFor, controlTable } from "./control.ts";
@@ -31,7 +31,8 @@ const post = (m: FromWorker) => parentPort!.postMessage(m);
 const hb = new zmq.Reply({ linger: 0 });
 const control = new zmq.Router({ linger: 0, sendHighWaterMark: 0, receiveHighWaterMark: 0 });
 const stdin = new zmq.Router({ linger: 0, sendHighWaterMark: 0 });
-const iopub = new zmq.XPublisher({ linger: 1000, sendHighWaterMark: 0 });
+const IOPUB_LINGER_MS = 1000;
+const iopub = new zmq.XPublisher({ linger: IOPUB_LINGER_MS, sendHighWaterMark: 0 });
 const controlOut = new SendQueue(control);
 const stdinOut = new SendQueue(stdin);
 // Until a client's SUB socket has subscribed, a PUB socket drops what it sends. A client can believe
@@ -138,7 +139,7 @@ function interrupt(when: { requestedUs?: number; session?: string; signalUs?: nu
 }
 
 async function heartbeat() {
-  for await (const frames of hb) await hb.send(frames);
+  for await (const frames of hb) await hb.send(toWire(frames));
 }
 
 /** Hands each verified message of a socket to its handler (a forged or malformed one is dropped and
@@ -226,9 +227,11 @@ function fromMain(m: ToWorker): void {
       inOrder(m, () => {
         if (drainTimer) clearTimeout(drainTimer);
         // the bound on flushing must not keep this thread alive once it is done (unref)
-        void Promise.race([Promise.all([controlOut.flushed(), iopubOut.flushed()]), new Promise((r) => setTimeout(r, 500).unref())]).then(() => {
+        void Promise.race([Promise.all([controlOut.flushed(), iopubOut.flushed()]), new Promise((r) => setTimeout(r, 500).unref())]).then(async () => {
           for (const s of [hb, control, stdin, iopub]) s.close();
           post({ type: "closed" });
+          // this thread's zeromq state must outlive every frame it sent by reference (see queue.ts)
+          if (!(await whenReleased(IOPUB_LINGER_MS + 1000))) log("socket thread: zeromq still held a binary frame when the thread ended");
           parentPort!.close();
         });
       });

@@ -167,8 +167,9 @@ export class SocketServer {
     await Promise.race([closed, delay(1500)]);
     // With its sockets closed and its port closed, the socket thread ends by itself once zeromq has
     // let go of them; terminate() only if it does not (terminating it while zeromq still closed its
-    // sockets is where the rare heap corruptions at exit came from, zeromq/zeromq.js#411).
-    if (!(await Promise.race([exited.then(() => true), delay(1000).then(() => false)]))) await this.worker.terminate();
+    // sockets is where the rare heap corruptions at exit came from, zeromq/zeromq.js#411). It may wait
+    // up to 2 s for zeromq to let go of binary frames it sent (queue.ts, whenReleased).
+    if (!(await Promise.race([exited.then(() => true), delay(2500).then(() => false)]))) await this.worker.terminate();
     this.shell.close();
   }
 

@@ -298,11 +298,19 @@ def send_shell(kc, msg_type, content):
 
 def scenario_comms(km, kc):
     res = {}
-    run(kc, "comms.registerTarget('echo', (comm, open) => { comm.send({ opened: open.data }); comm.onMsg((d) => comm.send({ echo: d })); comm.onClose((d) => console.log('closed', JSON.stringify(d))) })")
+    run(kc, "comms.registerTarget('echo', (comm, open) => { comm.send({ opened: open.data }); comm.onMsg((d, m) => comm.send({ echo: d }, {}, m.buffers)); comm.onClose((d) => console.log('closed', JSON.stringify(d))) })")
     mid = send_shell(kc, "comm_open", {"comm_id": "c1", "target_name": "echo", "data": {"hi": 1}})
     res["on_open"] = [o["content"] for o in collect(kc, mid) if o["type"] == "comm_msg"]
     mid = send_shell(kc, "comm_msg", {"comm_id": "c1", "data": {"n": 2}})
     res["on_msg"] = [o["content"] for o in collect(kc, mid) if o["type"] == "comm_msg"]
+    # binary buffers both ways, byte for byte: over zeromq's 128-byte copy limit as UTF-8 text and as
+    # bytes that are not UTF-8 (sent by reference), and a short one
+    sent = [bytes(range(256)) * 3, ("é" * 200).encode(), b"\xff\x00"]
+    msg = kc.session.msg("comm_msg", {"comm_id": "c1", "data": {"n": 3}})
+    kc.session.send(kc.shell_channel.socket, msg, buffers=sent)
+    echoed = []
+    collect(kc, msg["header"]["msg_id"], on_message=lambda m: m["msg_type"] == "comm_msg" and echoed.append([bytes(b) for b in m["buffers"]]))
+    res["buffers_echoed"] = echoed == [sent]
     mid = kc.comm_info(target_name="echo")
     res["info"] = reply_for(kc, mid)["comms"]
     mid = send_shell(kc, "comm_close", {"comm_id": "c1", "data": {"bye": True}})
@@ -916,11 +924,14 @@ def run_scenario(scenario, **kw):
     """Runs scenario(km, kc) on a fresh kernel and prints its result as JSON, with the kernel's log."""
     log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
     km, kc = start(stderr=log, **kw)
+    proc = km.provisioner.process
     try:
         res = scenario(km, kc)
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=False)
+    # how the kernel ended: 0 after a shutdown_request (a signal's death is negative)
+    res["kernel_exit"] = proc.wait(timeout=10)
     log.seek(0)
     res["kernel_log"] = open(log.name).read()
     os.unlink(log.name)

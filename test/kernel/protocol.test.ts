@@ -181,6 +181,7 @@ test("comms in both directions", async () => {
   const r = await drive(e, "comms");
   expect(r.on_open).toEqual([{ comm_id: "c1", data: { opened: { hi: 1 } } }]);
   expect(r.on_msg).toEqual([{ comm_id: "c1", data: { echo: { n: 2 } } }]);
+  expect(r.buffers_echoed).toBe(true);
   expect(r.info).toEqual({ c1: { target_name: "echo" } });
   expect(r.on_close).toEqual(['closed {"bye":true}\n']);
   expect(r.unknown_target).toEqual([{ comm_id: "c2", data: {} }]);
@@ -188,6 +189,8 @@ test("comms in both directions", async () => {
     { type: "comm_open", target: "from_kernel", data: { hello: 1 } },
     { type: "comm_msg", target: null, data: { n: 1 } },
   ]);
+  // it had sent a binary frame by reference: it waited for zeromq to let go of it, and exited cleanly
+  expect(r.kernel_exit).toBe(0);
 }, 60_000);
 
 test("history is persisted across a restart", async () => {

@@ -3,14 +3,14 @@
 // training loop's figures are PyTorch's (V8 no longer keeps a finished statement's temporary in a
 // register), and what the script keeps stays usable. Each script runs in a Node of its own, from the
 // sources (tsx, then register.ts), as `gradlab run` runs one from a checkout.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { transformSync } from "esbuild";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import * as torch from "../src/index.ts";
 import { runCell } from "./helpers/cells.ts";
 
@@ -185,6 +185,34 @@ describe("a plain script with gradlab/register frees tensors as a cell does", ()
     expect(r.stdout).toBe("true\n");
     expect(r.stderr).toMatch(/old\.ts is loaded as CommonJS, which gradlab\/register leaves as it is .*name it \.mts or \.mjs/);
   });
+
+  it("gradlab run SCRIPT.ts passes on a SIGINT sent to it (not from a terminal) to the script", async () => {
+    const dir = scratch();
+    // the script says when its handler is in place, then waits; SIGINT ends it with status 7
+    writeFileSync(
+      join(dir, "wait.mts"),
+      'process.on("SIGINT", () => { console.log("interrupted"); process.exit(7); });\nconsole.log("waiting");\nsetInterval(() => {}, 1000);\n',
+    );
+    // a process group of its own, so that whatever happens both processes are ended after the test
+    const child = spawn(process.execPath, ["--import", TSX, join(ROOT, "kernel/cli/main.ts"), "run", join(dir, "wait.mts")], {
+      cwd: dir,
+      env: { ...process.env, NODE_OPTIONS: "" },
+      detached: true,
+    });
+    onTestFinished(() => {
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {}
+    });
+    let out = "";
+    const status = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
+    child.stdout.on("data", (d) => {
+      out += d;
+      if (out.includes("waiting")) child.kill("SIGINT"); // to `gradlab run` only, as `kill -INT PID` does
+    });
+    expect(await status).toBe(7);
+    expect(out).toBe("waiting\ninterrupted\n");
+  }, 120_000);
 
   it("gradlab run SCRIPT.ts passes the arguments and gives the script's exit status", () => {
     const dir = scratch();

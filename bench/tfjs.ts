@@ -1,11 +1,16 @@
 // tfjs-webgpu on the same kind of Dawn instance GradLab uses: the reference the benchmarks compare with.
+import { withoutNativeStderr } from "../src/platform/node.ts";
 
 /** tfjs-core with its WebGPU backend ready, or throws why it cannot be (the benchmarks print it). */
 export async function tfjsSetup() {
   // tfjs-backend-webgpu looks for navigator.gpu; give it the same Dawn instance kind GradLab uses.
   const { create, globals } = await import("webgpu");
   Object.assign(globalThis, globals);
-  Object.defineProperty(globalThis, "navigator", { value: { gpu: create([]), userAgent: "node" }, configurable: true });
+  const gpu = create([]);
+  // Dawn's own warnings at requestAdapter are silenced as GradLab's runtime silences them
+  const requestAdapter = gpu.requestAdapter.bind(gpu);
+  gpu.requestAdapter = (options) => withoutNativeStderr(() => requestAdapter(options));
+  Object.defineProperty(globalThis, "navigator", { value: { gpu, userAgent: "node" }, configurable: true });
   const tf = await import("@tensorflow/tfjs-core");
   await import("@tensorflow/tfjs-backend-webgpu");
   await tf.setBackend("webgpu");

@@ -82,7 +82,7 @@ async function requestAdapter(backend: AdapterBackend): Promise<GPUAdapter | nul
  * requestAdapter, synchronously, past process.stderr, so `gradlab run` showed them among a cell's
  * output. Linux only, and only where fd 2 can be reopened through /proc (a tty, pipe or file).
  */
-function withoutNativeStderr<T>(fn: () => T): T {
+export function withoutNativeStderr<T>(fn: () => T): T {
   let saved = -1;
   try {
     if (process.platform !== "linux" || fstatSync(2).isSocket()) return fn();

@@ -12,6 +12,12 @@ import { log } from "../log.ts";
  *  malloc checks caught Recycle on zeromq's I/O thread while the process exited. */
 const COPIED_UP_TO = 128;
 
+/** binary frames this thread handed to zeromq by reference that it may still hold */
+let byReference = 0;
+// zeromq's reference to a sent buffer is dropped on this thread's event loop once the frame is out;
+// the buffer is collected after that
+const released = new FinalizationRegistry<null>(() => byReference--);
+
 /** A string is copied into zeromq's own memory and freed there, with nothing of the sending thread.
  *  Every frame that is UTF-8 text (all of Jupyter's JSON parts, the delimiter, the signature) therefore
  *  goes as a string; the bytes on the wire are the same. A binary frame over 128 bytes (a comm's or a
@@ -27,11 +33,6 @@ function onWire(f: Buffer): Buffer | string {
 export function toWire(frames: Buffer[]): (Buffer | string)[] {
   return frames.map(onWire);
 }
-
-let byReference = 0;
-// zeromq's reference to a sent buffer is dropped on this thread's event loop once the frame is out;
-// the buffer is collected after that
-const released = new FinalizationRegistry<null>(() => byReference--);
 
 /** Resolves once zeromq holds no buffer this thread sent by reference, or after `boundMs` (false):
  *  what the socket thread waits for before it ends. A frame still queued when its socket closes is held

@@ -15,5 +15,17 @@ export async function tfjsSetup() {
   await import("@tensorflow/tfjs-backend-webgpu");
   await tf.setBackend("webgpu");
   await tf.ready();
+  // tfjs sets no handler for Dawn's validation errors (at 256 MiB its bindings exceed the binding limit:
+  // every dispatch is rejected), and Dawn's default prints each one in full: hundreds of lines between
+  // a benchmark's rows. Print each distinct error once; the benchmarks check tfjs's results themselves.
+  const device = (tf.backend() as unknown as { device: GPUDevice }).device;
+  const seen = new Set<string>();
+  device.onuncapturederror = (ev) => {
+    ev.preventDefault(); // (Dawn's default print)
+    const first = ev.error.message.split("\n")[0];
+    if (seen.has(first)) return;
+    seen.add(first);
+    console.log(`tfjs-webgpu: Dawn rejected its work (${ev.error.constructor.name}): ${first} (the same again is not shown)`);
+  };
   return tf;
 }

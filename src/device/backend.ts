@@ -103,6 +103,8 @@ async function acquire(): Promise<DeviceState> {
     const state: DeviceState = { device, facts, epoch };
     device.lost.then((info) => onLost(state, info));
     device.addEventListener?.("uncapturederror", (ev: Event) => {
+      // Handled here: Dawn's default (Node) would also print it, natively, onto the program's stdout
+      ev.preventDefault();
       const err = (ev as GPUUncapturedErrorEvent).error;
       platform.warn(`WebGPU error: ${err.message}`, "GradLabWebGPUWarning");
     });

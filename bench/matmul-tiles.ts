@@ -10,6 +10,7 @@
 // uniform alternated twice. Usage: npx tsx bench/matmul-tiles.ts   (SHAPES="chunks:passes:wgY,...")
 import { loadavg } from "node:os";
 import { withoutNativeStderr } from "../src/platform/node.ts";
+import { timeIt } from "./timing.ts";
 
 const { create, globals } = await import("webgpu");
 Object.assign(globalThis, globals);
@@ -96,17 +97,7 @@ async function measure(space: Space, chunks: number, passes: number, wgY: number
     device.queue.submit([encoder.finish()]);
     await device.queue.onSubmittedWorkDone();
   };
-  await once(); // compile, warm
-  let wall = Infinity;
-  let cpu = Infinity;
-  for (let r = 0; r < 3; r++) {
-    const u0 = process.cpuUsage();
-    const t0 = performance.now();
-    await once();
-    wall = Math.min(wall, performance.now() - t0);
-    const u = process.cpuUsage(u0);
-    cpu = Math.min(cpu, (u.user + u.system) / 1000);
-  }
+  const { wall, cpu } = await timeIt(3, once);
   for (const b of [c, ...tiles]) b.destroy();
   const flops = dispatches * perDispatch;
   return { gflops: flops / wall / 1e6, perCpu: flops / cpu / 1e6 };

@@ -7,27 +7,12 @@
 import * as torch from "../src/index.ts";
 import { loadavg } from "node:os";
 import { tfjsSetup } from "./tfjs.ts";
+import { timeIt } from "./timing.ts";
 
 const sizes = process.argv.slice(2).map(Number).filter(Boolean);
 const SIZES = sizes.length ? sizes : [256, 512, 1024, 2048];
 const JS_MAX = Number(process.env.GRADLAB_BENCH_JS_MAX ?? 1024);
 const gflops = (n: number, ms: number) => (2 * n ** 3) / (ms * 1e6);
-
-/** Best wall-clock ms of `reps` runs, and the least CPU ms (all threads of this process) of one. */
-async function timeIt(reps: number, run: () => Promise<void>): Promise<{ wall: number; cpu: number }> {
-  await run(); // warm-up: compile, allocate
-  let wall = Infinity;
-  let cpu = Infinity;
-  for (let i = 0; i < reps; i++) {
-    const u0 = process.cpuUsage();
-    const t0 = performance.now();
-    await run();
-    wall = Math.min(wall, performance.now() - t0);
-    const u = process.cpuUsage(u0);
-    cpu = Math.min(cpu, (u.user + u.system) / 1000);
-  }
-  return { wall, cpu };
-}
 
 type Rate = { wall: number; cpu: number };
 const rate = (n: number, t: { wall: number; cpu: number }): Rate => ({ wall: gflops(n, t.wall), cpu: gflops(n, t.cpu) });

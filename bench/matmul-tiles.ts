@@ -9,19 +9,14 @@
 // dispatch, as many dispatches as one 1024^3 matmul's flops. Prints GFLOP/s and per CPU-second, storage and
 // uniform alternated twice. Usage: npx tsx bench/matmul-tiles.ts   (SHAPES="chunks:passes:wgY,...")
 import { loadavg } from "node:os";
-import { withoutNativeStderr } from "../src/platform/node.ts";
+import { getDevice } from "../src/device/backend.ts";
 import { timeIt } from "./timing.ts";
 
-const { create, globals } = await import("webgpu");
-Object.assign(globalThis, globals);
-const gpu = create([]);
-const adapter = await withoutNativeStderr(() => gpu.requestAdapter());
-if (!adapter) throw new Error("no WebGPU adapter");
-if (!adapter.features.has("subgroups")) throw new Error(`${adapter.info.description}: no subgroups, nothing to compare`);
-const device = await adapter.requestDevice({
-  requiredFeatures: ["subgroups" as GPUFeatureName],
-  requiredLimits: { maxStorageBuffersPerShaderStage: 9, maxUniformBuffersPerShaderStage: 8 },
-});
+// GradLab's device: its platform layer also keeps Dawn's event polling from spinning the main thread, which
+// on 2 cores takes a core from lavapipe (measured: the same storage kernel at 15 GFLOP/s on a bare Dawn
+// device, 24 on this one).
+const { device, facts } = await getDevice();
+if (!facts.subgroups) throw new Error("the adapter has no subgroups: nothing to compare");
 device.onuncapturederror = (ev) => {
   ev.preventDefault();
   throw new Error(ev.error.message);
@@ -104,7 +99,7 @@ async function measure(space: Space, chunks: number, passes: number, wgY: number
 }
 
 const SHAPES = (process.env.SHAPES ?? "1:16:8,4:4:8").split(",").map((s) => s.split(":").map(Number));
-console.log(`adapter: ${adapter.info.description || adapter.info.vendor}; load average ${loadavg()[0].toFixed(1)}`);
+console.log(`adapter: ${facts.description || facts.vendor}; load average ${loadavg()[0].toFixed(1)}`);
 console.log("chunks  k steps  workgroups   storage GFLOP/s (per CPU-s)   uniform GFLOP/s (per CPU-s)   uniform / storage");
 for (const [chunks, passes, wgY] of SHAPES) {
   for (let round = 0; round < 2; round++) {

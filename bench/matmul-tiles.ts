@@ -1,9 +1,10 @@
-// A lead for the matmul bar on lavapipe (docs/performance.md, after Matmul round 3), not a GradLab path: the
-// inner loop of kernels-wgsl/matmul_subgroups.wgsl (24 rows per workgroup, 4 columns and 4 k per lane) reading
-// its tiles of A (256 rows x 64 k) and B (64 k x 256 columns) from uniform buffers, against the same loop
-// reading the same tiles from storage buffers, in the same run. llvmpipe (Mesa 25) gathers a storage load lane
-// by lane with a bounds branch per float; a uniform load at per-lane addresses is branchless, but a uniform
-// binding holds 64 KiB and is the same for every workgroup of a dispatch, hence the tiles.
+// The inner loop of kernels-wgsl/matmul_subgroups.wgsl (24 rows per workgroup, 4 columns and 4 k per lane)
+// reading its tiles of A (256 rows x 64 k) and B (64 k x 256 columns) from uniform buffers, against the same
+// loop reading the same tiles from storage buffers, in the same run: the measurement that led to the runtime's
+// uniform-tile path on llvmpipe (ops/matmul-tiles.ts, kernels-wgsl/matmul_tiles.wgsl; docs/performance.md,
+// Matmul round 4), kept to show the loop's own speed apart from packing and passes over C. llvmpipe (Mesa 25)
+// gathers a storage load lane by lane with a bounds branch per float; a uniform load at per-lane addresses is
+// branchless, but a uniform binding holds 64 KiB and is the same for every workgroup of a dispatch.
 // Each shape: CHUNKS bindings of A and of B per dispatch (k chunks of 64), a loop of 64 x PASSES k steps per
 // chunk over the same tile (so the loop runs long, as the real kernel's does), 11 x WG_Y workgroups per
 // dispatch, as many dispatches as one 1024^3 matmul's flops. Prints GFLOP/s and per CPU-second, storage and

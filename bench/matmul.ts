@@ -2,10 +2,13 @@
 // adapter, and a plain JavaScript triple loop (i-k-j order, Float32Array), all in this one run.
 // Also GFLOP per CPU-second of this process (lavapipe's threads run in it): on a shared machine the
 // wall-clock figure follows the load, the CPU-second one mostly the kernel.
-// Then a Linear layer's forward + backward at 4096x1024 @ 1024x1024 (GRADLAB_BENCH_LINEAR=0 skips it).
+// Then GradLab's storage kernel alone (its uniform-tile path turned off; on llvmpipe large products take tiles:
+// ops/matmul-tiles.ts) at the same sizes, for the path's own gain in the same run (GRADLAB_BENCH_STORAGE=0
+// skips it), and a Linear layer's forward + backward at 4096x1024 @ 1024x1024 (GRADLAB_BENCH_LINEAR=0 skips it).
 // Usage: npx tsx bench/matmul.ts [sizes...]   (GRADLAB_BENCH_JS_MAX caps the plain-JS sizes; default 1024)
 import * as torch from "../src/index.ts";
 import { loadavg } from "node:os";
+import { _set_tiled_matmul } from "../src/ops/matmul-tiles.ts";
 import { tfjsSetup } from "./tfjs.ts";
 import { timeIt } from "./timing.ts";
 
@@ -77,6 +80,19 @@ for (const n of SIZES) {
   console.log(
     `${String(n).padStart(4)} ${f(g.wall)} ${f(t.wall).padStart(12)} ${f(j)} ${r(g.wall / t.wall)} ${r(g.wall / j)}   ${f(g.cpu).padStart(21)} ${f(t.cpu).padStart(5)} ${r(g.cpu / t.cpu).padStart(6)}   ${load()}`,
   );
+}
+
+if (process.env.GRADLAB_BENCH_STORAGE !== "0") {
+  console.log("   n   GradLab  storage kernel only   GradLab/storage   (GFLOP/s)   load");
+  for (const n of SIZES) {
+    const g = await gradlab(n);
+    _set_tiled_matmul(false);
+    const s = await gradlab(n);
+    _set_tiled_matmul(true);
+    console.log(
+      `${String(n).padStart(4)} ${g.wall.toFixed(1).padStart(9)} ${s.wall.toFixed(1).padStart(20)} ${`${(g.wall / s.wall).toFixed(2)}x`.padStart(17)}   ${load()}`,
+    );
+  }
 }
 
 // A Linear layer's forward and backward at the issue's size (x 4096x1024, weight 1024x1024, no bias):

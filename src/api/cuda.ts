@@ -11,6 +11,7 @@ import { dumpSnapshot, segmentsOf, snapshotOf, type MemorySnapshot, type Snapsho
 import { formatBytes } from "../memory/format-bytes.ts";
 import { getDevice, readyDevice, simulateDeviceLoss } from "../device/backend.ts";
 import { flush } from "../device/scheduler.ts";
+import { releaseTileScratch } from "../device/tiles.ts";
 import { OutOfMemoryError, ValueError } from "../errors.ts";
 
 export { OutOfMemoryError };
@@ -93,8 +94,12 @@ export const memory_reserved = () => alloc().reserved.all.current;
 export const max_memory_reserved = () => alloc().reserved.all.peak;
 export const reset_peak_memory_stats = () => alloc().resetPeak();
 export const reset_max_memory_allocated = () => alloc().resetPeak();
-/** Releases every cached segment that holds no live tensor (memory_reserved drops; allocated does not). */
-export const empty_cache = () => alloc().releaseCached();
+/** Releases every cached segment that holds no live tensor (memory_reserved drops; allocated does not), and
+ *  the matmul's tile scratch, which no figure counts (device/tiles.ts). */
+export const empty_cache = () => {
+  alloc().releaseCached();
+  releaseTileScratch();
+};
 /** PyTorch's counters, plus "reclaim.synchronous" (GradLab's): 1 where tensors dropped without dispose
  *  are reclaimed before every figure (Node with its V8 flags), 0 where the platform cannot (a browser:
  *  they stay counted until its collector runs). */

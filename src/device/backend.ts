@@ -91,6 +91,8 @@ async function acquire(): Promise<DeviceState> {
       "maxBufferSize",
       "maxComputeWorkgroupsPerDimension",
       "maxStorageBuffersPerShaderStage",
+      "maxUniformBuffersPerShaderStage",
+      "maxDynamicUniformBuffersPerPipelineLayout",
       "maxComputeInvocationsPerWorkgroup",
       "maxComputeWorkgroupSizeX",
       "maxComputeWorkgroupStorageSize",

@@ -8,7 +8,7 @@
 import type { Segment } from "../memory/allocator.ts";
 
 import { bindingLimit, type DeviceState } from "./backend.ts";
-import { bindGroupLayout, type Kernel, kernelOf, paramsLayout, pipelineEntry } from "./pipelines.ts";
+import { bindGroupLayout, type Kernel, kernelOf, paramsLayout, pipelineEntry, TILE_BINDINGS, TILE_BYTES, tilesLayout } from "./pipelines.ts";
 import { firstLine, newRisk, pendingBuffers, pendingPipelines, pipelineRisk, type Range, type Risk } from "./verdicts.ts";
 
 /** A dispatch's form for devices with subgroups (Dispatch.subgroup). */
@@ -44,6 +44,10 @@ export interface Dispatch {
   bindGroup?: GPUBindGroup;
   /** Where each operand's element 0 lies in its binding, in elements (u32; params words 58 + k). */
   starts?: number[];
+  /** Group 2 of a kernel that reads uniform tiles (matmul_tiles.wgsl): each binding's byte offset in the
+   *  tile scratch (a segment outside the allocator, device/tiles.ts), and the ranges of it the tiles were
+   *  written to, which the dispatch reads (their validity passes on as its operands' does). */
+  tiles?: { ranges: Range[]; offsets: number[] };
 }
 interface Upload {
   kind: "upload";
@@ -73,7 +77,8 @@ export function bufferOf(dev: DeviceState, seg: Segment): GPUBuffer {
   const device = dev.device;
   device.pushErrorScope("out-of-memory");
   device.pushErrorScope("validation");
-  const buffer = device.createBuffer({ size: seg.size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+  const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST | (uniformSegments.has(seg) ? GPUBufferUsage.UNIFORM : 0);
+  const buffer = device.createBuffer({ size: seg.size, usage });
   seg.buffer = buffer;
   seg.generation = dev.epoch;
   const v = device.popErrorScope();
@@ -91,6 +96,21 @@ export function bufferOf(dev: DeviceState, seg: Segment): GPUBuffer {
   pendingBuffers.set(seg, risk);
   void risk.verdict.then(() => pendingBuffers.get(seg) === risk && pendingBuffers.delete(seg));
   return buffer;
+}
+
+/** Segments whose buffer is also read as uniform tiles (device/tiles.ts). */
+export const uniformSegments = new WeakSet<Segment>();
+
+/** Group 2 over a tile scratch buffer: every binding at offset 0 plus its dynamic offset (one per buffer). */
+const tileGroups = new WeakMap<GPUBuffer, GPUBindGroup>();
+function tileGroupOf(dev: DeviceState, seg: Segment): GPUBindGroup {
+  const buffer = bufferOf(dev, seg);
+  let g = tileGroups.get(buffer);
+  if (!g) {
+    const entries = Array.from({ length: TILE_BINDINGS }, (_, i) => ({ binding: i, resource: { buffer, offset: 0, size: TILE_BYTES } }));
+    tileGroups.set(buffer, (g = dev.device.createBindGroup({ layout: tilesLayout(dev.device), entries })));
+  }
+  return g;
 }
 
 /**
@@ -263,6 +283,7 @@ export function prepare(dev: DeviceState, st: EncodeState, c: Dispatch): typeof 
       : null;
   c.pipeline = pipeline;
   c.bindGroup = bindGroupFor(dev, st, n);
+  if (c.tiles) bufferOf(dev, c.tiles.ranges[0].segment); // made now, so that the batch takes on its verdict
   prepared.risk = risk;
   prepared.alone = check !== null;
   return prepared;
@@ -338,6 +359,7 @@ function encodeChunk(dev: DeviceState, st: EncodeState, cmds: Command[], start: 
       const slot = slotOf.slots[di++];
       if (slot !== lastParams) pass.setBindGroup(0, st.paramGroups[(lastParams = slot)]);
       if (c.bindGroup !== lastGroup) pass.setBindGroup(1, (lastGroup = c.bindGroup!));
+      if (c.tiles) pass.setBindGroup(2, tileGroupOf(dev, c.tiles.ranges[0].segment), c.tiles.offsets);
       c.pipeline = c.bindGroup = c.starts = undefined; // encoded: the command keeps no GPU object
       const g = c.workgroups;
       pass.dispatchWorkgroups(g[0], g[1], g[2]);

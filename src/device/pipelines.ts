@@ -12,6 +12,12 @@
 import { platform } from "../platform/current.ts";
 
 const MAX_BINDINGS = 6;
+/** Group 2's uniform bindings (matmul_tiles.wgsl: 6 tiles of A, 6 of B), each TILE_BYTES long: as many as
+ *  llvmpipe allows (maxUniformBuffersPerShaderStage 12; maxDynamicUniformBuffersPerPipelineLayout 16,
+ *  requested by device/backend.ts). More k per dispatch means fewer passes over C: one chunk of 64 k per
+ *  dispatch ran a 1024^2 product at 19 GFLOP/s, two at 26, four at 29.4. */
+export const TILE_BINDINGS = 12;
+export const TILE_BYTES = 65536;
 const sources = new Map<string, string>();
 const shaderConstants = new Map<string, Record<string, number>>();
 
@@ -29,6 +35,9 @@ interface PerDevice {
   /** Group 1's layout with n storage bindings (1..n), by n (0..MAX_BINDINGS). */
   layouts: GPUBindGroupLayout[];
   pipelineLayouts: GPUPipelineLayout[];
+  /** Group 2's layout and, by n, the layouts of shaders that declare it: made when first needed (only a
+   *  device with the limits they need, llvmpipe, runs such shaders). */
+  tiles?: { layout: GPUBindGroupLayout; pipelineLayouts: GPUPipelineLayout[] };
   /** Shader modules by shader and binding count (`name#n`). */
   modules: Map<string, GPUShaderModule>;
   pipelines: Map<string, GPUComputePipeline>;
@@ -88,6 +97,7 @@ function perDevice(device: GPUDevice): PerDevice {
       paramsLayout,
       layouts,
       pipelineLayouts: layouts.map((layout) => device.createPipelineLayout({ bindGroupLayouts: [paramsLayout, layout] })),
+
       modules: new Map(),
       pipelines: new Map(),
       byKernel: new Map(),
@@ -100,6 +110,22 @@ function perDevice(device: GPUDevice): PerDevice {
 /** Group 1's layout for a dispatch with n bindings. */
 export const bindGroupLayout = (device: GPUDevice, n: number) => perDevice(device).layouts[n];
 export const paramsLayout = (device: GPUDevice) => perDevice(device).paramsLayout;
+/** Group 2's layouts (shaders that read tiles from uniform buffers). */
+function tilesOf(device: GPUDevice): NonNullable<PerDevice["tiles"]> {
+  const d = perDevice(device);
+  if (!d.tiles) {
+    const layout = device.createBindGroupLayout({
+      entries: Array.from({ length: TILE_BINDINGS }, (_, i) => ({
+        binding: i,
+        visibility: GPUShaderStage.COMPUTE,
+        buffer: { type: "uniform" as const, hasDynamicOffset: true },
+      })),
+    });
+    d.tiles = { layout, pipelineLayouts: d.layouts.map((l) => device.createPipelineLayout({ bindGroupLayouts: [d.paramsLayout, l, layout] })) };
+  }
+  return d.tiles;
+}
+export const tilesLayout = (device: GPUDevice) => tilesOf(device).layout;
 
 /**
  * A shader entry point with its override constants, interned (equal ones are one object), so that an op
@@ -159,7 +185,8 @@ export function pipelineEntry(device: GPUDevice, kernel: Kernel, slotsCode: numb
   const n = slots.length > 0 ? Math.max(...slots) : 0;
   let module = d.modules.get(`${shader}#${n}`);
   if (!module) d.modules.set(`${shader}#${n}`, (module = device.createShaderModule({ code: bindingsOf(shader, n), label: shader })));
-  p = device.createComputePipeline({ layout: d.pipelineLayouts[n], label: key, compute: { module, entryPoint: entry, constants } });
+  const layout = /^@group\(2\)/m.test(shaderSource(shader)) ? tilesOf(device).pipelineLayouts[n] : d.pipelineLayouts[n];
+  p = device.createComputePipeline({ layout, label: key, compute: { module, entryPoint: entry, constants } });
   d.pipelines.set(key, p);
   bySlots.set(slotsCode, { pipeline: p, key, check: null });
   return { pipeline: p, key, check: device.popErrorScope() };

@@ -222,7 +222,8 @@ function submitBatch(dev: DeviceState, cmds: Command[]): void {
     if (c.kind === "dispatch") {
       const w = c.writes ?? WRITES_FIRST;
       // (The maps are empty but after a rejected kernel or while a verdict is pending: no lookups then.)
-      const reads = invalid.size > 0 || suspect.size > 0 ? c.buffers.filter((_, k) => !w.includes(k)) : NO_RANGES;
+      let reads = invalid.size > 0 || suspect.size > 0 ? c.buffers.filter((_, k) => !w.includes(k)) : NO_RANGES;
+      if (c.tiles && reads !== NO_RANGES) reads = [...reads, ...c.tiles.ranges];
       const bad = invalid.size > 0 ? reads.map((r) => invalid.get(idOf(r))).find((e) => e !== undefined) : undefined;
       if (bad !== undefined) {
         for (const k of w)
@@ -237,6 +238,7 @@ function submitBatch(dev: DeviceState, cmds: Command[]): void {
       if (alone) close();
       if (risk) take(risk);
       touch(c.buffers);
+      if (c.tiles) touch(c.tiles.ranges);
       let risks = group.risks;
       if (suspect.size > 0) for (const r of reads) risks = union(risks, risksOf(idOf(r)));
       for (const k of w) if (c.buffers[k]) write(c.buffers[k], risks);

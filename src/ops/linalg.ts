@@ -5,7 +5,8 @@ import { pyTypeName } from "../pystr.ts";
 import { RuntimeError, TypeError_ } from "../errors.ts";
 import { Tensor, contiguousStrides, numelOf } from "../tensor.ts";
 import { accumulateInto, addInto, binary, broadcastShapes } from "./elementwise.ts";
-import { coalesce, dispatch, dispatchGrid, fitsOneBinding, MAX_GROUPS, maxBindingBytes } from "./launch.ts";
+import { coalesce, computes, dispatch, dispatchGrid, fitsOneBinding, MAX_GROUPS, maxBindingBytes } from "./launch.ts";
+import { tiledPrefix } from "./matmul-tiles.ts";
 import { contiguousOf, expand, narrow, unsqueeze, view } from "./views.ts";
 
 const typeName = { float32: "Float", int32: "Int", bool: "Bool" } as const;
@@ -106,7 +107,9 @@ function batchedInto(a: Tensor, b: Tensor, out: Tensor): void {
       // Rows in blocks of 16 (matmul_vec4) or 24 (matmul_subgroups, where the device has subgroups) on
       // x, up to 65,535 blocks; columns in blocks of 256 on y.
       const bRowStride = rowMajorB ? N : 1;
-      for (let k0 = 0; k0 < K; k0 += K_SLICE) {
+      // On llvmpipe a large product takes uniform tiles for all of K but its last K % 64 (ops/matmul-tiles.ts).
+      const kTiled = batch === 1 && computes([out, A, B]) ? tiledPrefix(out, A, B, M, N, K) : 0;
+      for (let k0 = kTiled; k0 < K; k0 += K_SLICE) {
         const params = [M, N, Math.min(K_SLICE, K - k0), batch, A._offset + k0 * acs, aBatch, ars, acs, B._offset + k0 * bRowStride, bStride, 0, K];
         const constants = { B_T: bT, A_V4: aV4, ACC: k0 > 0 ? 1 : 0 };
         dispatchGrid(

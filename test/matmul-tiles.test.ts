@@ -1,0 +1,163 @@
+// Large float32 products on llvmpipe go through uniform tiles (ops/matmul-tiles.ts, matmul_tiles.wgsl):
+// operands packed into a scratch buffer outside the caching allocator, one dispatch per tile of C and 6
+// chunks of 64 k, the last K % 64 by the storage kernel. A user sees none of that: the bits are the
+// storage kernel's for every layout it takes (any A; B row-major or a transposed row-major matrix, as the
+// storage kernel's fast path) and every shape edge, PyTorch's memory figures do not move, empty_cache()
+// gives the scratch back, and an operand that was not computed makes the product fail, not go stale.
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import * as torch from "../src/index.ts";
+import { readyDevice } from "../src/device/backend.ts";
+import { tileScratchBytes } from "../src/device/tiles.ts";
+import { dispatch } from "../src/ops/launch.ts";
+import { _set_tiled_matmul } from "../src/ops/matmul-tiles.ts";
+
+let llvmpipe = false;
+beforeAll(async () => {
+  await torch.cuda.synchronize();
+  llvmpipe = /llvmpipe/.test(readyDevice()!.facts.description);
+});
+afterEach(() => _set_tiled_matmul(true));
+
+const values = (n: number, seed: number) => Float32Array.from({ length: n }, (_, i) => (((i * 7919 + seed * 104729) % 211) - 105) / 64);
+
+/** The product's bits through tiles, and through the storage kernel (checking tiles were taken). */
+async function bothWays(name: string, f: () => torch.Tensor): Promise<{ tiles: Float32Array; storage: Float32Array }> {
+  torch.cuda.empty_cache();
+  expect(tileScratchBytes()).toBe(0);
+  const t = f();
+  expect(tileScratchBytes(), `${name} should have taken uniform tiles`).toBeGreaterThan(0);
+  const tiles = (await t.reshape([-1]).data()) as Float32Array;
+  _set_tiled_matmul(false);
+  torch.cuda.empty_cache();
+  const s = f();
+  expect(tileScratchBytes()).toBe(0);
+  const storage = (await s.reshape([-1]).data()) as Float32Array;
+  _set_tiled_matmul(true);
+  t.dispose();
+  s.dispose();
+  return { tiles, storage };
+}
+
+function firstDifference(a: Float32Array, b: Float32Array): number {
+  const x = new Uint32Array(a.buffer, a.byteOffset, a.length);
+  const y = new Uint32Array(b.buffer, b.byteOffset, b.length);
+  expect(x.length).toBe(y.length);
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return i;
+  return -1;
+}
+
+describe("matmul through uniform tiles (llvmpipe)", () => {
+  it("gives the storage kernel's bits for every layout, at tile edges, with a tail of k", async (ctx) => {
+    if (!llvmpipe) ctx.skip();
+    // [M, K, N]: one row past a tile of 240 and a column tile and a half; K a multiple of 64 with a
+    // part-filled last dispatch (5 chunks); K with a tail of 44 (and of 3: K % 4 != 0) for the storage kernel.
+    const shapes: Array<[number, number, number]> = [
+      [241, 320, 388],
+      [250, 300, 256],
+      [480, 387, 260],
+    ];
+    for (const [M, K, N] of shapes) {
+      const av = values(M * K, M);
+      const bv = values(K * N, N);
+      const a = torch.tensor(av).reshape([M, K]);
+      const aT = a.t().contiguous().t(); // row stride 1 (g.t() in a Linear's weight gradient)
+      const aOff = torch
+        .tensor(values(M * K + 1, 3))
+        .narrow(0, 1, M * K)
+        .reshape([M, K]); // element 0 not on a vec4
+      const b = torch.tensor(bv).reshape([K, N]);
+      const bT = b.t().contiguous().t(); // w.t() of a row-major w (x @ w.t())
+      const aWide = torch
+        .tensor(values(M * (K + 2), 5))
+        .reshape([M, K + 2])
+        .narrow(1, 1, K); // rows K + 2 apart, offset 1
+      for (const [name, x, y] of [
+        ["A @ B", a, b],
+        ["A^T-in-memory @ B", aT, b],
+        ["A @ B^T-in-memory", a, bT],
+        ["offset A @ B", aOff, b],
+        ["strided A @ B", aWide, b],
+        ["A^T-in-memory @ B^T-in-memory", aT, bT],
+      ] as const) {
+        const { tiles, storage } = await bothWays(`${M}x${K}x${N} ${name}`, () => x.matmul(y));
+        const i = firstDifference(tiles, storage);
+        expect(i, `${M}x${K}x${N} ${name}: element ${i} is ${tiles[i]} through tiles, ${storage[i]} through storage`).toBe(-1);
+      }
+      // And the values are the product's (a float64 check of a few rows, the last included).
+      const { tiles } = await bothWays(`${M}x${K}x${N} A @ B`, () => a.matmul(b));
+      for (const r of [0, 239, 240, M - 1])
+        for (const c of [0, 255, 256, N - 1]) {
+          if (r >= M || c >= N) continue;
+          let s = 0;
+          let m = 0;
+          for (let k = 0; k < K; k++) {
+            s += av[r * K + k] * bv[k * N + c];
+            m += Math.abs(av[r * K + k] * bv[k * N + c]);
+          }
+          expect(Math.abs(tiles[r * N + c] - s), `C[${r}, ${c}]`).toBeLessThanOrEqual(1e-5 * (m + 1));
+        }
+      for (const t of [a, aT, aOff, aWide, b, bT]) t.dispose();
+    }
+  });
+
+  it("Linear's forward and backward (x @ w.t(), g @ w, g.t() @ x) give the storage kernel's bits", async (ctx) => {
+    if (!llvmpipe) ctx.skip();
+    const run = async () => {
+      torch.manual_seed(0);
+      const lin = new torch.nn.Linear(384, 260);
+      const x = torch.randn([300, 384], { requires_grad: true });
+      const y = lin.forward(x);
+      y.pow(2).sum().backward();
+      const out = await Promise.all([y, x.grad!, lin.weight.grad!].map(async (t) => (await t.reshape([-1]).data()) as Float32Array));
+      for (const t of [y, x]) t.dispose();
+      return out;
+    };
+    torch.cuda.empty_cache();
+    const tiles = await run();
+    expect(tileScratchBytes()).toBeGreaterThan(0);
+    _set_tiled_matmul(false);
+    const storage = await run();
+    for (const [i, name] of ["y", "x.grad", "weight.grad"].entries()) expect(firstDifference(tiles[i], storage[i]), name).toBe(-1);
+  });
+
+  it("leaves PyTorch's memory figures as the storage kernel's, and empty_cache() gives the scratch back", async (ctx) => {
+    if (!llvmpipe) ctx.skip();
+    const figures = async () => {
+      torch.cuda.empty_cache();
+      torch.cuda.reset_peak_memory_stats();
+      const before = torch.cuda.memory_allocated();
+      const a = torch.randn([512, 512]);
+      const b = torch.randn([512, 512]);
+      const c = a.matmul(b).matmul(b);
+      await torch.cuda.synchronize();
+      const f = [torch.cuda.memory_allocated() - before, torch.cuda.max_memory_allocated() - before, torch.cuda.memory_reserved()];
+      for (const t of [a, b, c]) t.dispose();
+      return f;
+    };
+    const tiles = await figures();
+    expect(tileScratchBytes()).toBeGreaterThan(0);
+    torch.cuda.empty_cache();
+    expect(tileScratchBytes()).toBe(0);
+    _set_tiled_matmul(false);
+    expect(tiles).toEqual(await figures());
+    expect(tiles[0]).toBe(3 * 512 * 512 * 4);
+  });
+
+  it("an operand that was not computed fails the product; the next product is right", async (ctx) => {
+    if (!llvmpipe) ctx.skip();
+    const [M, K, N] = [256, 256, 256];
+    const good = torch.full([M, K], 1);
+    const b = torch.full([K, N], 2);
+    const first = good.matmul(b); // fills the scratch with good tiles
+    const bad = torch.empty([M, K]);
+    // A kernel entry point that does not exist: Dawn rejects the pipeline (a GradLab bug, simulated).
+    dispatch("elementwise", "no_such_entry_point", [bad], [M * K], M * K);
+    const stale = bad.matmul(b); // its A tiles are never written: the first product's would be read
+    const after = good.matmul(b.mul(2));
+    expect(await first.max().item()).toBe(2 * K);
+    await expect(stale.tolist()).rejects.toThrow(/no_such_entry_point.*This tensor was not computed/s);
+    expect(await after.min().item()).toBe(4 * K);
+    expect(await after.max().item()).toBe(4 * K);
+    for (const t of [good, b, first, bad, stale, after]) t.dispose();
+  });
+});

@@ -20,7 +20,7 @@ const A_TILE = ROWS * KC * 4; // bytes (a multiple of 256, the largest uniform o
 const B_TILE = KC * COLS * 4;
 const CHUNKS = TILE_BINDINGS / 2; // k chunks one dispatch adds
 /** The most scratch a product may take (2048^2 takes 34 MB; a Linear's 1024 x 4096 @ 4096 x 1024 weight
- *  gradient 37 MB); larger products take the storage kernel. */
+ *  gradient 36 MB); larger products take the storage kernel. */
 const MAX_SCRATCH = 64 << 20;
 
 let enabled = true;

@@ -1,5 +1,6 @@
 // gradlab: prelude prelude_vec4
 enable subgroups;
+requires unrestricted_pointer_parameters;
 
 // matmul_subgroups.wgsl's loop over A and B repacked into tiles that lavapipe reads from uniform buffers
 // (ops/linalg.ts picks it on llvmpipe for large products; matmul_tiles_pack.wgsl writes the tiles). On
@@ -20,297 +21,85 @@ enable subgroups;
 // P[5] = the chunks this dispatch adds (1..6: tiles A0/B0 .., the other bindings unread), P[6] = 1 where C
 // holds the earlier chunks' sum. Both are read at run time, not override constants: llvmpipe takes about 3 s to
 // compile this kernel (without Mesa's shader cache), once instead of once per combination; as fast.
-@group(2) @binding(0) var<uniform> A0: array<vec4<f32>, 3840>;
-@group(2) @binding(1) var<uniform> A1: array<vec4<f32>, 3840>;
-@group(2) @binding(2) var<uniform> A2: array<vec4<f32>, 3840>;
-@group(2) @binding(3) var<uniform> A3: array<vec4<f32>, 3840>;
-@group(2) @binding(4) var<uniform> A4: array<vec4<f32>, 3840>;
-@group(2) @binding(5) var<uniform> A5: array<vec4<f32>, 3840>;
-@group(2) @binding(6) var<uniform> B0: array<vec4<f32>, 4096>;
-@group(2) @binding(7) var<uniform> B1: array<vec4<f32>, 4096>;
-@group(2) @binding(8) var<uniform> B2: array<vec4<f32>, 4096>;
-@group(2) @binding(9) var<uniform> B3: array<vec4<f32>, 4096>;
-@group(2) @binding(10) var<uniform> B4: array<vec4<f32>, 4096>;
-@group(2) @binding(11) var<uniform> B5: array<vec4<f32>, 4096>;
+@group(2) @binding(0) var<uniform> A0: TileA;
+@group(2) @binding(1) var<uniform> A1: TileA;
+@group(2) @binding(2) var<uniform> A2: TileA;
+@group(2) @binding(3) var<uniform> A3: TileA;
+@group(2) @binding(4) var<uniform> A4: TileA;
+@group(2) @binding(5) var<uniform> A5: TileA;
+@group(2) @binding(6) var<uniform> B0: TileB;
+@group(2) @binding(7) var<uniform> B1: TileB;
+@group(2) @binding(8) var<uniform> B2: TileB;
+@group(2) @binding(9) var<uniform> B3: TileB;
+@group(2) @binding(10) var<uniform> B4: TileB;
+@group(2) @binding(11) var<uniform> B5: TileB;
+
+alias TileA = array<vec4<f32>, 3840>;
+alias TileB = array<vec4<f32>, 4096>;
+
+/// Adds one chunk (64 k) to the workgroup's 24 rows: lane l's rows of A start at vec4 r0, r1, r2 of tile a
+/// (rows l, 8 + l, 16 + l of its 24), its 4 columns are vec4 c of each k's row of tile b. Written once for
+/// the six pairs of bindings (WGSL cannot index bindings; the compiler makes one copy per pair).
+fn chunk(a: ptr<uniform, TileA>, b: ptr<uniform, TileB>, r0: u32, r1: u32, r2: u32, c: u32, acc: ptr<function, array<vec4<f32>, 24>>) {
+  for (var k = 0u; k < 64u; k += 4u) {
+    let a0 = a[r0 + (k >> 2u)];
+    let a1 = a[r1 + (k >> 2u)];
+    let a2 = a[r2 + (k >> 2u)];
+    let bk = array<vec4<f32>, 4>(b[k * 64u + c], b[(k + 1u) * 64u + c], b[(k + 2u) * 64u + c], b[(k + 3u) * 64u + c]);
+    { let x = subgroupBroadcast(a0, 0u); acc[0] = (((acc[0] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a0, 1u); acc[1] = (((acc[1] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a0, 2u); acc[2] = (((acc[2] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a0, 3u); acc[3] = (((acc[3] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a0, 4u); acc[4] = (((acc[4] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a0, 5u); acc[5] = (((acc[5] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a0, 6u); acc[6] = (((acc[6] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a0, 7u); acc[7] = (((acc[7] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a1, 0u); acc[8] = (((acc[8] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a1, 1u); acc[9] = (((acc[9] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a1, 2u); acc[10] = (((acc[10] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a1, 3u); acc[11] = (((acc[11] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a1, 4u); acc[12] = (((acc[12] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a1, 5u); acc[13] = (((acc[13] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a1, 6u); acc[14] = (((acc[14] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a1, 7u); acc[15] = (((acc[15] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a2, 0u); acc[16] = (((acc[16] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a2, 1u); acc[17] = (((acc[17] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a2, 2u); acc[18] = (((acc[18] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a2, 3u); acc[19] = (((acc[19] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a2, 4u); acc[20] = (((acc[20] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a2, 5u); acc[21] = (((acc[21] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a2, 6u); acc[22] = (((acc[22] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+    { let x = subgroupBroadcast(a2, 7u); acc[23] = (((acc[23] + x.x * bk[0]) + x.y * bk[1]) + x.z * bk[2]) + x.w * bk[3]; }
+  }
+}
 
 @compute @workgroup_size(64)
 fn mm(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wg: vec3<u32>,
       @builtin(subgroup_invocation_id) lane: u32) {
   let M = P[0];
-  let NCH = P[5];
   let n4 = P[1] / 4u;
   let tr0 = wg.x * 24u;
   let row0 = P[2] + tr0;
   let col4 = P[3] / 4u + lid.x;
   let c4 = min(col4, n4 - 1u);
   let cBase4 = P[4] / 4u;
+  let NCH = P[5];
   // lane l reads rows tr0 + l, tr0 + 8 + l and tr0 + 16 + l of the A tile
   let r0 = (tr0 + 0u + lane) * 16u;
   let r1 = (tr0 + 8u + lane) * 16u;
   let r2 = (tr0 + 16u + lane) * 16u;
-  var acc0 = vec4<f32>(0.0);
-  var acc1 = vec4<f32>(0.0);
-  var acc2 = vec4<f32>(0.0);
-  var acc3 = vec4<f32>(0.0);
-  var acc4 = vec4<f32>(0.0);
-  var acc5 = vec4<f32>(0.0);
-  var acc6 = vec4<f32>(0.0);
-  var acc7 = vec4<f32>(0.0);
-  var acc8 = vec4<f32>(0.0);
-  var acc9 = vec4<f32>(0.0);
-  var acc10 = vec4<f32>(0.0);
-  var acc11 = vec4<f32>(0.0);
-  var acc12 = vec4<f32>(0.0);
-  var acc13 = vec4<f32>(0.0);
-  var acc14 = vec4<f32>(0.0);
-  var acc15 = vec4<f32>(0.0);
-  var acc16 = vec4<f32>(0.0);
-  var acc17 = vec4<f32>(0.0);
-  var acc18 = vec4<f32>(0.0);
-  var acc19 = vec4<f32>(0.0);
-  var acc20 = vec4<f32>(0.0);
-  var acc21 = vec4<f32>(0.0);
-  var acc22 = vec4<f32>(0.0);
-  var acc23 = vec4<f32>(0.0);
+  var acc: array<vec4<f32>, 24>;
   if (P[6] == 1u) {
-    acc0 = ldv(S0, cBase4 + min(row0 + 0u, M - 1u) * n4 + c4);
-    acc1 = ldv(S0, cBase4 + min(row0 + 1u, M - 1u) * n4 + c4);
-    acc2 = ldv(S0, cBase4 + min(row0 + 2u, M - 1u) * n4 + c4);
-    acc3 = ldv(S0, cBase4 + min(row0 + 3u, M - 1u) * n4 + c4);
-    acc4 = ldv(S0, cBase4 + min(row0 + 4u, M - 1u) * n4 + c4);
-    acc5 = ldv(S0, cBase4 + min(row0 + 5u, M - 1u) * n4 + c4);
-    acc6 = ldv(S0, cBase4 + min(row0 + 6u, M - 1u) * n4 + c4);
-    acc7 = ldv(S0, cBase4 + min(row0 + 7u, M - 1u) * n4 + c4);
-    acc8 = ldv(S0, cBase4 + min(row0 + 8u, M - 1u) * n4 + c4);
-    acc9 = ldv(S0, cBase4 + min(row0 + 9u, M - 1u) * n4 + c4);
-    acc10 = ldv(S0, cBase4 + min(row0 + 10u, M - 1u) * n4 + c4);
-    acc11 = ldv(S0, cBase4 + min(row0 + 11u, M - 1u) * n4 + c4);
-    acc12 = ldv(S0, cBase4 + min(row0 + 12u, M - 1u) * n4 + c4);
-    acc13 = ldv(S0, cBase4 + min(row0 + 13u, M - 1u) * n4 + c4);
-    acc14 = ldv(S0, cBase4 + min(row0 + 14u, M - 1u) * n4 + c4);
-    acc15 = ldv(S0, cBase4 + min(row0 + 15u, M - 1u) * n4 + c4);
-    acc16 = ldv(S0, cBase4 + min(row0 + 16u, M - 1u) * n4 + c4);
-    acc17 = ldv(S0, cBase4 + min(row0 + 17u, M - 1u) * n4 + c4);
-    acc18 = ldv(S0, cBase4 + min(row0 + 18u, M - 1u) * n4 + c4);
-    acc19 = ldv(S0, cBase4 + min(row0 + 19u, M - 1u) * n4 + c4);
-    acc20 = ldv(S0, cBase4 + min(row0 + 20u, M - 1u) * n4 + c4);
-    acc21 = ldv(S0, cBase4 + min(row0 + 21u, M - 1u) * n4 + c4);
-    acc22 = ldv(S0, cBase4 + min(row0 + 22u, M - 1u) * n4 + c4);
-    acc23 = ldv(S0, cBase4 + min(row0 + 23u, M - 1u) * n4 + c4);
+    for (var i = 0u; i < 24u; i++) { acc[i] = ldv(S0, cBase4 + min(row0 + i, M - 1u) * n4 + c4); }
   }
-  for (var k = 0u; k < 64u; k += 4u) {
-    let a0 = A0[r0 + (k >> 2u)];
-    let a1 = A0[r1 + (k >> 2u)];
-    let a2 = A0[r2 + (k >> 2u)];
-    let b = array<vec4<f32>, 4>(B0[k * 64u + lid.x], B0[(k + 1u) * 64u + lid.x], B0[(k + 2u) * 64u + lid.x], B0[(k + 3u) * 64u + lid.x]);
-    { let x = subgroupBroadcast(a0, 0u); acc0 = (((acc0 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a0, 1u); acc1 = (((acc1 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a0, 2u); acc2 = (((acc2 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a0, 3u); acc3 = (((acc3 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a0, 4u); acc4 = (((acc4 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a0, 5u); acc5 = (((acc5 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a0, 6u); acc6 = (((acc6 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a0, 7u); acc7 = (((acc7 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a1, 0u); acc8 = (((acc8 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a1, 1u); acc9 = (((acc9 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a1, 2u); acc10 = (((acc10 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a1, 3u); acc11 = (((acc11 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a1, 4u); acc12 = (((acc12 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a1, 5u); acc13 = (((acc13 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a1, 6u); acc14 = (((acc14 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a1, 7u); acc15 = (((acc15 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a2, 0u); acc16 = (((acc16 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a2, 1u); acc17 = (((acc17 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a2, 2u); acc18 = (((acc18 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a2, 3u); acc19 = (((acc19 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a2, 4u); acc20 = (((acc20 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a2, 5u); acc21 = (((acc21 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a2, 6u); acc22 = (((acc22 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    { let x = subgroupBroadcast(a2, 7u); acc23 = (((acc23 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-  }
-  if (NCH > 1u) {
-    for (var k = 0u; k < 64u; k += 4u) {
-      let a0 = A1[r0 + (k >> 2u)];
-      let a1 = A1[r1 + (k >> 2u)];
-      let a2 = A1[r2 + (k >> 2u)];
-      let b = array<vec4<f32>, 4>(B1[k * 64u + lid.x], B1[(k + 1u) * 64u + lid.x], B1[(k + 2u) * 64u + lid.x], B1[(k + 3u) * 64u + lid.x]);
-      { let x = subgroupBroadcast(a0, 0u); acc0 = (((acc0 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 1u); acc1 = (((acc1 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 2u); acc2 = (((acc2 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 3u); acc3 = (((acc3 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 4u); acc4 = (((acc4 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 5u); acc5 = (((acc5 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 6u); acc6 = (((acc6 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 7u); acc7 = (((acc7 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 0u); acc8 = (((acc8 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 1u); acc9 = (((acc9 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 2u); acc10 = (((acc10 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 3u); acc11 = (((acc11 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 4u); acc12 = (((acc12 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 5u); acc13 = (((acc13 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 6u); acc14 = (((acc14 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 7u); acc15 = (((acc15 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 0u); acc16 = (((acc16 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 1u); acc17 = (((acc17 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 2u); acc18 = (((acc18 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 3u); acc19 = (((acc19 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 4u); acc20 = (((acc20 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 5u); acc21 = (((acc21 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 6u); acc22 = (((acc22 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 7u); acc23 = (((acc23 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    }
-  }
-  if (NCH > 2u) {
-    for (var k = 0u; k < 64u; k += 4u) {
-      let a0 = A2[r0 + (k >> 2u)];
-      let a1 = A2[r1 + (k >> 2u)];
-      let a2 = A2[r2 + (k >> 2u)];
-      let b = array<vec4<f32>, 4>(B2[k * 64u + lid.x], B2[(k + 1u) * 64u + lid.x], B2[(k + 2u) * 64u + lid.x], B2[(k + 3u) * 64u + lid.x]);
-      { let x = subgroupBroadcast(a0, 0u); acc0 = (((acc0 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 1u); acc1 = (((acc1 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 2u); acc2 = (((acc2 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 3u); acc3 = (((acc3 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 4u); acc4 = (((acc4 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 5u); acc5 = (((acc5 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 6u); acc6 = (((acc6 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 7u); acc7 = (((acc7 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 0u); acc8 = (((acc8 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 1u); acc9 = (((acc9 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 2u); acc10 = (((acc10 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 3u); acc11 = (((acc11 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 4u); acc12 = (((acc12 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 5u); acc13 = (((acc13 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 6u); acc14 = (((acc14 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 7u); acc15 = (((acc15 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 0u); acc16 = (((acc16 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 1u); acc17 = (((acc17 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 2u); acc18 = (((acc18 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 3u); acc19 = (((acc19 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 4u); acc20 = (((acc20 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 5u); acc21 = (((acc21 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 6u); acc22 = (((acc22 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 7u); acc23 = (((acc23 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    }
-  }
-  if (NCH > 3u) {
-    for (var k = 0u; k < 64u; k += 4u) {
-      let a0 = A3[r0 + (k >> 2u)];
-      let a1 = A3[r1 + (k >> 2u)];
-      let a2 = A3[r2 + (k >> 2u)];
-      let b = array<vec4<f32>, 4>(B3[k * 64u + lid.x], B3[(k + 1u) * 64u + lid.x], B3[(k + 2u) * 64u + lid.x], B3[(k + 3u) * 64u + lid.x]);
-      { let x = subgroupBroadcast(a0, 0u); acc0 = (((acc0 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 1u); acc1 = (((acc1 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 2u); acc2 = (((acc2 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 3u); acc3 = (((acc3 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 4u); acc4 = (((acc4 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 5u); acc5 = (((acc5 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 6u); acc6 = (((acc6 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 7u); acc7 = (((acc7 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 0u); acc8 = (((acc8 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 1u); acc9 = (((acc9 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 2u); acc10 = (((acc10 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 3u); acc11 = (((acc11 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 4u); acc12 = (((acc12 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 5u); acc13 = (((acc13 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 6u); acc14 = (((acc14 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 7u); acc15 = (((acc15 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 0u); acc16 = (((acc16 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 1u); acc17 = (((acc17 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 2u); acc18 = (((acc18 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 3u); acc19 = (((acc19 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 4u); acc20 = (((acc20 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 5u); acc21 = (((acc21 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 6u); acc22 = (((acc22 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 7u); acc23 = (((acc23 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    }
-  }
-  if (NCH > 4u) {
-    for (var k = 0u; k < 64u; k += 4u) {
-      let a0 = A4[r0 + (k >> 2u)];
-      let a1 = A4[r1 + (k >> 2u)];
-      let a2 = A4[r2 + (k >> 2u)];
-      let b = array<vec4<f32>, 4>(B4[k * 64u + lid.x], B4[(k + 1u) * 64u + lid.x], B4[(k + 2u) * 64u + lid.x], B4[(k + 3u) * 64u + lid.x]);
-      { let x = subgroupBroadcast(a0, 0u); acc0 = (((acc0 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 1u); acc1 = (((acc1 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 2u); acc2 = (((acc2 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 3u); acc3 = (((acc3 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 4u); acc4 = (((acc4 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 5u); acc5 = (((acc5 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 6u); acc6 = (((acc6 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 7u); acc7 = (((acc7 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 0u); acc8 = (((acc8 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 1u); acc9 = (((acc9 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 2u); acc10 = (((acc10 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 3u); acc11 = (((acc11 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 4u); acc12 = (((acc12 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 5u); acc13 = (((acc13 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 6u); acc14 = (((acc14 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 7u); acc15 = (((acc15 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 0u); acc16 = (((acc16 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 1u); acc17 = (((acc17 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 2u); acc18 = (((acc18 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 3u); acc19 = (((acc19 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 4u); acc20 = (((acc20 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 5u); acc21 = (((acc21 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 6u); acc22 = (((acc22 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 7u); acc23 = (((acc23 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    }
-  }
-  if (NCH > 5u) {
-    for (var k = 0u; k < 64u; k += 4u) {
-      let a0 = A5[r0 + (k >> 2u)];
-      let a1 = A5[r1 + (k >> 2u)];
-      let a2 = A5[r2 + (k >> 2u)];
-      let b = array<vec4<f32>, 4>(B5[k * 64u + lid.x], B5[(k + 1u) * 64u + lid.x], B5[(k + 2u) * 64u + lid.x], B5[(k + 3u) * 64u + lid.x]);
-      { let x = subgroupBroadcast(a0, 0u); acc0 = (((acc0 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 1u); acc1 = (((acc1 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 2u); acc2 = (((acc2 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 3u); acc3 = (((acc3 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 4u); acc4 = (((acc4 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 5u); acc5 = (((acc5 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 6u); acc6 = (((acc6 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a0, 7u); acc7 = (((acc7 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 0u); acc8 = (((acc8 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 1u); acc9 = (((acc9 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 2u); acc10 = (((acc10 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 3u); acc11 = (((acc11 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 4u); acc12 = (((acc12 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 5u); acc13 = (((acc13 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 6u); acc14 = (((acc14 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a1, 7u); acc15 = (((acc15 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 0u); acc16 = (((acc16 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 1u); acc17 = (((acc17 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 2u); acc18 = (((acc18 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 3u); acc19 = (((acc19 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 4u); acc20 = (((acc20 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 5u); acc21 = (((acc21 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 6u); acc22 = (((acc22 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-      { let x = subgroupBroadcast(a2, 7u); acc23 = (((acc23 + x.x * b[0]) + x.y * b[1]) + x.z * b[2]) + x.w * b[3]; }
-    }
-  }
+  chunk(&A0, &B0, r0, r1, r2, lid.x, &acc);
+  if (NCH > 1u) { chunk(&A1, &B1, r0, r1, r2, lid.x, &acc); }
+  if (NCH > 2u) { chunk(&A2, &B2, r0, r1, r2, lid.x, &acc); }
+  if (NCH > 3u) { chunk(&A3, &B3, r0, r1, r2, lid.x, &acc); }
+  if (NCH > 4u) { chunk(&A4, &B4, r0, r1, r2, lid.x, &acc); }
+  if (NCH > 5u) { chunk(&A5, &B5, r0, r1, r2, lid.x, &acc); }
   if (col4 >= n4) { return; }
-  if (row0 + 0u < M) { stv(S0, cBase4 + (row0 + 0u) * n4 + col4, acc0); }
-  if (row0 + 1u < M) { stv(S0, cBase4 + (row0 + 1u) * n4 + col4, acc1); }
-  if (row0 + 2u < M) { stv(S0, cBase4 + (row0 + 2u) * n4 + col4, acc2); }
-  if (row0 + 3u < M) { stv(S0, cBase4 + (row0 + 3u) * n4 + col4, acc3); }
-  if (row0 + 4u < M) { stv(S0, cBase4 + (row0 + 4u) * n4 + col4, acc4); }
-  if (row0 + 5u < M) { stv(S0, cBase4 + (row0 + 5u) * n4 + col4, acc5); }
-  if (row0 + 6u < M) { stv(S0, cBase4 + (row0 + 6u) * n4 + col4, acc6); }
-  if (row0 + 7u < M) { stv(S0, cBase4 + (row0 + 7u) * n4 + col4, acc7); }
-  if (row0 + 8u < M) { stv(S0, cBase4 + (row0 + 8u) * n4 + col4, acc8); }
-  if (row0 + 9u < M) { stv(S0, cBase4 + (row0 + 9u) * n4 + col4, acc9); }
-  if (row0 + 10u < M) { stv(S0, cBase4 + (row0 + 10u) * n4 + col4, acc10); }
-  if (row0 + 11u < M) { stv(S0, cBase4 + (row0 + 11u) * n4 + col4, acc11); }
-  if (row0 + 12u < M) { stv(S0, cBase4 + (row0 + 12u) * n4 + col4, acc12); }
-  if (row0 + 13u < M) { stv(S0, cBase4 + (row0 + 13u) * n4 + col4, acc13); }
-  if (row0 + 14u < M) { stv(S0, cBase4 + (row0 + 14u) * n4 + col4, acc14); }
-  if (row0 + 15u < M) { stv(S0, cBase4 + (row0 + 15u) * n4 + col4, acc15); }
-  if (row0 + 16u < M) { stv(S0, cBase4 + (row0 + 16u) * n4 + col4, acc16); }
-  if (row0 + 17u < M) { stv(S0, cBase4 + (row0 + 17u) * n4 + col4, acc17); }
-  if (row0 + 18u < M) { stv(S0, cBase4 + (row0 + 18u) * n4 + col4, acc18); }
-  if (row0 + 19u < M) { stv(S0, cBase4 + (row0 + 19u) * n4 + col4, acc19); }
-  if (row0 + 20u < M) { stv(S0, cBase4 + (row0 + 20u) * n4 + col4, acc20); }
-  if (row0 + 21u < M) { stv(S0, cBase4 + (row0 + 21u) * n4 + col4, acc21); }
-  if (row0 + 22u < M) { stv(S0, cBase4 + (row0 + 22u) * n4 + col4, acc22); }
-  if (row0 + 23u < M) { stv(S0, cBase4 + (row0 + 23u) * n4 + col4, acc23); }
+  for (var i = 0u; i < 24u; i++) {
+    if (row0 + i < M) { stv(S0, cBase4 + (row0 + i) * n4 + col4, acc[i]); }
+  }
 }

@@ -50,13 +50,14 @@ function shaderSource(name: string): string {
   let src = sources.get(name);
   if (src === undefined) {
     const own = platform.shaderText(name);
-    // A kernel may ask for another prelude (vec4 views of the bindings) on its first line; `enable`
-    // directives must precede every declaration, so they move to the top.
+    // A kernel may ask for another prelude (vec4 views of the bindings) on its first line; directives
+    // (`enable`, `requires`) must precede every declaration, so they move to the top.
     const prelude = /^\/\/ gradlab: prelude (\w+)/.exec(own)?.[1] ?? "prelude";
-    const enables = own.split("\n").filter((l) => l.startsWith("enable "));
+    const directive = (l: string) => l.startsWith("enable ") || l.startsWith("requires ");
+    const enables = own.split("\n").filter(directive);
     const body = own
       .split("\n")
-      .filter((l) => !l.startsWith("enable "))
+      .filter((l) => !directive(l))
       .join("\n");
     const consts = Object.entries(shaderConstants.get(name) ?? {}).map(([k, v]) => `const ${k}: u32 = ${v}u;`);
     src = [...enables, platform.shaderText(prelude), ...consts, body].join("\n");
@@ -97,7 +98,6 @@ function perDevice(device: GPUDevice): PerDevice {
       paramsLayout,
       layouts,
       pipelineLayouts: layouts.map((layout) => device.createPipelineLayout({ bindGroupLayouts: [paramsLayout, layout] })),
-
       modules: new Map(),
       pipelines: new Map(),
       byKernel: new Map(),

@@ -7,6 +7,7 @@
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import * as torch from "../src/index.ts";
 import { readyDevice } from "../src/device/backend.ts";
+import { FLUSH_AT, pendingCommands } from "../src/device/scheduler.ts";
 import { tileScratchBytes } from "../src/device/tiles.ts";
 import { dispatch } from "../src/ops/launch.ts";
 import { _set_tiled_matmul } from "../src/ops/matmul-tiles.ts";
@@ -159,5 +160,71 @@ describe("matmul through uniform tiles (llvmpipe)", () => {
     expect(await after.min().item()).toBe(4 * K);
     expect(await after.max().item()).toBe(4 * K);
     for (const t of [good, b, first, bad, stale, after]) t.dispose();
+  });
+
+  it("an operand already known not to be computed fails the product wherever a batch ends in it", async (ctx) => {
+    if (!llvmpipe) ctx.skip();
+    // The verdict is in before the product is recorded, so the pack is left out and its tiles marked; a
+    // batch that ends right after the pack of A, or of B, must carry that mark to the tile dispatches of the
+    // next batch (the end of a batch forgets marks on freed blocks: the scratch's were forgotten, and C
+    // held the previous product's values, with no error).
+    const [M, K, N] = [256, 256, 256];
+    const ones = torch.full([M, K], 1);
+    const twos = torch.full([K, N], 2);
+    const bad = torch.empty([M, K]);
+    dispatch("elementwise", "no_such_entry_point", [bad], [M * K], M * K);
+    await torch.cuda.synchronize();
+    for (const [name, product, before] of [
+      ["A not computed, the batch ends after the pack of A", () => bad.matmul(twos), 1],
+      ["B not computed, the batch ends after the pack of B", () => ones.matmul(bad), 2],
+    ] as const) {
+      expect(await ones.matmul(twos).max().item()).toBe(2 * K); // good tiles in the scratch
+      const x = torch.zeros([4]);
+      const filler: torch.Tensor[] = [];
+      while (pendingCommands() < FLUSH_AT - before) filler.push(x.add(1));
+      const stale = product();
+      await expect(stale.max().item(), name).rejects.toThrow(/no_such_entry_point.*This tensor was not computed/s);
+      for (const t of [x, stale, ...filler]) t.dispose();
+    }
+    expect(await ones.matmul(twos).min().item()).toBe(2 * K);
+    for (const t of [ones, twos, bad]) t.dispose();
+  });
+
+  it("empty_cache() destroys every scratch buffer, also one first made for work recorded before it", async (ctx) => {
+    if (!llvmpipe) ctx.skip();
+    // Watch the device's uniform buffers (only the scratch is one) being made and destroyed.
+    const device = readyDevice()!.device;
+    const live = new Set<GPUBuffer>();
+    const create = device.createBuffer;
+    device.createBuffer = function (d: GPUBufferDescriptor) {
+      const buffer = create.call(this, d);
+      if (d.usage & GPUBufferUsage.UNIFORM) {
+        live.add(buffer);
+        const destroy = buffer.destroy;
+        buffer.destroy = function () {
+          live.delete(buffer);
+          destroy.call(this);
+        };
+      }
+      return buffer;
+    };
+    try {
+      const [a, b, A, B] = [torch.randn([256, 256]), torch.randn([256, 256]), torch.randn([1024, 1024]), torch.randn([1024, 1024])];
+      torch.cuda.empty_cache();
+      const c1 = a.matmul(b); // recorded: its scratch has no buffer until the batch is encoded
+      torch.cuda.empty_cache();
+      await c1.data();
+      expect(live.size, "after empty_cache() between a product and its flush").toBe(0);
+      const c2 = a.matmul(b);
+      const c3 = A.matmul(B); // a larger scratch: the first is released before its buffer exists
+      await c3.data();
+      expect(live.size, "a small then a large product in one job").toBe(1);
+      torch.cuda.empty_cache();
+      await torch.cuda.synchronize();
+      expect(live.size, "after empty_cache()").toBe(0);
+      for (const t of [a, b, A, B, c1, c2, c3]) t.dispose();
+    } finally {
+      device.createBuffer = create;
+    }
   });
 });

@@ -9,7 +9,7 @@ import type { Segment } from "../memory/allocator.ts";
 
 import { bindingLimit, type DeviceState } from "./backend.ts";
 import { bindGroupLayout, type Kernel, kernelOf, paramsLayout, pipelineEntry, TILE_BINDINGS, TILE_BYTES, tilesLayout } from "./pipelines.ts";
-import { firstLine, newRisk, pendingBuffers, pendingPipelines, pipelineRisk, type Range, type Risk } from "./verdicts.ts";
+import { firstLine, newRisk, pendingBuffers, pendingPipelines, pipelineRisk, type Range, type Risk, scratchSegments } from "./verdicts.ts";
 
 /** A dispatch's form for devices with subgroups (Dispatch.subgroup). */
 export interface SubgroupVariant {
@@ -77,7 +77,7 @@ export function bufferOf(dev: DeviceState, seg: Segment): GPUBuffer {
   const device = dev.device;
   device.pushErrorScope("out-of-memory");
   device.pushErrorScope("validation");
-  const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST | (uniformSegments.has(seg) ? GPUBufferUsage.UNIFORM : 0);
+  const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST | (scratchSegments.has(seg) ? GPUBufferUsage.UNIFORM : 0);
   const buffer = device.createBuffer({ size: seg.size, usage });
   seg.buffer = buffer;
   seg.generation = dev.epoch;
@@ -97,9 +97,6 @@ export function bufferOf(dev: DeviceState, seg: Segment): GPUBuffer {
   void risk.verdict.then(() => pendingBuffers.get(seg) === risk && pendingBuffers.delete(seg));
   return buffer;
 }
-
-/** Segments whose buffer is also read as uniform tiles (device/tiles.ts). */
-export const uniformSegments = new WeakSet<Segment>();
 
 /** Group 2 over a tile scratch buffer: every binding at offset 0 plus its dynamic offset (one per buffer). */
 const tileGroups = new WeakMap<GPUBuffer, GPUBindGroup>();

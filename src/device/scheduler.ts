@@ -66,7 +66,7 @@ import {
   where,
 } from "./verdicts.ts";
 
-const FLUSH_AT = 512;
+export const FLUSH_AT = 512;
 
 let queue: Command[] = [];
 
@@ -123,6 +123,13 @@ function takeQueue(): Command[] {
   const q = queue;
   queue = [];
   return q;
+}
+
+/** Submits what is recorded now, where the device is ready (the work recorded against a buffer about to be
+ *  destroyed, before it is: device/tiles.ts). */
+export function submitPending(): void {
+  const dev = readyDevice();
+  if (queue.length > 0 && dev) submitBatch(dev, takeQueue());
 }
 
 /** Settles when everything submitted so far has run and every verdict on it is known. */
@@ -352,7 +359,7 @@ function destroyBuffer(buffer: GPUBuffer): void {
   // without one, 1 GiB released by empty_cache() stayed in the process until unrelated work ran. So
   // the release is followed by an empty submit, whose completion synchronize() waits for.
   const dev = readyDevice();
-  if (queue.length > 0 && dev) submitBatch(dev, takeQueue());
+  submitPending();
   buffer.destroy();
   if (dev && !releaseTick) {
     const device = dev.device;

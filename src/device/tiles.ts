@@ -5,8 +5,8 @@
 
 import type { Segment } from "../memory/allocator.ts";
 import { backing } from "../memory/backing.ts";
-import { uniformSegments } from "./encode.ts";
-import type { Range } from "./verdicts.ts";
+import { submitPending } from "./scheduler.ts";
+import { type Range, scratchSegments } from "./verdicts.ts";
 
 /** Grown in steps of this, so that a few sizes of product do not remake it each time. */
 const STEP = 4 << 20;
@@ -24,16 +24,20 @@ export function tileScratch(bytes: number, starts: number[]): Range[] {
     releaseTileScratch();
     const size = Math.ceil(bytes / STEP) * STEP;
     const seg = { id: nextId--, size, pool: "large", buffer: null, generation: -1, head: null } as unknown as Segment;
-    uniformSegments.add(seg);
+    scratchSegments.add(seg);
     scratch = seg;
   }
   const segment = scratch;
   return starts.map((block) => ({ segment, offset: 0, size: segment.size, block }));
 }
 
-/** Gives the scratch back (empty_cache()): its buffer is destroyed once the work queued on it has run. */
+/** Gives the scratch back (empty_cache(), or a larger one is needed): its buffer is destroyed once the work
+ *  queued on it has run. That work is submitted first: its buffer may not exist until it is encoded, and
+ *  one made after this would be no one's to destroy. */
 export function releaseTileScratch(): void {
-  if (scratch?.buffer) backing.destroyBuffer(scratch.buffer);
+  if (!scratch) return;
+  submitPending();
+  if (scratch.buffer) backing.destroyBuffer(scratch.buffer);
   scratch = null;
 }
 

@@ -102,13 +102,20 @@ export const where = new Map<string, Range>();
 export const invalidBlocks = () => invalid.size;
 
 /**
+ * Segments outside the caching allocator: the matmul's tile scratch (device/tiles.ts), whose buffer is also
+ * read as uniform tiles. Its regions are written and read by commands like blocks, but no tensor owns them:
+ * they hold what the last pack wrote for as long as the scratch exists, so they are never pruned as freed.
+ */
+export const scratchSegments = new WeakSet<Segment>();
+
+/**
  * Forgets invalid blocks that have been freed. Called with the queue empty, so no recorded command can
  * still read what such a block held; a tensor allocated there later is valid once something writes it.
  */
 export function pruneFreed(): void {
   for (const id of invalid.keys()) {
     const r = where.get(id);
-    if (!r) continue;
+    if (!r || scratchSegments.has(r.segment)) continue;
     let b: Block | null = r.segment.head;
     while (b && b.offset !== r.block) b = b.next;
     if (!b?.allocated) {

@@ -48,57 +48,76 @@ function firstDifference(a: Float32Array, b: Float32Array): number {
 }
 
 describe("matmul through uniform tiles (llvmpipe)", () => {
-  it("gives the storage kernel's bits for every layout, at tile edges, with a tail of k", async (ctx) => {
+  // [M, K, N]: one row past a tile of 240 and a column tile and a half; K a multiple of 64 with a
+  // part-filled last dispatch (5 chunks); K with a tail of 44 (and of 3: K % 4 != 0) for the storage kernel.
+  // One test per shape and layout: on a cold shader cache each layout compiles kernels of its own.
+  const shapes = [
+    [241, 320, 388],
+    [250, 300, 256],
+    [480, 387, 260],
+  ] as const;
+  type Layout = (M: number, K: number, N: number) => [torch.Tensor, torch.Tensor];
+  const A = (M: number, K: number) => torch.tensor(values(M * K, M)).reshape([M, K]);
+  const B = (K: number, N: number) => torch.tensor(values(K * N, N)).reshape([K, N]);
+  const layouts: Array<[string, Layout]> = [
+    ["A @ B", (M, K, N) => [A(M, K), B(K, N)]],
+    ["A^T-in-memory @ B", (M, K, N) => [A(M, K).t().contiguous().t(), B(K, N)]], // g.t() in a weight gradient
+    ["A @ B^T-in-memory", (M, K, N) => [A(M, K), B(K, N).t().contiguous().t()]], // x @ w.t()
+    [
+      "offset A @ B",
+      (M, K, N) => [
+        torch
+          .tensor(values(M * K + 1, 3))
+          .narrow(0, 1, M * K)
+          .reshape([M, K]),
+        B(K, N),
+      ],
+    ], // element 0 off a vec4
+    [
+      "strided A @ B",
+      (M, K, N) => [
+        torch
+          .tensor(values(M * (K + 2), 5))
+          .reshape([M, K + 2])
+          .narrow(1, 1, K),
+        B(K, N),
+      ],
+    ],
+    ["A^T-in-memory @ B^T-in-memory", (M, K, N) => [A(M, K).t().contiguous().t(), B(K, N).t().contiguous().t()]],
+  ];
+  it.for(shapes.flatMap((shape) => layouts.map(([name, make]) => [...shape, name, make] as const)))(
+    "gives the storage kernel's bits at tile edges, with a tail of k: %i x %i @ %i, %s",
+    async ([M, K, N, name, make], ctx) => {
+      if (!llvmpipe) ctx.skip();
+      const [x, y] = make(M, K, N);
+      const { tiles, storage } = await bothWays(`${M}x${K}x${N} ${name}`, () => x.matmul(y));
+      const i = firstDifference(tiles, storage);
+      expect(i, `element ${i} is ${tiles[i]} through tiles, ${storage[i]} through storage`).toBe(-1);
+      x.dispose();
+      y.dispose();
+    },
+  );
+
+  it.for(shapes)("gives the product's values (float64 sums of rows and columns at the tiles' edges): %i x %i @ %i", async ([M, K, N], ctx) => {
     if (!llvmpipe) ctx.skip();
-    // [M, K, N]: one row past a tile of 240 and a column tile and a half; K a multiple of 64 with a
-    // part-filled last dispatch (5 chunks); K with a tail of 44 (and of 3: K % 4 != 0) for the storage kernel.
-    const shapes: Array<[number, number, number]> = [
-      [241, 320, 388],
-      [250, 300, 256],
-      [480, 387, 260],
-    ];
-    for (const [M, K, N] of shapes) {
-      const av = values(M * K, M);
-      const bv = values(K * N, N);
-      const a = torch.tensor(av).reshape([M, K]);
-      const aT = a.t().contiguous().t(); // row stride 1 (g.t() in a Linear's weight gradient)
-      const aOff = torch
-        .tensor(values(M * K + 1, 3))
-        .narrow(0, 1, M * K)
-        .reshape([M, K]); // element 0 not on a vec4
-      const b = torch.tensor(bv).reshape([K, N]);
-      const bT = b.t().contiguous().t(); // w.t() of a row-major w (x @ w.t())
-      const aWide = torch
-        .tensor(values(M * (K + 2), 5))
-        .reshape([M, K + 2])
-        .narrow(1, 1, K); // rows K + 2 apart, offset 1
-      for (const [name, x, y] of [
-        ["A @ B", a, b],
-        ["A^T-in-memory @ B", aT, b],
-        ["A @ B^T-in-memory", a, bT],
-        ["offset A @ B", aOff, b],
-        ["strided A @ B", aWide, b],
-        ["A^T-in-memory @ B^T-in-memory", aT, bT],
-      ] as const) {
-        const { tiles, storage } = await bothWays(`${M}x${K}x${N} ${name}`, () => x.matmul(y));
-        const i = firstDifference(tiles, storage);
-        expect(i, `${M}x${K}x${N} ${name}: element ${i} is ${tiles[i]} through tiles, ${storage[i]} through storage`).toBe(-1);
-      }
-      // And the values are the product's (a float64 check of a few rows, the last included).
-      const { tiles } = await bothWays(`${M}x${K}x${N} A @ B`, () => a.matmul(b));
-      for (const r of [0, 239, 240, M - 1])
-        for (const c of [0, 255, 256, N - 1]) {
-          if (r >= M || c >= N) continue;
-          let s = 0;
-          let m = 0;
-          for (let k = 0; k < K; k++) {
-            s += av[r * K + k] * bv[k * N + c];
-            m += Math.abs(av[r * K + k] * bv[k * N + c]);
-          }
-          expect(Math.abs(tiles[r * N + c] - s), `C[${r}, ${c}]`).toBeLessThanOrEqual(1e-5 * (m + 1));
+    const av = values(M * K, M);
+    const bv = values(K * N, N);
+    const a = A(M, K);
+    const b = B(K, N);
+    const { tiles } = await bothWays(`${M}x${K}x${N} A @ B`, () => a.matmul(b));
+    for (const r of [0, 239, 240, M - 1])
+      for (const c of [0, 255, 256, N - 1]) {
+        if (r >= M || c >= N) continue;
+        let s = 0;
+        let m = 0;
+        for (let k = 0; k < K; k++) {
+          s += av[r * K + k] * bv[k * N + c];
+          m += Math.abs(av[r * K + k] * bv[k * N + c]);
         }
-      for (const t of [a, aT, aOff, aWide, b, bT]) t.dispose();
-    }
+        expect(Math.abs(tiles[r * N + c] - s), `C[${r}, ${c}]`).toBeLessThanOrEqual(1e-5 * (m + 1));
+      }
+    a.dispose();
+    b.dispose();
   });
 
   it("Linear's forward and backward (x @ w.t(), g @ w, g.t() @ x) give the storage kernel's bits", async (ctx) => {

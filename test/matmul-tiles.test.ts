@@ -140,6 +140,35 @@ describe("matmul through uniform tiles (llvmpipe)", () => {
     for (const [i, name] of ["y", "x.grad", "weight.grad"].entries()) expect(firstDifference(tiles[i], storage[i]), name).toBe(-1);
   });
 
+  it("a product over a 3-D or 4-D input and one matrix (a Linear) is one product of all its rows: tiles, the same bits", async (ctx) => {
+    if (!llvmpipe) ctx.skip();
+    const cases: Array<[string, () => [torch.Tensor, torch.Tensor]]> = [
+      ["[3, 100, 320] @ [320, 260]", () => [torch.tensor(values(3 * 100 * 320, 1)).reshape([3, 100, 320]), B(320, 260)]],
+      ["[2, 3, 50, 256] @ w.t()", () => [torch.tensor(values(2 * 3 * 50 * 256, 2)).reshape([2, 3, 50, 256]), B(256, 256).t().contiguous().t()]],
+      ["[2, 130, 324] @ [324, 260] with K % 64 = 4", () => [torch.tensor(values(2 * 130 * 324, 3)).reshape([2, 130, 324]), B(324, 260)]],
+    ];
+    for (const [name, make] of cases) {
+      const [x, y] = make();
+      const { tiles, storage } = await bothWays(name, () => x.matmul(y));
+      expect(firstDifference(tiles, storage), name).toBe(-1);
+      x.dispose();
+      y.dispose();
+    }
+    // Batches that are not one matrix keep the storage kernel: a B per batch, A's batches not rows that
+    // follow on (each transposed in memory).
+    torch.cuda.empty_cache();
+    const perBatch = torch.bmm(torch.ones([2, 240, 256]), torch.ones([2, 256, 256]));
+    const transposed = torch
+      .ones([2, 256, 240])
+      .transpose(1, 2)
+      .matmul(torch.ones([256, 256]));
+    expect(tileScratchBytes()).toBe(0);
+    expect(await perBatch.min().item()).toBe(256);
+    expect(await transposed.max().item()).toBe(256);
+    perBatch.dispose();
+    transposed.dispose();
+  });
+
   it("leaves PyTorch's memory figures as the storage kernel's, and empty_cache() gives the scratch back", async (ctx) => {
     if (!llvmpipe) ctx.skip();
     const figures = async () => {

@@ -108,7 +108,10 @@ function batchedInto(a: Tensor, b: Tensor, out: Tensor): void {
       // x, up to 65,535 blocks; columns in blocks of 256 on y.
       const bRowStride = rowMajorB ? N : 1;
       // On llvmpipe a large product takes uniform tiles for all of K but its last K % 64 (ops/matmul-tiles.ts).
-      const kTiled = batch === 1 && computes([out, A, B]) ? tiledPrefix(out, A, B, M, N, K) : 0;
+      // A batch of products with one B whose A's rows follow on from batch to batch (a Linear over a 3-D input,
+      // which at::matmul folds into one mm) is one product of batch x M rows: C is contiguous.
+      const rows = batch === 1 || (bStride === 0 && aBatch === M * ars) ? batch * M : 0;
+      const kTiled = rows > 0 && computes([out, A, B]) ? tiledPrefix(out, A, B, rows, N, K) : 0;
       for (let k0 = kTiled; k0 < K; k0 += K_SLICE) {
         const params = [M, N, Math.min(K_SLICE, K - k0), batch, A._offset + k0 * acs, aBatch, ars, acs, B._offset + k0 * bRowStride, bStride, 0, K];
         const constants = { B_T: bT, A_V4: aV4, ACC: k0 > 0 ? 1 : 0 };

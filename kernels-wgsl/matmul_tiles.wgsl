@@ -3,14 +3,15 @@ enable subgroups;
 requires unrestricted_pointer_parameters;
 
 // matmul_subgroups.wgsl's loop over A and B repacked into tiles that lavapipe reads from uniform buffers
-// (ops/linalg.ts picks it on llvmpipe for large products; matmul_tiles_pack.wgsl writes the tiles). On
-// llvmpipe (Mesa 25) a storage load at a per-lane address is a loop over the lanes with a bounds branch per
-// float; a uniform load at per-lane addresses is one branchless gather: the same loop ran at 37-38 GFLOP/s
-// from uniform tiles against 20-23 from storage (docs/performance.md, bench/matmul-tiles.ts). A uniform
-// binding holds at most 64 KiB and every workgroup of a dispatch sees the same ones, so a dispatch adds
-// up to 6 chunks of 64 k (as many tiles as llvmpipe's 12 uniform bindings hold; four ran 3-8 % slower) to
-// one tile of C (240 rows x 256 columns): 10 workgroups of 24 rows, an even count for lavapipe's threads
-// (11 blocks of a 256-row tile left one thread idle a twelfth of the time).
+// (ops/matmul-tiles.ts dispatches it on llvmpipe for large products; matmul_tiles_pack.wgsl writes the
+// tiles). On llvmpipe (Mesa 25) a storage load at a per-lane address is a loop over the lanes with a
+// bounds branch per float; a uniform load at per-lane addresses is one branchless gather: the same loop
+// ran at 37-38 GFLOP/s from uniform tiles against 20-23 from storage (docs/performance.md,
+// bench/matmul-tiles.ts). A uniform binding holds at most 64 KiB and every workgroup of a dispatch sees
+// the same ones, so a dispatch adds up to 6 chunks of 64 k (as many tiles as llvmpipe's 12 uniform
+// bindings hold; four ran 3-8 % slower) to one tile of C (240 rows x 256 columns): 10 workgroups of 24
+// rows, an even count for lavapipe's threads (11 blocks of a 256-row tile left one thread idle a twelfth
+// of the time).
 // Tiles (group 2, each bound at a dynamic offset of the device's tile scratch buffer, device/tiles.ts):
 // A's hold 240 rows x 64 k (row r's k..k+3 are vec4 r * 16 + k / 4), B's 64 k x 256 columns (k's
 // columns 4 c..4 c + 3 are vec4 k * 64 + c); rows and columns past the matrix's are zeros, whose

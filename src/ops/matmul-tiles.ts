@@ -38,8 +38,6 @@ function tilesPay(M: number, N: number, K: number): boolean {
   return M >= ROWS && N >= COLS && K >= 4 * KC;
 }
 
-const scratchBytes = (M: number, N: number, K0: number) => Math.ceil(M / ROWS) * (K0 / KC) * A_TILE + Math.ceil(N / COLS) * (K0 / KC) * B_TILE;
-
 /**
  * out (contiguous, M x N) = A[:, :K0] @ B[:K0, :] through uniform tiles, for the largest K0 <= K that is a
  * multiple of 64 (the rest of k is left to the caller, which adds it to out); returns K0, 0 where tiles
@@ -48,12 +46,12 @@ const scratchBytes = (M: number, N: number, K0: number) => Math.ceil(M / ROWS) *
 export function tiledPrefix(out: Tensor, A: Tensor, B: Tensor, M: number, N: number, K: number): number {
   const K0 = K - (K % KC);
   if (N % 4 !== 0 || out._offset % 4 !== 0 || !tilesPay(M, N, K)) return 0;
-  const bytes = scratchBytes(M, N, K0);
-  if (bytes > MAX_SCRATCH || bytes > maxBindingBytes()) return 0;
   const chunks = K0 / KC;
   const rowTiles = Math.ceil(M / ROWS);
   const colTiles = Math.ceil(N / COLS);
-  const bStart = rowTiles * chunks * A_TILE;
+  const bStart = rowTiles * chunks * A_TILE; // A's tiles, then B's
+  const bytes = bStart + colTiles * chunks * B_TILE;
+  if (bytes > MAX_SCRATCH || bytes > maxBindingBytes()) return 0;
   // A's tiles and B's, each a region the scheduler follows (if A was not computed, neither is C).
   const scratch = tileScratch(bytes, [0, bStart]);
   const label = opName() ?? "mm";
